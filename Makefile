@@ -1,0 +1,40 @@
+# kafka-eos: `make run` (demo on a local broker) and `make test` (unit + integration suite).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup run test unit chaos bench kafka-up kafka-down clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[test,bench]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+	$(BIN)/python -c "from connectors.dev.java_env import java_binary, broker_classpath; java_binary(); broker_classpath()"
+
+run: setup
+	$(BIN)/kafka-eos demo
+
+test: setup
+	$(BIN)/pytest -q -m "not chaos"
+
+unit: $(STAMP)
+	$(BIN)/pytest -q tests
+
+chaos: setup
+	$(BIN)/pytest -q -m chaos integration_tests/chaos
+
+bench: setup
+	$(BIN)/python -m bench.run
+
+kafka-up: setup
+	$(BIN)/kafka-eos dev kafka up
+
+kafka-down:
+	$(BIN)/kafka-eos dev kafka down
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,100 @@
+"""Locating Java and the Kafka broker jars for the local (no-Docker) broker.
+
+Invariants:
+- Jars are resolved once from Maven Central with ``mvn dependency:copy-dependencies`` into a
+  per-version cache directory outside the repository (``$KAFKA_EOS_CACHE``, default
+  ``~/.cache/kafka-eos``); ``$KAFKA_EOS_MAVEN_ARGS`` adds Maven flags (mirrors, offline); a ``.complete`` marker is written only after a full copy, so an
+  interrupted download is retried, never half-used.
+- Every failure raises ``BrokerEnvironmentError`` with a message that says what to do.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+POM = Path(__file__).with_name("pom.xml")
+MIN_JAVA = 17
+
+
+class BrokerEnvironmentError(RuntimeError):
+    """The machine lacks something the local broker needs (Java, Maven, jars, a port)."""
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("KAFKA_EOS_CACHE", Path.home() / ".cache" / "kafka-eos"))
+
+
+def kafka_version() -> str:
+    match = re.search(r"<kafka.version>([^<]+)</kafka.version>", POM.read_text())
+    assert match, f"{POM} has no <kafka.version>"
+    return match.group(1)
+
+
+def java_binary() -> str:
+    """Return the java executable, checking it is at least Java 17 (Kafka 4 brokers need it)."""
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise BrokerEnvironmentError(
+            "Java not found: the local Kafka broker needs Java 17+. Install a JDK "
+            "(e.g. `apt-get install openjdk-17-jdk-headless`) or set JAVA_HOME.")
+    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    major = int(match.group(1)) if match else 0
+    if major == 1 and match and match.group(2):
+        major = int(match.group(2))
+    if major < MIN_JAVA:
+        raise BrokerEnvironmentError(
+            f"{java} is Java {major or 'of unknown version'}; Kafka 4 brokers need Java {MIN_JAVA}+. "
+            "Install a newer JDK or point JAVA_HOME at one.")
+    return java
+
+
+def broker_classpath() -> str:
+    """Return the classpath of the Kafka broker jars, downloading them on first use."""
+    jars = cache_root() / "jars" / f"kafka-{kafka_version()}"
+    if not (jars / ".complete").exists():
+        _download(jars)
+    return str(jars / "*")
+
+
+def _download(target: Path) -> None:
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise BrokerEnvironmentError(
+            "Maven (`mvn`) not found: it downloads the Kafka broker jars once. "
+            "Install it (`apt-get install maven`) or set KAFKA_BOOTSTRAP_SERVERS to use an external broker.")
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    cmd = [mvn, "-B", "-q", "-f", str(POM), "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies",
+           f"-DoutputDirectory={target}", "-DincludeScope=runtime",
+           *os.environ.get("KAFKA_EOS_MAVEN_ARGS", "").split()]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BrokerEnvironmentError(
+            f"Maven could not fetch the Kafka {kafka_version()} broker jars "
+            f"({_failed_artifact(proc.stdout + proc.stderr)}). Check access to Maven Central "
+            f"(proxy settings in ~/.m2/settings.xml). Maven said:\n{_tail(proc.stdout + proc.stderr)}")
+    (target / ".complete").write_text(kafka_version())
+
+
+def _failed_artifact(output: str) -> str:
+    """Name the first Maven coordinate (group:artifact[:type]:version) Maven failed on."""
+    named = re.search(r"the artifact ([\w.\-]+:[\w.\-]+(?::[\w.\-]+)?:\d[\w.\-]*)", output)
+    if named:
+        return f"failed artifact: {named.group(1)}"
+    for line in output.splitlines():
+        if "could not be resolved" in line or "Could not resolve" in line or "No plugin found" in line:
+            match = re.search(r"([\w.\-]+:[\w.\-]+(?::[\w.\-]+)?:\d[\w.\-]*)", line)
+            if match:
+                return f"failed artifact: {match.group(1)}"
+            if "No plugin found" in line:
+                return "failed artifact: org.apache.maven.plugins:maven-dependency-plugin"
+    return "no artifact named in Maven's output"
+
+
+def _tail(text: str, lines: int = 15) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])

@@ -1,0 +1,212 @@
+"""A real Apache Kafka KRaft cluster as plain Java processes on loopback (no Docker).
+
+Invariants:
+- Every node runs combined (broker + controller) with its own storage directory, formatted
+  once with one cluster id; ports are free loopback ports picked at start.
+- Single-node mode sets replication 1 for the transaction and offsets logs; 3-node mode sets
+  replication 3 with min ISR 2, so a coordinator can be killed for failover tests.
+- ``transaction.max.timeout.ms`` is a setting of the cluster (tests use a short one for the
+  broker-aborts-on-timeout case).
+- Each node's output goes to ``<workdir>/node-N/broker.log``; ``log_tail()`` shows it.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
+
+LOG4J = """status = warn
+appender.out.type = Console
+appender.out.name = OUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = OUT
+logger.state.name = state.change.logger
+logger.state.level = WARN
+"""
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    """What kind of local cluster to start."""
+    nodes: int = 1
+    transaction_max_timeout_ms: int = 900_000
+    heap: str = "512m"
+    workdir: Path | None = None
+    extra: tuple[tuple[str, str], ...] = ()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_port_free(port: int) -> None:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise BrokerEnvironmentError(
+                f"port {port} on 127.0.0.1 is in use ({exc.strerror}); stop what holds it "
+                "or let kafka-eos pick free ports (do not pass a port).") from exc
+
+
+@dataclass
+class Node:
+    node_id: int
+    port: int
+    controller_port: int
+    directory: Path
+    process: subprocess.Popen | None = None
+
+    @property
+    def log(self) -> Path:
+        return self.directory / "broker.log"
+
+
+@dataclass
+class LocalKafkaCluster:
+    """Start, stop and restart a local KRaft cluster. Use as a context manager."""
+    settings: ClusterSettings = field(default_factory=ClusterSettings)
+    nodes: list[Node] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.workdir = Path(self.settings.workdir or tempfile.mkdtemp(prefix="kafka-eos-broker-"))
+        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def start(self, timeout_s: float = 90.0) -> "LocalKafkaCluster":
+        java, classpath = java_binary(), broker_classpath()
+        if not self.nodes:
+            self.nodes = [Node(i + 1, free_port(), free_port(), self.workdir / f"node-{i + 1}")
+                          for i in range(self.settings.nodes)]
+            for node in self.nodes:
+                self._format(java, classpath, node)
+        for node in self.nodes:
+            self.start_node(node.node_id, java, classpath)
+        self.wait_ready(timeout_s)
+        return self
+
+    def start_node(self, node_id: int, java: str | None = None, classpath: str | None = None) -> None:
+        node = self.node(node_id)
+        for port in (node.port, node.controller_port):
+            check_port_free(port)
+        cmd = self._java(java or java_binary(), classpath or broker_classpath(), node)
+        cmd += ["kafka.Kafka", str(node.directory / "server.properties")]
+        with open(node.log, "ab") as log:
+            node.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+
+    def stop_node(self, node_id: int, kill: bool = False) -> None:
+        node = self.node(node_id)
+        if node.process and node.process.poll() is None:
+            node.process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                node.process.wait(30)
+            except subprocess.TimeoutExpired:
+                node.process.kill()
+                node.process.wait(10)
+        node.process = None
+
+    def stop(self) -> None:
+        for node in reversed(self.nodes):
+            self.stop_node(node.node_id)
+
+    def node(self, node_id: int) -> Node:
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+    def wait_ready(self, timeout_s: float = 90.0) -> None:
+        """Wait until every running node answers metadata with all live brokers registered."""
+        from confluent_kafka.admin import AdminClient
+        running = [n for n in self.nodes if n.process is not None]
+        deadline = time.monotonic() + timeout_s
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        while time.monotonic() < deadline:
+            for node in running:
+                if node.process.poll() is not None:
+                    raise BrokerEnvironmentError(
+                        f"Kafka node {node.node_id} exited with {node.process.returncode}:\n{self.log_tail(node.node_id)}")
+            try:
+                if len(admin.list_topics(timeout=2).brokers) >= len(running):
+                    return
+            except Exception:  # noqa: BLE001 - not up yet
+                pass
+            time.sleep(0.3)
+        raise BrokerEnvironmentError(f"Kafka did not become ready in {timeout_s:.0f}s:\n{self.log_tail()}")
+
+    def log_tail(self, node_id: int | None = None, lines: int = 40) -> str:
+        chosen = [self.node(node_id)] if node_id else self.nodes
+        parts = []
+        for node in chosen:
+            text = node.log.read_text(errors="replace").splitlines() if node.log.exists() else []
+            parts.append(f"--- {node.log} (last {lines} lines) ---\n" + "\n".join(text[-lines:]))
+        return "\n".join(parts)
+
+    def __enter__(self) -> "LocalKafkaCluster":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _java(self, java: str, classpath: str, node: Node) -> list[str]:
+        return [java, f"-Xmx{self.settings.heap}", "-Xms64m", "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1" if os.environ.get("KAFKA_EOS_FAST_JVM") else "-Dnoop=1",
+                f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
+                "-Djava.awt.headless=true", "-cp", classpath]
+
+    def _format(self, java: str, classpath: str, node: Node) -> None:
+        node.directory.mkdir(parents=True, exist_ok=True)
+        (node.directory / "log4j2.properties").write_text(LOG4J)
+        (node.directory / "server.properties").write_text(self._properties(node))
+        cmd = self._java(java, classpath, node) + [
+            "kafka.tools.StorageTool", "format", "-t", self.cluster_id,
+            "-c", str(node.directory / "server.properties")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BrokerEnvironmentError(f"formatting Kafka storage failed:\n{proc.stdout}\n{proc.stderr}")
+
+    def _properties(self, node: Node) -> str:
+        n = len(self.nodes)
+        voters = ",".join(f"{x.node_id}@127.0.0.1:{x.controller_port}" for x in self.nodes)
+        replication, min_isr = (1, 1) if n < 3 else (3, 2)
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": node.node_id,
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": node.directory / "data",
+            "offsets.topic.replication.factor": replication,
+            "offsets.topic.num.partitions": 4,
+            "transaction.state.log.replication.factor": replication,
+            "transaction.state.log.min.isr": min_isr,
+            "transaction.state.log.num.partitions": 4,
+            "default.replication.factor": replication,
+            "min.insync.replicas": min_isr if n >= 3 else 1,
+            "transaction.max.timeout.ms": self.settings.transaction_max_timeout_ms,
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000,
+            "group.initial.rebalance.delay.ms": 0,
+            "num.partitions": 1,
+            "auto.create.topics.enable": "true",
+            "log.retention.check.interval.ms": 1000,
+            "log.segment.delete.delay.ms": 0,
+        }
+        props.update(dict(self.settings.extra))
+        return "".join(f"{k}={v}\n" for k, v in props.items())

@@ -1,0 +1,39 @@
+"""Session fixtures: one real Kafka broker and one real SparkSession for the whole suite."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from integration_tests.providers import broker_from_environment
+
+
+@pytest.fixture(scope="session")
+def broker():
+    with broker_from_environment() as b:
+        yield b
+
+
+@pytest.fixture(scope="session")
+def bootstrap(broker) -> str:
+    return broker.bootstrap
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On a failed integration test, print the tail of the broker log next to the failure."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed and "broker" in item.fixturenames:
+        b = item.funcargs.get("broker")
+        if b is not None:
+            report.sections.append(("kafka broker log", b.log_tail()))
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from connectors.spark_harness import local_session
+    session = local_session()
+    yield session
+    session.stop()
