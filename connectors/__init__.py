@@ -1,1 +1,7 @@
 """Spark side of kafka-eos: the ``kafka-eos`` data source (source and sink), pipelines and CLI."""
+
+
+def register(spark) -> None:
+    """Register the ``kafka-eos`` data source in ``spark``."""
+    from connectors.datasource import register as _register
+    _register(spark)

@@ -1,0 +1,39 @@
+"""The ``kafka-eos`` Spark data source: one name for the Kafka source and the exactly-once sink.
+
+Options and the output schema follow Spark's built-in ``kafka`` source and sink, so moving a
+job from ``format("kafka")`` to ``format("kafka-eos")`` is the whole migration.
+"""
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
+
+from connectors.schema import source_schema
+
+
+class KafkaEosDataSource(DataSource):
+    """Source (batch + streaming) and streaming sink over Kafka, exactly once."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka-eos"
+
+    def schema(self) -> StructType:
+        return source_schema(include_headers=str(self.options.get("includeHeaders", "false")).lower() == "true")
+
+    def reader(self, schema: StructType):
+        from connectors.source.batch_reader import KafkaBatchReader
+        return KafkaBatchReader(dict(self.options), schema)
+
+    def streamReader(self, schema: StructType):
+        from connectors.source.stream_reader import KafkaStreamReader
+        return KafkaStreamReader(dict(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        from connectors.sink.stream_writer import KafkaEosStreamWriter
+        return KafkaEosStreamWriter(dict(self.options), schema)
+
+
+def register(spark) -> None:
+    """Make ``format("kafka-eos")`` available in this SparkSession."""
+    spark.dataSource.register(KafkaEosDataSource)
