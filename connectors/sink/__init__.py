@@ -1,0 +1,1 @@
+"""The exactly-once streaming sink of the ``kafka-eos`` data source."""

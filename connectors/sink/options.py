@@ -1,0 +1,81 @@
+"""Spark sink options -> ``SinkConfig`` (Spark's Kafka sink option names, plus ours).
+
+Options (Spark passes them with lower-cased keys):
+  kafka.bootstrap.servers (required), kafka.* (producer settings), topic,
+  transactional.id.prefix (required), kafka.transaction.timeout.ms,
+  trigger.interval.ms / batch.margin.ms (for the timeout rule), transactional.id.slots,
+  sinkLogLocation (default: <checkpointLocation>/kafka-eos-sink), commit.timeout.ms,
+  faultInjection / faultInjectionDir (tests and chaos runs only).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from txn.errors import SinkConfigError
+from txn.faults import FaultPlan
+from txn.sink_config import ACKS_ALL, SinkConfig
+from txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+from txn.transactional_ids import DEFAULT_SLOTS
+
+_REFUSED = {
+    "transactional.id": "set the sink option 'transactional.id.prefix' instead; kafka-eos owns the ids",
+    "isolation.level": "a producer setting does not take isolation.level; set it on the source",
+}
+
+
+def _int(options: Mapping[str, str], key: str, default: int) -> int:
+    value = options.get(key.lower())
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise SinkConfigError(f"sink option {key}={value!r} is not a whole number of milliseconds") from None
+
+
+def producer_conf(options: Mapping[str, str]) -> dict[str, str]:
+    conf = {k[len("kafka."):]: str(v) for k, v in options.items() if k.startswith("kafka.")}
+    if "bootstrap.servers" not in conf:
+        raise SinkConfigError("sink option kafka.bootstrap.servers is required (e.g. 'broker1:9092')")
+    for key, fix in _REFUSED.items():
+        if key in conf:
+            raise SinkConfigError(f"sink option kafka.{key} is not allowed: {fix}")
+    if conf.get("enable.idempotence", "true").lower() != "true":
+        raise SinkConfigError("sink option kafka.enable.idempotence=false breaks exactly-once: remove it "
+                              "(kafka-eos forces idempotence on)")
+    if conf.get("acks", "all").lower() not in ACKS_ALL:
+        raise SinkConfigError(f"sink option kafka.acks={conf['acks']} can lose acknowledged records: remove "
+                              "it or set acks=all (kafka-eos forces all)")
+    conf.pop("transaction.timeout.ms", None)
+    return conf
+
+
+def sink_config(options: Mapping[str, str]) -> SinkConfig:
+    options = {k.lower(): v for k, v in options.items()}
+    prefix = options.get("transactional.id.prefix")
+    if not prefix:
+        raise SinkConfigError("sink option transactional.id.prefix is required: a name unique to this "
+                              "query, kept across restarts (e.g. .option('transactional.id.prefix', 'orders-eos'))")
+    log_location = options.get("sinkloglocation")
+    if not log_location:
+        checkpoint = options.get("checkpointlocation")
+        if not checkpoint:
+            raise SinkConfigError("the kafka-eos sink keeps its commit log beside the query checkpoint: set "
+                                  ".option('checkpointLocation', ...) on writeStream (or option sinkLogLocation)")
+        log_location = checkpoint.rstrip("/") + "/kafka-eos-sink"
+    return SinkConfig(
+        producer_conf=producer_conf(options),
+        transactional_id_prefix=prefix,
+        log_location=log_location,
+        topic=options.get("topic") or None,
+        transaction_timeout_ms=_int(options, "kafka.transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS),
+        trigger_interval_ms=_int(options, "trigger.interval.ms", 0),
+        batch_margin_ms=_int(options, "batch.margin.ms", DEFAULT_BATCH_MARGIN_MS),
+        slots=_int(options, "transactional.id.slots", DEFAULT_SLOTS),
+        commit_timeout_s=_int(options, "commit.timeout.ms", 60_000) / 1000,
+    )
+
+
+def fault_plan(options: Mapping[str, str]) -> FaultPlan:
+    options = {k.lower(): v for k, v in options.items()}
+    return FaultPlan.parse(options.get("faultinjection"), options.get("faultinjectiondir"))

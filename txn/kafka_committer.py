@@ -1,0 +1,111 @@
+"""KafkaCommitter: the driver's EndTxn for pre-committed handles (Flink's KafkaCommitter).
+
+Invariants:
+- EndTxn is checked by the coordinator against (transactional id, producer id, epoch) only,
+  so the driver can end a transaction an executor's producer opened.
+- All handles of a batch are ended in parallel rounds; retriable answers (coordinator moving
+  or loading, CONCURRENT_TRANSACTIONS while a previous end completes) are retried with
+  exponential backoff until ``timeout_s``; a retry of a completed commit answers NONE.
+- PRODUCER_FENCED / INVALID_PRODUCER_EPOCH / INVALID_TXN_STATE on commit is resolved with
+  DescribeTransactions: the same producer id and epoch in CompleteCommit means committed,
+  anything else means the broker aborted it (timeout) or a newer writer fenced it: LOST.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Iterable, Mapping
+
+import kafka.errors as Errors
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from txn.control_plane import control_plane
+from txn.errors import TwoPhaseCommitError
+from txn.handle import TxnHandle
+
+log = logging.getLogger(__name__)
+COMMITTED, ABORTED, LOST = "committed", "aborted", "lost"
+_RETRY = {-1, Errors.RequestTimedOutError.errno, Errors.CoordinatorLoadInProgressError.errno,
+          Errors.CoordinatorNotAvailableError.errno, Errors.NotCoordinatorError.errno,
+          Errors.ConcurrentTransactionsError.errno, Errors.KafkaStorageError.errno,
+          Errors.NotEnoughReplicasError.errno, Errors.NotEnoughReplicasAfterAppendError.errno}
+_MOVED = {-1, Errors.CoordinatorNotAvailableError.errno, Errors.NotCoordinatorError.errno}
+_NOT_OURS = {Errors.ProducerFencedError.errno, Errors.InvalidProducerEpochError.errno,
+             Errors.InvalidTxnStateError.errno}
+
+
+class _RoundIncomplete(Exception):
+    pass
+
+
+class KafkaCommitter:
+    def __init__(self, conf: Mapping[str, str], timeout_s: float = 60.0) -> None:
+        self._conf = conf
+        self._timeout_s = timeout_s
+
+    def commit(self, handles: Iterable[TxnHandle]) -> dict[int, str]:
+        """EndTxn(commit) every handle; return sink partition -> committed | lost."""
+        return self._end(list(handles), commit=True)
+
+    def abort(self, handles: Iterable[TxnHandle]) -> dict[int, str]:
+        """EndTxn(abort) every handle (already-ended or fenced ones count as aborted)."""
+        return self._end(list(handles), commit=False)
+
+    def _end(self, handles: list[TxnHandle], commit: bool) -> dict[int, str]:
+        pending = {h.transactional_id: h for h in handles if h.has_transaction}
+        outcomes: dict[int, str] = {}
+        if not pending:
+            return outcomes
+        client = control_plane(self._conf)
+        retrying = Retrying(stop=stop_after_delay(self._timeout_s), reraise=True,
+                            wait=wait_exponential(multiplier=0.02, max=2.0),
+                            retry=retry_if_exception_type(_RoundIncomplete))
+        try:
+            for attempt in retrying:
+                with attempt:
+                    self._round(client, pending, outcomes, commit)
+        except _RoundIncomplete:
+            raise TwoPhaseCommitError(
+                f"EndTxn({'commit' if commit else 'abort'}) did not complete within {self._timeout_s:.0f}s "
+                f"for {sorted(pending)}; the transactions stay decided and are retried on restart") from None
+        return outcomes
+
+    def _round(self, client, pending: dict[str, TxnHandle], outcomes: dict[int, str], commit: bool) -> None:
+        codes = client.end_txn_round([(h.transactional_id, h.producer_id, h.producer_epoch)
+                                      for h in pending.values()], commit)
+        moved = [tid for tid, code in codes.items() if code in _MOVED]
+        if moved:
+            client.forget_coordinators(moved)
+        not_ours = []
+        for tid, code in codes.items():
+            handle = pending[tid]
+            if code == 0:
+                outcomes[handle.sink_partition] = COMMITTED if commit else ABORTED
+            elif code in _NOT_OURS:
+                not_ours.append(handle)
+                continue
+            elif code in _RETRY:
+                continue
+            else:
+                raise TwoPhaseCommitError(
+                    f"EndTxn for {tid} failed with {Errors.for_code(code).__name__} ({code}); "
+                    "check the principal's TransactionalId WRITE/DESCRIBE ACLs and the broker log")
+            del pending[tid]
+        for handle in not_ours:
+            outcomes[handle.sink_partition] = self._resolve_not_ours(client, handle, commit)
+            del pending[handle.transactional_id]
+        if pending:
+            raise _RoundIncomplete()
+
+    @staticmethod
+    def _resolve_not_ours(client, handle: TxnHandle, commit: bool) -> str:
+        if not commit:
+            return ABORTED
+        described = client.describe_transactions([handle.transactional_id])[handle.transactional_id]
+        same = (described.producer_id, described.producer_epoch) == (handle.producer_id, handle.producer_epoch)
+        if same and described.state.value == "CompleteCommit":
+            return COMMITTED
+        log.error("transaction %s (producer %d epoch %d) was aborted by the broker or fenced "
+                  "(now %s, epoch %d): its %d records are lost from this attempt",
+                  handle.transactional_id, handle.producer_id, handle.producer_epoch,
+                  described.state.value, described.producer_epoch, handle.records)
+        return LOST

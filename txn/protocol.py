@@ -1,0 +1,140 @@
+"""The two-phase commit of one batch, and recovery, as numbered steps.
+
+Executors pre-commit (``KafkaWriter``); the driver then runs ``commit_batch``:
+  1. a batch already committed (a replay after a crash before the engine's commit log)
+     commits nothing again: duplicate transactions of the replay are aborted;
+  2. merge with a previous decision of this batch (a replay after lost transactions): keep
+     durable partitions, take the re-written ones; the shapes must match (ReplayMismatchError);
+  3. record the decision (batch id + every handle) durably in the sink log;
+  4. EndTxn(commit) every pending handle, in parallel, with retries;
+  5. a handle the broker aborted meanwhile is recorded as lost and TransactionLostError stops
+     the query: the restart replays the batch and re-writes exactly the lost partitions;
+  6. record the batch committed (with its metrics);
+  7. abort lingering transactions under the prefix (dead attempts, an older run).
+``recover`` runs before any task of a batch starts: it finishes a decided batch (step 4-6)
+and returns the ReplayPlan that tells tasks which sink partitions are already durable.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from txn.errors import ReplayMismatchError, TransactionLostError
+from txn.faults import FaultPlan
+from txn.handle import TxnHandle
+from txn.kafka_committer import LOST, KafkaCommitter
+from txn.sink_config import SinkConfig
+from txn.sink_log import COMMITTED, DECIDED, PENDING, BatchRecord, SinkLog
+from txn.transaction_aborter import TransactionAborter
+
+log = logging.getLogger("kafka_eos.sink")
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    """Which sink partitions of the last logged batch are durable (tasks skip re-writing them)."""
+    batch_id: int | None = None
+    durable: frozenset[int] = field(default_factory=frozenset)
+
+    def skip(self, batch_id: int, sink_partition: int) -> bool:
+        return batch_id == self.batch_id and sink_partition in self.durable
+
+
+class TwoPhaseCommitProtocol:
+    def __init__(self, config: SinkConfig, faults: FaultPlan = FaultPlan()) -> None:
+        self.config, self.faults = config, faults
+        self.log = SinkLog(config.log_location, config.transactional_id_prefix)
+        self.committer = KafkaCommitter(config.client_conf(), config.commit_timeout_s)
+        self.aborter = TransactionAborter(config.client_conf(), config.ids, config.commit_timeout_s)
+
+    # -- recovery ------------------------------------------------------------------------
+    def recover(self) -> ReplayPlan:
+        last = self.log.latest()
+        if last is None:
+            return ReplayPlan()
+        if last.state == DECIDED and last.partitions_with(PENDING):
+            log.warning("kafka-eos: batch %d was decided but not fully committed; committing it now",
+                        last.batch_id)
+            last = self._end(last)
+        return ReplayPlan(last.batch_id, frozenset(last.durable_partitions()))
+
+    # -- the commit of one batch ---------------------------------------------------------
+    def commit_batch(self, batch_id: int, handles: list[TxnHandle]) -> BatchRecord:
+        started = time.monotonic()
+        previous = self.log.get(batch_id)
+        if previous is not None and previous.state == COMMITTED:                      # step 1
+            self._abort_duplicates(handles, set(range(previous.num_partitions)))
+            return previous
+        record = self._decide(batch_id, handles, previous)                           # step 2
+        self.faults.hit("before_decision", batch_id)
+        self.log.write(record)                                                       # step 3
+        self.faults.hit("after_decision", batch_id)
+        record = self._end(record)                                                   # steps 4-6
+        self.faults.hit("after_end_txns", batch_id)
+        self.aborter.abort_lingering()                                               # step 7
+        self.log.prune()
+        self._report(record, started)
+        return record
+
+    def abort_batch(self, handles: list[TxnHandle]) -> None:
+        """The engine gave up on the batch (a task failed): end what was pre-committed."""
+        self.committer.abort([h for h in handles if h.has_transaction])
+
+    def _decide(self, batch_id: int, handles: list[TxnHandle], previous: BatchRecord | None) -> BatchRecord:
+        if previous is None:
+            status = {h.sink_partition: PENDING for h in handles if h.has_transaction}
+            return BatchRecord(batch_id, DECIDED, len(handles), tuple(handles), status)
+        if len(handles) != previous.num_partitions:
+            raise ReplayMismatchError(
+                f"batch {batch_id} was decided with {previous.num_partitions} sink partitions but its replay "
+                f"has {len(handles)}; lost partitions {sorted(previous.partitions_with(LOST))} cannot be "
+                "re-written exactly once. Keep the query's partitioning deterministic for a replay.")
+        durable = previous.durable_partitions()
+        self._abort_duplicates(handles, durable)
+        kept = {h.sink_partition: h for h in previous.handles if h.sink_partition in durable}
+        merged = tuple(kept.get(h.sink_partition, h) for h in handles)
+        status = {**{p: s for p, s in previous.status.items() if p in durable},
+                  **{h.sink_partition: PENDING for h in merged
+                     if h.sink_partition not in durable and h.has_transaction}}
+        return BatchRecord(batch_id, DECIDED, len(handles), merged, status)
+
+    def _end(self, record: BatchRecord) -> BatchRecord:
+        pending = [h for h in record.handles if record.status.get(h.sink_partition) == PENDING]
+        t0 = time.monotonic()
+        if self.faults.point == "between_end_txns" and len(pending) > 1:
+            self.committer.commit(pending[:1])
+            self.faults.hit("between_end_txns", record.batch_id)
+        outcomes = self.committer.commit(pending)                                    # step 4
+        commit_ms = round((time.monotonic() - t0) * 1000, 1)
+        record = record.with_status(outcomes)
+        lost = record.partitions_with(LOST)
+        if lost:                                                                     # step 5
+            self.log.write(record)
+            records = sum(h.records for h in record.handles if h.sink_partition in lost)
+            raise TransactionLostError(
+                f"batch {record.batch_id}: the broker aborted the transactions of sink partitions "
+                f"{sorted(lost)} ({records} records) before they were committed (transaction.timeout.ms "
+                f"{self.config.transaction_timeout_ms} ms elapsed). Nothing is lost for good: restart the "
+                "query from its checkpoint; it replays this batch and re-writes exactly those partitions. "
+                "Raise transaction.timeout.ms (within the broker's transaction.max.timeout.ms) to avoid this.")
+        metrics = {"records": float(sum(h.records for h in record.handles)),
+                   "transactions": float(len(pending)), "commit_ms": commit_ms,
+                   "precommit_max_ms": max((h.precommit_ms for h in record.handles), default=0.0)}
+        record = BatchRecord(record.batch_id, COMMITTED, record.num_partitions, record.handles,
+                             record.status, metrics)
+        self.log.write(record)                                                       # step 6
+        return record
+
+    def _abort_duplicates(self, handles: list[TxnHandle], durable: set[int]) -> None:
+        duplicates = [h for h in handles if h.sink_partition in durable and h.has_transaction]
+        if duplicates:
+            log.warning("kafka-eos: aborting %d re-written transaction(s) of already durable partitions",
+                        len(duplicates))
+            self.committer.abort(duplicates)
+
+    def _report(self, record: BatchRecord, started: float) -> None:
+        m = record.metrics
+        log.info("kafka-eos batch %d: %d records, %d transactions committed, pre-commit max %.0f ms, "
+                 "commit %.0f ms (decision to committed %.0f ms)", record.batch_id, m["records"],
+                 m["transactions"], m["precommit_max_ms"], m["commit_ms"], (time.monotonic() - started) * 1000)
