@@ -32,7 +32,8 @@ class TransactionAborter:
                                                 transactional_id_pattern=self._ids.pattern().pattern)
         except Errors.UnsupportedVersionError:  # brokers before 4.1: filter here
             listings = client.list_transactions(state_filters=["Ongoing"])
-        return sorted(t.transactional_id for t in listings if self._ids.owns(t.transactional_id))
+        rows = [t for per_broker in listings.values() for t in per_broker]
+        return sorted(t.transactional_id for t in rows if self._ids.owns(t.transactional_id))
 
     def abort_lingering(self, keep: set[str] = frozenset()) -> list[str]:
         """Abort every Ongoing transaction under the prefix except ``keep``; return the ids."""
