@@ -1,0 +1,115 @@
+"""The txn/ roles against a real broker (no Spark): pre-commit, driver commit, fencing, cleanup."""
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+import pytest
+
+from connectors.dev.local_kafka import ClusterSettings
+from integration_tests.kafka_tools import committed_end_offsets, create_topic, read_all, unique
+from integration_tests.providers import local_broker
+from txn.errors import TransactionLostError
+from txn.kafka_committer import COMMITTED, LOST, KafkaCommitter
+from txn.kafka_writer import KafkaWriter
+from txn.protocol import TwoPhaseCommitProtocol
+from txn.sink_config import SinkConfig
+from txn.transaction_aborter import TransactionAborter
+
+
+def config(bootstrap: str, topic: str, tmp_path, **kw) -> SinkConfig:
+    return SinkConfig(producer_conf={"bootstrap.servers": bootstrap}, transactional_id_prefix=unique("p"),
+                      log_location=str(tmp_path / "sinklog"), topic=topic, **kw)
+
+
+def rows(ids) -> pa.RecordBatch:
+    values = [str(i).encode() for i in ids]
+    return pa.RecordBatch.from_pydict({"key": values, "value": values})
+
+
+def ids_in(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[int]:
+    return sorted(int(m.value()) for m in read_all(bootstrap, topic, isolation, idle_s=1.0))
+
+
+def test_precommitted_is_invisible_until_the_driver_commits(bootstrap, tmp_path):
+    topic = create_topic(bootstrap, unique("out"), partitions=3)
+    cfg = config(bootstrap, topic, tmp_path)
+    handle = KafkaWriter(cfg, batch_id=0, sink_partition=0).write([rows(range(50)), rows(range(50, 100))])
+    assert handle.records == 100 and handle.producer_id >= 0 and handle.producer_epoch >= 0
+    assert sum(sum(p.values()) for p in handle.partitions.values()) == 100
+    assert ids_in(bootstrap, topic) == []
+    assert ids_in(bootstrap, topic, "read_uncommitted") == list(range(100))
+    committer = KafkaCommitter(cfg.client_conf())
+    assert committer.commit([handle]) == {0: COMMITTED}
+    assert committer.commit([handle]) == {0: COMMITTED}  # a retry of a completed commit succeeds
+    assert ids_in(bootstrap, topic) == list(range(100))
+
+
+def test_empty_task_opens_no_transaction(bootstrap, tmp_path):
+    topic = create_topic(bootstrap, unique("out"))
+    cfg = config(bootstrap, topic, tmp_path)
+    handle = KafkaWriter(cfg, 0, 7).write([rows([])])
+    assert not handle.has_transaction and handle.transactional_id is None
+    assert TransactionAborter(cfg.client_conf(), cfg.ids).ongoing() == []
+
+
+def test_a_newer_attempt_fences_the_older_one(bootstrap, tmp_path):
+    topic = create_topic(bootstrap, unique("out"))
+    cfg = config(bootstrap, topic, tmp_path)
+    old = KafkaWriter(cfg, 3, 1).write([rows(range(10))])
+    new = KafkaWriter(cfg, 3, 1).write([rows(range(10))])  # retry of the same task
+    assert new.transactional_id == old.transactional_id and new.producer_epoch > old.producer_epoch
+    committer = KafkaCommitter(cfg.client_conf())
+    assert committer.commit([old]) == {1: LOST}
+    assert committer.commit([new]) == {1: COMMITTED}
+    assert ids_in(bootstrap, topic) == list(range(10))
+
+
+def test_aborter_ends_lingering_transactions_and_frees_the_lso(bootstrap, tmp_path):
+    topic = create_topic(bootstrap, unique("out"))
+    cfg = config(bootstrap, topic, tmp_path)
+    KafkaWriter(cfg, 0, 0).write([rows(range(5))])  # a dead attempt: never committed
+    aborter = TransactionAborter(cfg.client_conf(), cfg.ids)
+    assert aborter.ongoing() == [cfg.ids.id_for(0, 0)]
+    assert committed_end_offsets(bootstrap, topic) == {0: 0}
+    assert aborter.abort_lingering() == [cfg.ids.id_for(0, 0)]
+    deadline = time.monotonic() + 10
+    while committed_end_offsets(bootstrap, topic)[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert committed_end_offsets(bootstrap, topic) == {0: 6}  # 5 records + abort marker
+    assert ids_in(bootstrap, topic) == [] and aborter.ongoing() == []
+
+
+def test_protocol_commits_a_batch_and_skips_its_replay(bootstrap, tmp_path):
+    topic = create_topic(bootstrap, unique("out"), partitions=2)
+    cfg = config(bootstrap, topic, tmp_path)
+    protocol = TwoPhaseCommitProtocol(cfg)
+    handles = [KafkaWriter(cfg, 0, k).write([rows(range(k * 10, k * 10 + 10))]) for k in range(2)]
+    record = protocol.commit_batch(0, handles)
+    assert record.state == "committed" and record.metrics["records"] == 20
+    plan = TwoPhaseCommitProtocol(cfg).recover()
+    assert plan.skip(0, 0) and plan.skip(0, 1) and not plan.skip(1, 0)
+    # a replay that wrote anyway (no plan) is aborted, never committed twice
+    replay = [KafkaWriter(cfg, 0, k).write([rows(range(k * 10, k * 10 + 10))]) for k in range(2)]
+    TwoPhaseCommitProtocol(cfg).commit_batch(0, replay)
+    assert ids_in(bootstrap, topic) == list(range(20))
+
+
+def test_broker_timeout_abort_is_reported_lost_and_replayed(tmp_path):
+    with local_broker(ClusterSettings(transaction_max_timeout_ms=4000)) as broker:
+        bootstrap = broker.bootstrap
+        topic = create_topic(bootstrap, unique("out"), partitions=2)
+        cfg = config(bootstrap, topic, tmp_path, transaction_timeout_ms=3000, batch_margin_ms=0)
+        handles = [KafkaWriter(cfg, 0, k).write([rows(range(k * 10, k * 10 + 10))]) for k in range(2)]
+        protocol = TwoPhaseCommitProtocol(cfg)
+        protocol.committer.commit(handles[:1])  # partition 0 makes it, then the "driver" stalls
+        time.sleep(7)  # > transaction.timeout.ms: the broker aborts partition 1's transaction
+        with pytest.raises(TransactionLostError, match=r"sink partitions \[1\] \(10 records\)"):
+            protocol.commit_batch(0, handles)
+        plan = TwoPhaseCommitProtocol(cfg).recover()
+        assert plan.skip(0, 0) and not plan.skip(0, 1)
+        replay = [KafkaWriter(cfg, 0, 1).write([rows(range(10, 20))]) if not plan.skip(0, k) else
+                  KafkaWriter(cfg, 0, k).write([]) for k in range(2)]
+        record = TwoPhaseCommitProtocol(cfg).commit_batch(0, replay)
+        assert record.state == "committed"
+        assert ids_in(bootstrap, topic) == list(range(20))

@@ -1,0 +1,39 @@
+"""Sink options: required settings, refused unsafe ones, secrets never printed."""
+from __future__ import annotations
+
+import pytest
+
+from connectors.sink.options import sink_config
+from txn.errors import SinkConfigError
+
+BASE = {"kafka.bootstrap.servers": "b:9092", "transactional.id.prefix": "q1", "checkpointLocation": "/ck"}
+
+
+def test_defaults_and_log_beside_checkpoint():
+    cfg = sink_config(BASE)
+    assert cfg.log_location == "/ck/kafka-eos-sink" and cfg.producer_conf["bootstrap.servers"] == "b:9092"
+    settings = cfg.producer_settings("q1-0-0")
+    assert settings["enable.idempotence"] == "true" and settings["acks"] == "all"
+
+
+@pytest.mark.parametrize("extra,needle", [
+    ({"kafka.acks": "1"}, "kafka.acks=1"),
+    ({"kafka.enable.idempotence": "false"}, "enable.idempotence=false"),
+    ({"kafka.transactional.id": "x"}, "transactional.id.prefix"),
+    ({"transactional.id.prefix": ""}, "transactional.id.prefix is required"),
+    ({"kafka.transaction.timeout.ms": "soon"}, "kafka.transaction.timeout.ms='soon'"),
+])
+def test_unsafe_or_missing_settings_are_named(extra, needle):
+    with pytest.raises(SinkConfigError, match=needle.replace(".", r"\.").replace("'", ".")):
+        sink_config({**BASE, **extra})
+
+
+def test_missing_checkpoint_is_explained():
+    options = {k: v for k, v in BASE.items() if k != "checkpointLocation"}
+    with pytest.raises(SinkConfigError, match="checkpointLocation"):
+        sink_config(options)
+
+
+def test_secrets_never_in_repr():
+    cfg = sink_config({**BASE, "kafka.sasl.password": "hunter2", "kafka.sasl.username": "svc"})
+    assert "hunter2" not in repr(cfg) and "hunter2" not in str(cfg) and "svc" in repr(cfg)

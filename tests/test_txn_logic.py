@@ -1,0 +1,145 @@
+"""Pure logic of txn/: ids, handles, the sink log, the timeout rule, replay merging."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from txn.errors import ReplayMismatchError, SinkConfigError, SinkLogError
+from txn.handle import TxnHandle
+from txn.kafka_committer import COMMITTED, LOST
+from txn.protocol import TwoPhaseCommitProtocol
+from txn.sink_config import SinkConfig
+from txn.sink_log import DECIDED, LOST as LOG_LOST, BatchRecord, SinkLog
+from txn.timeouts import check_transaction_timeout
+from txn.transactional_ids import TransactionalIdFactory
+
+
+def handle(k: int, records: int = 5, epoch: int = 0) -> TxnHandle:
+    return TxnHandle(sink_partition=k, transactional_id=f"p-{k}-0", producer_id=100 + k,
+                     producer_epoch=epoch, records=records)
+
+
+def test_id_pool_is_bounded_whatever_the_number_of_batches():
+    ids = TransactionalIdFactory("orders", slots=2)
+    used = {ids.id_for(k, batch) for k in range(4) for batch in range(1000)}
+    assert len(used) == 8
+    assert ids.id_for(3, 10) != ids.id_for(3, 11)  # consecutive batches never share an id
+    assert ids.owns("orders-3-1") and not ids.owns("orders-x-3-1") and not ids.owns("orders2-3-1")
+
+
+def test_invalid_prefix_is_refused():
+    with pytest.raises(SinkConfigError, match="transactional.id.prefix"):
+        TransactionalIdFactory("has space")
+
+
+def test_handle_round_trip_and_version():
+    h = handle(2)
+    assert TxnHandle.from_dict(h.to_dict()) == h
+    with pytest.raises(ValueError, match="format 99"):
+        TxnHandle.from_dict({**h.to_dict(), "v": 99})
+    assert not TxnHandle.empty(1).has_transaction
+
+
+def test_sink_log_round_trip_prefix_pin_and_version(tmp_path):
+    log = SinkLog(str(tmp_path), "p")
+    record = BatchRecord(4, DECIDED, 2, (handle(0), handle(1)), {0: "pending", 1: "pending"})
+    log.write(record)
+    assert log.get(4) == record and log.latest() == record
+    with pytest.raises(SinkLogError, match="belongs to transactional.id.prefix 'p'"):
+        SinkLog(str(tmp_path), "other")
+    data = json.loads((tmp_path / "4.json").read_text())
+    (tmp_path / "4.json").write_text(json.dumps({**data, "v": 2}))
+    with pytest.raises(SinkLogError, match="format 2"):
+        log.get(4)
+
+
+def test_sink_log_prune_keeps_the_latest(tmp_path):
+    log = SinkLog(str(tmp_path), "p")
+    for b in range(10):
+        log.write(BatchRecord(b, "committed", 0, ()))
+    log.prune(keep=3)
+    assert log.batch_ids() == [7, 8, 9]
+
+
+def test_durable_partitions_include_empty_and_committed():
+    record = BatchRecord(1, DECIDED, 4, (handle(0), TxnHandle.empty(1), handle(2), handle(3)),
+                         {0: "committed", 2: LOG_LOST, 3: "pending"})
+    assert record.durable_partitions() == {0, 1}
+
+
+@pytest.mark.parametrize("timeout,trigger,broker,broken", [
+    (60_000, 5_000, 900_000, 0),
+    (10_000, 5_000, 900_000, 1),       # not above trigger + margin
+    (1_000_000, 5_000, 900_000, 1),    # above the broker maximum
+    (4_000, 5_000, 3_000, 2),
+    (60_000, 5_000, None, 0),          # offline: broker maximum unknown
+])
+def test_timeout_ordering(timeout, trigger, broker, broken):
+    violations = check_transaction_timeout(timeout, trigger, 30_000, broker)
+    assert len(violations) == broken
+    assert all("transaction.timeout.ms" in str(v) and "Fix:" in str(v) for v in violations)
+
+
+class FakeCommitter:
+    """Stands in for EndTxn: records calls, answers from a table."""
+
+    def __init__(self, answers: dict[int, str] | None = None):
+        self.answers, self.committed, self.aborted = answers or {}, [], []
+
+    def commit(self, handles):
+        self.committed += [h.sink_partition for h in handles]
+        return {h.sink_partition: self.answers.get(h.sink_partition, COMMITTED) for h in handles}
+
+    def abort(self, handles):
+        self.aborted += [h.sink_partition for h in handles]
+        return {}
+
+
+class NoAborter:
+    def abort_lingering(self, keep=frozenset()):
+        return []
+
+
+def protocol(tmp_path, answers=None) -> TwoPhaseCommitProtocol:
+    cfg = SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
+                     log_location=str(tmp_path))
+    proto = TwoPhaseCommitProtocol(cfg)
+    proto.committer, proto.aborter = FakeCommitter(answers), NoAborter()
+    return proto
+
+
+def test_replay_rewrites_only_lost_partitions(tmp_path):
+    first = protocol(tmp_path, {1: LOST})
+    with pytest.raises(Exception, match=r"sink partitions \[1\]"):
+        first.commit_batch(7, [handle(0), handle(1), handle(2)])
+    plan = protocol(tmp_path).recover()
+    assert plan.skip(7, 0) and plan.skip(7, 2) and not plan.skip(7, 1)
+    second = protocol(tmp_path)
+    replay = [TxnHandle.empty(0, skipped=True), handle(1, epoch=1), TxnHandle.empty(2, skipped=True)]
+    record = second.commit_batch(7, replay)
+    assert second.committer.committed == [1] and record.state == "committed"
+    assert record.handles[0] == handle(0) and record.handles[1] == handle(1, epoch=1)
+
+
+def test_replay_with_another_shape_is_refused(tmp_path):
+    with pytest.raises(Exception):
+        protocol(tmp_path, {1: LOST}).commit_batch(3, [handle(0), handle(1)])
+    with pytest.raises(ReplayMismatchError, match="2 sink partitions but its replay has 3"):
+        protocol(tmp_path).commit_batch(3, [handle(0), handle(1), handle(2)])
+
+
+def test_replay_of_a_committed_batch_commits_nothing_and_aborts_rewrites(tmp_path):
+    protocol(tmp_path).commit_batch(5, [handle(0), handle(1)])
+    again = protocol(tmp_path)
+    again.commit_batch(5, [handle(0, epoch=1), TxnHandle.empty(1, skipped=True)])
+    assert again.committer.committed == [] and again.committer.aborted == [0]
+
+
+def test_recovery_commits_a_decided_batch_first(tmp_path):
+    log = SinkLog(str(tmp_path), "p")
+    log.write(BatchRecord(9, DECIDED, 2, (handle(0), handle(1)), {0: "pending", 1: "pending"}))
+    proto = protocol(tmp_path)
+    plan = proto.recover()
+    assert proto.committer.committed == [0, 1] and plan.skip(9, 0) and plan.skip(9, 1)
+    assert log.get(9).state == "committed"
