@@ -1,7 +1,8 @@
 """Fault-injection points for the crash tests and the chaos suite (off unless configured).
 
 At a configured point the process writes ``<dir>/<point>.<pid>`` and then blocks, so a test
-can SIGKILL it at exactly that step of the protocol. Points: ``task_write`` (mid-write on an
+can SIGKILL it at exactly that step of the protocol. Each point fires once per directory (a
+retried task or a restarted query passes it). Points: ``task_write`` (mid-write on an
 executor), ``before_decision``, ``after_decision``, ``between_end_txns``, ``after_end_txns``.
 """
 from __future__ import annotations
@@ -33,6 +34,9 @@ class FaultPlan:
     def hit(self, point: str, batch_id: int) -> None:
         if self.point != point or (self.batch_id is not None and self.batch_id != batch_id):
             return
-        marker = Path(self.directory) / f"{point}.{os.getpid()}"
+        directory = Path(self.directory)
+        if any(directory.glob(f"{point}.*")):
+            return
+        marker = directory / f"{point}.{os.getpid()}"
         marker.write_text(str(batch_id))
         time.sleep(600)  # the test kills us here

@@ -1,0 +1,60 @@
+"""A Kafka -> kafka-eos source -> transform -> kafka-eos sink job, run by spark-submit in tests.
+
+The transform keeps the id and marks the value: value "17" -> "out-17", key unchanged.
+"""
+from __future__ import annotations
+
+import argparse
+
+from pyspark.sql import SparkSession
+
+import connectors
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--input", required=True)
+    p.add_argument("--output", required=True)
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--prefix", required=True)
+    p.add_argument("--max-offsets", type=int, default=0)
+    p.add_argument("--trigger", default="available_now", help="available_now or seconds")
+    p.add_argument("--run-seconds", type=float, default=0, help="with a processing-time trigger")
+    p.add_argument("--fault", default="")
+    p.add_argument("--fault-dir", default="")
+    p.add_argument("--transaction-timeout-ms", type=int, default=300_000)
+    p.add_argument("--repartition", type=int, default=0)
+    a = p.parse_args()
+
+    spark = SparkSession.builder.getOrCreate()
+    connectors.register(spark)
+    reader = (spark.readStream.format("kafka-eos").option("kafka.bootstrap.servers", a.bootstrap)
+              .option("subscribe", a.input).option("startingOffsets", "earliest"))
+    if a.max_offsets:
+        reader = reader.option("maxOffsetsPerTrigger", a.max_offsets)
+    df = reader.load().selectExpr("key", "CONCAT('out-', CAST(value AS STRING)) AS value")
+    if a.repartition:
+        df = df.repartition(a.repartition, "key")
+    writer = (df.writeStream.format("kafka-eos").option("kafka.bootstrap.servers", a.bootstrap)
+              .option("topic", a.output).option("transactional.id.prefix", a.prefix)
+              .option("checkpointLocation", a.checkpoint)
+              .option("kafka.transaction.timeout.ms", a.transaction_timeout_ms)
+              .option("batch.margin.ms", 1000))
+    if a.fault:
+        writer = writer.option("faultInjection", a.fault).option("faultInjectionDir", a.fault_dir)
+    if a.trigger == "available_now":
+        query = writer.trigger(availableNow=True).start()
+        query.awaitTermination()
+    else:
+        query = writer.trigger(processingTime=f"{a.trigger} seconds").start()
+        query.awaitTermination(a.run_seconds or None)
+        query.stop()
+    if query.exception():
+        raise SystemExit(f"query failed: {query.exception()}")
+    print("job: done")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Run the test job through real spark-submit as its own process group, and kill it on cue."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+from connectors.spark_harness import SMALL_CONF, python_env, spark_submit_binary
+from integration_tests.kafka_tools import create_topic, produce, read_all, unique
+
+JOB = Path(__file__).parent / "jobs" / "eos_pipeline.py"
+ABORTED_BASE = 1_000_000
+
+
+def seed_input(bootstrap: str, topic: str, ids: int, partitions: int = 3) -> None:
+    """ids 0..ids-1 in committed transactions and plain writes; ABORTED_BASE+ in aborted ones."""
+    create_topic(bootstrap, topic, partitions=partitions)
+    step = max(1, ids // 6)
+    for n, start in enumerate(range(0, ids, step)):
+        chunk = [(str(i).encode(), str(i).encode()) for i in range(start, min(ids, start + step))]
+        if n % 3 == 2:
+            produce(bootstrap, topic, chunk)
+        else:
+            produce(bootstrap, topic, chunk, transactional=unique("in"))
+        bad = [(str(i).encode(), str(i).encode()) for i in range(ABORTED_BASE + start, ABORTED_BASE + start + 20)]
+        produce(bootstrap, topic, bad, transactional=unique("in-abort"), commit=False)
+
+
+def start_job(args: list[str], log: Path, master: str = "local[2,3]") -> subprocess.Popen:
+    cmd = [spark_submit_binary(), "--master", master]
+    for key, value in SMALL_CONF.items():
+        cmd += ["--conf", f"{key}={value}"]
+    cmd += [str(JOB), *args]
+    out = open(log, "ab")
+    return subprocess.Popen(cmd, env=python_env(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def wait_for(path_glob: tuple[Path, str], proc: subprocess.Popen, timeout: float, log: Path) -> Path:
+    directory, pattern = path_glob
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = sorted(directory.glob(pattern))
+        if found:
+            return found[0]
+        if proc.poll() is not None:
+            raise AssertionError(f"job exited ({proc.returncode}) before {pattern}:\n{tail(log)}")
+        time.sleep(0.2)
+    kill_group(proc)
+    raise AssertionError(f"no {pattern} within {timeout}s:\n{tail(log)}")
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(30)
+
+
+def run_to_completion(args: list[str], log: Path, timeout: float = 400) -> None:
+    proc = start_job(args, log)
+    try:
+        rc = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        raise AssertionError(f"job did not finish in {timeout}s:\n{tail(log)}")
+    assert rc == 0, f"job failed ({rc}):\n{tail(log)}"
+
+
+def tail(log: Path, lines: int = 60) -> str:
+    text = log.read_text(errors="replace").splitlines() if log.exists() else []
+    keep = [l for l in text if not l.startswith("%") and "\tat " not in l]
+    return "\n".join(keep[-lines:])
+
+
+def output_ids(bootstrap: str, topic: str, isolation: str = "read_committed") -> Counter:
+    return Counter(int(m.value().decode().removeprefix("out-")) for m in read_all(bootstrap, topic, isolation, idle_s=1.5))
+
+
+def exactly_once_report(counts: Counter, ids: int) -> dict[str, int]:
+    return {"missing": sum(1 for i in range(ids) if counts[i] == 0),
+            "duplicated": sum(c - 1 for i, c in counts.items() if c > 1),
+            "aborted_input": sum(c for i, c in counts.items() if i >= ABORTED_BASE),
+            "unexpected": sum(c for i, c in counts.items() if ids <= i < ABORTED_BASE)}
