@@ -31,18 +31,15 @@ def check_schema(schema: StructType, config: SinkConfig) -> None:
 
 @functools.lru_cache(maxsize=16)
 def broker_max_timeout_ms(conf_key: tuple) -> int | None:
+    """The broker's transaction.max.timeout.ms (DescribeConfigs), or None if it does not say."""
     from kafka.admin import ConfigResource, ConfigResourceType
     from txn.control_plane import control_plane
     client = control_plane(dict(conf_key))
-    broker_id = min(b.node_id for b in client._manager.cluster.brokers())
-    result = client.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(broker_id))])
-    for response in result if isinstance(result, list) else [result]:
-        for resource in getattr(response, "results", getattr(response, "resources", [])):
-            for entry in getattr(resource, "configs", []):
-                name = getattr(entry, "name", None) or entry[0]
-                if name == "transaction.max.timeout.ms":
-                    return int(getattr(entry, "value", None) or entry[1])
-    return None
+    broker_id = str(min(b.node_id for b in client._manager.cluster.brokers()))
+    wanted = ConfigResource(ConfigResourceType.BROKER, broker_id, {"transaction.max.timeout.ms": None})
+    entry = client.describe_configs([wanted], config_filter="all")["broker"][broker_id]
+    value = entry.get("transaction.max.timeout.ms", {}).get("value")
+    return int(value) if value is not None else None
 
 
 def check_timeouts(config: SinkConfig) -> None:
