@@ -1,7 +1,8 @@
 """Fault-injection points for the crash tests and the chaos suite (off unless configured).
 
-At a configured point the process writes ``<dir>/<point>.<pid>`` and then blocks, so a test
-can SIGKILL it at exactly that step of the protocol. Each point fires once per directory (a
+At a configured point the process writes ``<dir>/<point>.<pid>`` and then blocks until
+``<dir>/release`` appears (at most 10 minutes), so a test can SIGKILL it at exactly that step
+of the protocol, or pause it there while another run takes over. Each point fires once per directory (a
 retried task or a restarted query passes it). Points: ``task_write`` (mid-write on an
 executor), ``before_decision``, ``after_decision``, ``between_end_txns``, ``after_end_txns``.
 """
@@ -39,4 +40,6 @@ class FaultPlan:
             return
         marker = directory / f"{point}.{os.getpid()}"
         marker.write_text(str(batch_id))
-        time.sleep(600)  # the test kills us here
+        deadline = time.monotonic() + 600
+        while not (directory / "release").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)  # the test kills us here, or releases us
