@@ -14,7 +14,19 @@ from confluent_kafka import Producer
 from connectors.spark_harness import spark_submit
 
 RESULTS = Path(__file__).parent / "results"
-SPARK_KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
+SPARK_KAFKA_POM = Path(__file__).parent / "spark_kafka" / "pom.xml"
+
+
+def spark_kafka_jars() -> str:
+    """Comma-separated jars of Spark's built-in Kafka connector, resolved once with Maven."""
+    from connectors.dev.java_env import cache_root
+    target = cache_root() / "jars" / "spark-sql-kafka-4.2.0"
+    if not (target / ".complete").exists():
+        subprocess.run(["mvn", "-B", "-q", "-f", str(SPARK_KAFKA_POM),
+                        "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies",
+                        f"-DoutputDirectory={target}"], check=True)
+        (target / ".complete").write_text("ok")
+    return ",".join(str(p) for p in sorted(target.glob("*.jar")))
 
 
 def produce_bulk(bootstrap: str, topic: str, records: int, size: int = 100) -> float:
@@ -36,7 +48,7 @@ def produce_bulk(bootstrap: str, topic: str, records: int, size: int = 100) -> f
 
 
 def run_job(script: Path, args: list[str], packages: bool = False, master: str = "local[2]") -> dict:
-    extra = ["--packages", SPARK_KAFKA_PACKAGE] if packages else []
+    extra = ["--jars", spark_kafka_jars()] if packages else []
     proc = spark_submit(script, args, master=master, extra=extra, timeout=1800,
                         conf={"spark.driver.memory": "2g"})
     for line in proc.stdout.splitlines():

@@ -1,0 +1,59 @@
+"""Seeded fault injection: which fault, when. Every choice comes from one random.Random(seed),
+so a failing run is replayed by its seed."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+from dataclasses import dataclass
+
+KINDS = ("driver", "python_worker", "broker", "spark_worker")
+
+
+@dataclass
+class Fault:
+    kind: str
+    after_s: float
+    target: int = 0
+
+
+def plan(seed: int, count: int, kinds: tuple[str, ...], min_s: float = 3.0, max_s: float = 10.0) -> list[Fault]:
+    rng = random.Random(seed)
+    return [Fault(rng.choice(kinds), round(rng.uniform(min_s, max_s), 2), rng.randint(1, 3)) for _ in range(count)]
+
+
+def descendants(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        child, parent = map(int, line.split())
+        children.setdefault(parent, []).append(child)
+    found, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def python_workers(root_pid: int) -> list[int]:
+    """PySpark worker processes (forked from pyspark.daemon) below ``root_pid``."""
+    workers = []
+    for pid in descendants(root_pid):
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+            parent_cmd = open(f"/proc/{int(open(f'/proc/{pid}/stat').read().split()[3])}/cmdline", "rb").read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if "pyspark.daemon" in cmd and b"pyspark.daemon" in parent_cmd:
+            workers.append(pid)
+    return workers
+
+
+def kill(pid: int) -> bool:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        return True
+    except ProcessLookupError:
+        return False
