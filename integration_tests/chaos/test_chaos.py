@@ -1,0 +1,30 @@
+"""Chaos runs. The short one runs in CI; `make chaos` runs the long ones (marker `chaos`)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from integration_tests.chaos.runner import ChaosSettings, run
+
+SEED = int(os.environ.get("CHAOS_SEED", "11"))
+
+
+def assert_exactly_once(report) -> None:
+    assert report.ok, report.line()
+    assert report.records >= 1
+
+
+def test_short_chaos_run_is_exactly_once(tmp_path):
+    assert_exactly_once(run(ChaosSettings(records=20_000, faults=5, seed=SEED), tmp_path))
+
+
+@pytest.mark.chaos
+def test_long_chaos_run_single_broker(tmp_path):
+    assert_exactly_once(run(ChaosSettings(records=200_000, faults=20, seed=SEED), tmp_path))
+
+
+@pytest.mark.chaos
+def test_long_chaos_run_three_brokers_and_standalone_spark(tmp_path):
+    assert_exactly_once(run(ChaosSettings(records=200_000, faults=20, seed=SEED + 1, brokers=3,
+                                          standalone=True), tmp_path))
