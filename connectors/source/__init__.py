@@ -1,0 +1,5 @@
+"""The kafka-eos source: ``format("kafka-eos")`` reads Kafka exactly once from Spark's offset log.
+
+Driver: ``stream_reader`` / ``batch_reader`` plan offset ranges (``offsets`` package);
+executors: ``partition_reader`` reads one range as Arrow batches (``arrow_rows``).
+"""

@@ -1,0 +1,206 @@
+"""Source options -> one frozen ``SourceOptions`` (Spark's built-in Kafka source option names).
+
+Spark hands Python data sources their options with lower-cased keys; values keep their case.
+
+Invariants:
+- Exactly one of subscribe / subscribePattern / assign; ``kafka.bootstrap.servers`` is required.
+- Consumers always read with ``isolation.level=read_committed``; asking for read_uncommitted is
+  an error, never silently changed. Offsets are never auto-committed or auto-reset: every read
+  is an explicit range from Spark's offset log.
+- Secrets (passwords, JAAS configs, tokens, keys) never appear in ``repr``, logs or errors:
+  use ``redacted`` to show a configuration.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from offsets.spec import (OffsetSpec, OffsetSpecError, parse_global_timestamp, parse_offsets,
+                          parse_timestamps)
+from offsets.subscription import Subscription, SubscriptionError
+
+SECRET_KEY = re.compile(r"password|secret|jaas|token|credential|ssl\.key|\.pem|sasl\.username", re.I)
+
+REFUSED_KAFKA = {
+    "auto.offset.reset": "set option startingOffsets instead (kafka-eos reads explicit offset ranges)",
+    "enable.auto.commit": "kafka-eos never auto-commits; offsets live in Spark's checkpoint "
+                          "(set kafka.group.id to publish progress for lag monitoring)",
+    "key.deserializer": "keys are always returned as binary; cast or parse them in Spark",
+    "value.deserializer": "values are always returned as binary; cast or parse them in Spark",
+    "interceptor.classes": "Java interceptors do not apply to the kafka-eos (librdkafka) consumer",
+}
+REFUSED_OPTIONS = {
+    "minoffsetspertrigger": "minOffsetsPerTrigger is not supported by kafka-eos; use a processingTime trigger",
+    "maxtriggerdelay": "maxTriggerDelay is not supported by kafka-eos (it only applies with minOffsetsPerTrigger)",
+}
+CONSUMER_ONLY = ("isolation.level", "group.id", "fetch.", "max.partition.fetch.bytes", "queued.", "check.crcs",
+                 "enable.partition.eof", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms",
+                 "partition.assignment.strategy", "group.", "auto.commit", "enable.auto.offset.store")
+FETCH_DEFAULTS = {  # throughput defaults; any kafka.* option overrides them
+    "max.partition.fetch.bytes": "10485760",
+    "queued.min.messages": "1000000",
+    "queued.max.messages.kbytes": "131072",
+    "fetch.queue.backoff.ms": "0",
+}
+JAAS = re.compile(r'(Plain|Scram)LoginModule\s+required.*?username\s*=\s*"([^"]*)".*?password\s*=\s*"([^"]*)"', re.S)
+
+
+class SourceOptionError(ValueError):
+    """A source option is missing, malformed or unsafe for exactly-once."""
+
+
+def redacted(conf: Mapping[str, str]) -> dict[str, str]:
+    """``conf`` with every secret-looking value replaced by ``***``."""
+    return {k: ("***" if SECRET_KEY.search(k) else v) for k, v in conf.items()}
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    subscription: Subscription
+    starting: OffsetSpec
+    ending: OffsetSpec | None
+    timestamp_strategy: str = "error"
+    max_offsets_per_trigger: int | None = None
+    min_partitions: int | None = None
+    fail_on_data_loss: bool = True
+    include_headers: bool = False
+    group_id: str | None = None
+    group_id_prefix: str = "spark-kafka-source"
+    poll_timeout_ms: int = 120_000
+    kafka_items: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    @property
+    def kafka_conf(self) -> dict[str, str]:
+        """The ``kafka.*`` options without the prefix (secrets included: never log this)."""
+        return dict(self.kafka_items)
+
+    def admin_conf(self) -> dict[str, str]:
+        """Client settings for the driver's AdminClient (consumer-only settings removed)."""
+        return {k: v for k, v in self.kafka_items if not k.startswith(CONSUMER_ONLY)}
+
+    def consumer_conf(self) -> dict[str, str]:
+        """Executor consumer settings: assign-only, read_committed, no auto commit or reset."""
+        conf = {**FETCH_DEFAULTS, **self.kafka_conf}
+        conf.update({"group.id": self.group_id or f"{self.group_id_prefix}-{uuid.uuid4().hex}",
+                     "isolation.level": "read_committed", "enable.auto.commit": "false",
+                     "enable.auto.offset.store": "false", "auto.offset.reset": "error",
+                     "enable.partition.eof": "false"})
+        return conf
+
+    def __repr__(self) -> str:
+        return (f"SourceOptions({self.subscription}, starting={self.starting.kind}, "
+                f"ending={self.ending.kind if self.ending else None}, maxOffsetsPerTrigger={self.max_offsets_per_trigger}, "
+                f"minPartitions={self.min_partitions}, failOnDataLoss={self.fail_on_data_loss}, "
+                f"kafka={redacted(self.kafka_conf)})")
+
+
+def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
+    value = options.get(key.lower())
+    if value is None:
+        return default
+    if str(value).strip().lower() not in ("true", "false"):
+        raise SourceOptionError(f"option {key}={value!r} must be 'true' or 'false'")
+    return str(value).strip().lower() == "true"
+
+
+def _positive(options: Mapping[str, str], key: str, default: int | None) -> int | None:
+    value = options.get(key.lower())
+    if value is None:
+        return default
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise SourceOptionError(f"option {key}={value!r} must be a positive whole number") from None
+    if number < 1:
+        raise SourceOptionError(f"option {key}={number} must be at least 1")
+    return number
+
+
+def _kafka_conf(options: Mapping[str, str]) -> dict[str, str]:
+    conf = {k[len("kafka."):]: str(v) for k, v in options.items() if k.startswith("kafka.")}
+    if not conf.get("bootstrap.servers"):
+        raise SourceOptionError("option kafka.bootstrap.servers is required (e.g. .option('kafka.bootstrap.servers', "
+                                "'broker1:9092,broker2:9092'))")
+    for key, fix in REFUSED_KAFKA.items():
+        if key in conf:
+            raise SourceOptionError(f"option kafka.{key} is not supported by the kafka-eos source: {fix}")
+    isolation = conf.pop("isolation.level", "read_committed").strip().lower()
+    if isolation != "read_committed":
+        raise SourceOptionError(f"option kafka.isolation.level={isolation} would expose aborted and uncommitted "
+                                "transactional records and break exactly-once; remove it (kafka-eos always "
+                                "reads read_committed)")
+    jaas = conf.pop("sasl.jaas.config", None)
+    if jaas is not None:  # migrate the Java client's JAAS line to librdkafka settings
+        match = JAAS.search(jaas)
+        if not match:
+            raise SourceOptionError("option kafka.sasl.jaas.config: only PlainLoginModule / ScramLoginModule with "
+                                    "username and password can be translated; set kafka.sasl.username and "
+                                    "kafka.sasl.password instead")
+        conf.setdefault("sasl.username", match.group(2))
+        conf.setdefault("sasl.password", match.group(3))
+    conf.pop("group.id", None)
+    return conf
+
+
+def _subscription(options: Mapping[str, str]) -> Subscription:
+    given = [(kind, options[kind.lower()]) for kind in ("subscribe", "subscribePattern", "assign")
+             if options.get(kind.lower()) not in (None, "")]
+    if len(given) != 1:
+        names = ", ".join(k for k, _ in given) or "none"
+        raise SourceOptionError(f"set exactly one of the options subscribe, subscribePattern, assign (got: {names}); "
+                                "e.g. .option('subscribe', 'orders')")
+    kind, text = given[0]
+    try:
+        return Subscription.parse(kind, str(text))  # type: ignore[arg-type]
+    except SubscriptionError as exc:
+        raise SourceOptionError(str(exc)) from None
+
+
+def _offset_spec(options: Mapping[str, str], prefix: str, default: str, streaming: bool) -> OffsetSpec:
+    ending = prefix == "ending"
+    if options.get(f"{prefix}timestamp") is not None:
+        return parse_global_timestamp(f"{prefix}Timestamp", str(options[f"{prefix}timestamp"]))
+    if options.get(f"{prefix}offsetsbytimestamp") is not None:
+        return parse_timestamps(f"{prefix}OffsetsByTimestamp", str(options[f"{prefix}offsetsbytimestamp"]))
+    spec = parse_offsets(f"{prefix}Offsets", str(options.get(f"{prefix}offsets", default)), ending=ending)
+    if not streaming and not ending and (spec.kind == "latest" or -1 in spec.as_dict().values()):
+        raise OffsetSpecError("option startingOffsets=latest is not allowed in a batch query (it would read "
+                              "nothing); use 'earliest' or JSON offsets")
+    return spec
+
+
+def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
+    """Validate ``options`` (keys in any case) into ``SourceOptions``; raise ``SourceOptionError``."""
+    options = {str(k).lower(): v for k, v in options.items()}
+    for key, fix in REFUSED_OPTIONS.items():
+        if key in options:
+            raise SourceOptionError(fix)
+    if streaming and any(k in options for k in ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp")):
+        raise SourceOptionError("option endingOffsets is for batch queries (spark.read); a stream has no end. "
+                                "Remove it, or use Trigger.AvailableNow to stop at the data present at start")
+    strategy = str(options.get("startingoffsetsbytimestampstrategy", "error")).lower()
+    if strategy not in ("error", "latest"):
+        raise SourceOptionError(f"option startingOffsetsByTimestampStrategy={strategy!r} must be 'error' or 'latest'")
+    kafka = _kafka_conf(options)
+    try:
+        starting = _offset_spec(options, "starting", "latest" if streaming else "earliest", streaming)
+        ending = None if streaming else _offset_spec(options, "ending", "latest", streaming)
+    except OffsetSpecError as exc:
+        raise SourceOptionError(str(exc)) from None
+    group = options.get("kafka.group.id")
+    return SourceOptions(
+        subscription=_subscription(options),
+        starting=starting,
+        ending=ending,
+        timestamp_strategy=strategy,
+        max_offsets_per_trigger=_positive(options, "maxOffsetsPerTrigger", None),
+        min_partitions=_positive(options, "minPartitions", None),
+        fail_on_data_loss=_bool(options, "failOnDataLoss", True),
+        include_headers=_bool(options, "includeHeaders", False),
+        group_id=str(group) if group else None,
+        group_id_prefix=str(options.get("groupidprefix", "spark-kafka-source")),
+        poll_timeout_ms=_positive(options, "kafkaConsumer.pollTimeoutMs", 120_000) or 120_000,
+        kafka_items=tuple(sorted(kafka.items())),
+    )

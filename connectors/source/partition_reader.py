@@ -1,0 +1,126 @@
+"""Executor side: read one offset range [start, end) of one Kafka partition as Arrow batches.
+
+Invariants:
+- The consumer is assigned and seeks (no group subscription, no commits) and reads with
+  ``isolation.level=read_committed``: aborted records are never returned.
+- It stops when the consumer *position* reaches ``end``, not when a record at end-1 is seen:
+  the last offsets of a range may be transaction markers or aborted records, which have no
+  record. Records at or beyond ``end`` are cut off; records below the next expected offset are
+  dropped, so a range never yields an offset twice or outside [start, end).
+- Offsets missing from Kafka (retention during the query) follow failOnDataLoss: raise
+  ``KafkaDataLossError``, or warn and continue from the earliest available offset.
+- No progress for ``kafkaConsumer.pollTimeoutMs`` raises a TimeoutError naming the range.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import time
+from typing import Iterator
+
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition as KafkaTP
+
+from connectors.source.arrow_rows import to_record_batches
+from connectors.source.options import SourceOptions
+from connectors.source.planning import KafkaDataLossError, KafkaInputPartition, apply_data_loss_policy
+from offsets.data_loss import DataLossFinding, detect
+from offsets.ranges import OffsetRange
+
+log = logging.getLogger("kafka_eos.source")
+
+BATCH_RECORDS = 50_000
+POLL_SLICE_S = 0.1
+_GONE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
+_LOST = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE} | _GONE
+_FATAL = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError._SSL,
+          KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
+
+
+def read_partition(partition: object, options: SourceOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Batches of the partition's range (nothing for the placeholder partition Spark may send)."""
+    rng = getattr(partition, "value", None)
+    if not isinstance(partition, KafkaInputPartition) or not isinstance(rng, OffsetRange) or rng.size == 0:
+        return iter(())
+    return RangeReader(rng, options, schema).batches()
+
+
+class RangeReader:
+    def __init__(self, rng: OffsetRange, options: SourceOptions, schema: pa.Schema) -> None:
+        self.rng, self.options, self.schema = rng, options, schema
+        self.ktp = KafkaTP(rng.topic, rng.partition)
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        rng = self.rng
+        consumer = Consumer(self.options.consumer_conf())
+        try:
+            consumer.assign([KafkaTP(rng.topic, rng.partition, rng.start)])
+            next_offset, progress_at = rng.start, time.monotonic()
+            while next_offset < rng.end:
+                messages = consumer.consume(num_messages=min(BATCH_RECORDS, rng.end - next_offset), timeout=POLL_SLICE_S)
+                resume = None
+                if messages and any(map(Message.error, messages)):
+                    messages, resume = self._errors(consumer, messages, next_offset)
+                messages = self._within(messages, next_offset)
+                if messages:
+                    yield from to_record_batches(messages, rng.topic, rng.partition, self.schema)
+                    next_offset, progress_at = messages[-1].offset() + 1, time.monotonic()
+                if resume is not None:  # data loss accepted (failOnDataLoss=false): jump over the gap
+                    if resume >= rng.end:
+                        return
+                    next_offset, progress_at = max(resume, next_offset), time.monotonic()
+                    consumer.assign([KafkaTP(rng.topic, rng.partition, next_offset)])
+                    continue
+                if next_offset >= rng.end:
+                    return
+                position = consumer.position([self.ktp])[0].offset
+                if position > next_offset:  # skipped transaction markers / aborted records
+                    next_offset, progress_at = position, time.monotonic()
+                elif time.monotonic() - progress_at > self.options.poll_timeout_ms / 1000:
+                    raise TimeoutError(
+                        f"reading {rng} from Kafka made no progress for {self.options.poll_timeout_ms} ms "
+                        f"(stuck at offset {next_offset}). Check broker health, or raise kafkaConsumer.pollTimeoutMs.")
+        finally:
+            consumer.close()
+
+    def _within(self, messages: list[Message], next_offset: int) -> list[Message]:
+        """Only messages with next_offset <= offset < end (already in offset order)."""
+        if not messages:
+            return messages
+        if messages[0].offset() < next_offset or messages[-1].offset() >= self.rng.end:
+            offsets = [m.offset() for m in messages]
+            return messages[bisect.bisect_left(offsets, next_offset): bisect.bisect_left(offsets, self.rng.end)]
+        return messages
+
+    def _errors(self, consumer: Consumer, messages: list[Message], next_offset: int) -> tuple[list[Message], int | None]:
+        """Split off error messages: return the good messages before the first data-loss error
+        and, when the data-loss policy accepts the loss, the offset to resume from."""
+        good: list[Message] = []
+        for message in messages:
+            err = message.error()
+            if err is None:
+                good.append(message)
+                continue
+            if err.code() in _LOST:
+                lost_at = max(next_offset, good[-1].offset() + 1) if good else next_offset
+                return good, self._data_loss(consumer, err, lost_at)
+            if err.fatal() or err.code() in _FATAL:
+                raise KafkaException(err)
+            if err.code() != KafkaError._PARTITION_EOF:
+                log.warning("transient Kafka error reading %s (retrying): %s", self.rng, err)
+        return good, None
+
+    def _data_loss(self, consumer: Consumer, err: KafkaError, next_offset: int) -> int:
+        rng = self.rng
+        try:
+            low, high = consumer.get_watermark_offsets(self.ktp, timeout=10, cached=False)
+            findings = detect({rng.tp: next_offset}, [rng.tp], {rng.tp: low}, {rng.tp: high})
+        except KafkaException:
+            findings = [DataLossFinding("partition-gone", rng.topic, rng.partition, next_offset, None, None)]
+        if not findings:
+            raise KafkaException(err)
+        apply_data_loss_policy(findings, self.options.fail_on_data_loss)
+        finding = findings[0]
+        if finding.kind != "offsets-deleted" or finding.resume_at is None:
+            return rng.end  # offsets went backwards or the partition is gone: nothing left in this range
+        return finding.resume_at

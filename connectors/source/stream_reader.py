@@ -1,0 +1,129 @@
+"""``spark.readStream.format("kafka-eos")``: micro-batches over exact, replayable offset ranges.
+
+Offsets as state: every offset this reader returns is the versioned map of ``offsets.model``
+(``{"v": 1, "topics": {topic: {partition: next offset}}}``). Spark writes a batch's end to its
+offset log before the batch runs, and a restarted query replays or resumes from that log, so
+the log is the source's operator state. Consumer-group offsets are written on ``commit`` for
+monitoring only and never read.
+
+Invariants:
+- ``latestOffset`` never goes past the last stable offset (read_committed end), nor past the
+  Trigger.AvailableNow target, and with a ``ReadMaxRows`` limit admits at most that many
+  offsets across all partitions (``offsets.admission``).
+- A partition never goes backwards except through the data-loss policy: with
+  failOnDataLoss=false a partition whose offsets were deleted or reset resumes at the earliest
+  available offset, and a vanished partition is dropped.
+- A partition discovered after the query started (new partition, new topic matching a pattern)
+  enters the end offset at its earliest offset; the following batches read it from there.
+- ``partitions(start, end)`` depends only on its arguments, so a replayed batch reads the
+  same records.
+"""
+from __future__ import annotations
+
+import logging
+
+from pyspark.sql.datasource import DataSourceStreamReader
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
+                                              SupportsTriggerAvailableNow)
+from pyspark.sql.types import StructType
+
+from connectors.source.arrow_rows import arrow_schema
+from connectors.source.options import parse_source_options
+from connectors.source.partition_reader import read_partition
+from connectors.source.planning import apply_data_loss_policy, input_partitions
+from offsets import model
+from offsets.admission import plan_limit
+from offsets.data_loss import detect
+from offsets.kafka_offsets import KafkaOffsets
+from offsets.model import Offsets
+from offsets.spec import resolve
+
+log = logging.getLogger("kafka_eos.source")
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Driver side of the stream (offset planning) plus ``read`` for the executors."""
+
+    def __init__(self, options: dict, schema: StructType) -> None:
+        self.options = parse_source_options(options, streaming=True)
+        self.schema = schema
+        self._kafka: KafkaOffsets | None = None
+        self._target: Offsets | None = None   # Trigger.AvailableNow: never read past this
+        self._latest: Offsets | None = None   # last seen read_committed ends, for progress reports
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_kafka"] = None  # clients are per process; executors never need the driver's
+        return state
+
+    @property
+    def kafka(self) -> KafkaOffsets:
+        if self._kafka is None:
+            self._kafka = KafkaOffsets(self.options.admin_conf())
+        return self._kafka
+
+    def initialOffset(self) -> dict:
+        listing = self.kafka.listing()
+        missing = self.options.subscription.missing(listing)
+        if missing:
+            raise ValueError(f"option assign names partitions Kafka does not have: "
+                             f"{', '.join(map(model.describe, missing))}. Create them or fix the option.")
+        tps = self.options.subscription.select(listing)
+        start = resolve(self.options.starting, tps, self.kafka, self.options.timestamp_strategy)
+        log.info("kafka-eos source %s starts at %s", self.options.subscription, start)
+        return model.encode(start)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        n = self.options.max_offsets_per_trigger
+        return ReadMaxRows(n) if n else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        tps = self.kafka.partitions(self.options.subscription)
+        self._target = self.kafka.latest(tps)
+        log.info("kafka-eos source: Trigger.AvailableNow reads up to %s", self._target)
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        begin = model.decode(start)
+        present = self.kafka.partitions(self.options.subscription)
+        if self._target is not None:
+            present &= set(self._target)
+        latest = self.kafka.latest(present)
+        earliest = self.kafka.earliest(present)
+        self._latest = latest
+        new = present - set(begin)
+        findings = detect(begin, present, earliest, latest, new_partitions=new)
+        apply_data_loss_policy(findings, self.options.fail_on_data_loss)
+        reset = {f.tp: earliest[f.tp] for f in findings if f.kind == "offsets-reset"}
+        effective = {tp: offset for tp, offset in begin.items() if tp in present and tp not in reset}
+        effective.update({f.tp: earliest[f.tp] for f in findings if f.kind == "offsets-deleted"})
+        upper = {tp: min(latest[tp], self._target.get(tp, latest[tp])) if self._target is not None else latest[tp]
+                 for tp in effective}
+        end = {tp: max(upper[tp], effective[tp]) for tp in effective}
+        if isinstance(limit, ReadMaxRows):
+            end = plan_limit(effective, end, limit.max_rows)
+        elif not isinstance(limit, ReadAllAvailable):
+            raise ValueError(f"the kafka-eos source does not support read limit {limit!r}")
+        # new partitions, and partitions whose offsets went backwards, are read from their
+        # earliest offset from the next batch on: this batch only records where that is
+        end.update({tp: earliest[tp] for tp in new})
+        end.update(reset)
+        return model.encode(end)
+
+    def reportLatestOffset(self) -> dict | None:
+        return model.encode(self._latest) if self._latest is not None else None
+
+    def partitions(self, start: dict, end: dict):
+        return input_partitions(model.decode(start), model.decode(end), self.options.min_partitions)
+
+    def read(self, partition):
+        return read_partition(partition, self.options, arrow_schema(self.schema))
+
+    def commit(self, end: dict) -> None:
+        """Publish ``end`` to kafka.group.id for lag monitoring; recovery never reads it."""
+        if not self.options.group_id:
+            return
+        try:
+            self.kafka.commit_group(self.options.group_id, model.decode(end))
+        except Exception as exc:  # noqa: BLE001 - monitoring must never fail the query
+            log.warning("kafka-eos source: could not commit offsets to consumer group %r for monitoring "
+                        "(the query is unaffected): %s", self.options.group_id, exc)

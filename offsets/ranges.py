@@ -1,0 +1,64 @@
+"""Offset ranges: what one Spark task reads from one Kafka partition.
+
+Invariants:
+- A range is half-open, [start, end): it reads committed records with start <= offset < end.
+- ``ranges_between`` makes one range per partition that has offsets to read; partitions whose
+  end is at or below their start, or that are missing from the start map (partitions that first
+  appear in this batch's end, at the offset they will be read from), give no range.
+- ``split_ranges`` only cuts ranges into contiguous, non-overlapping pieces: the union of the
+  pieces is exactly the union of the inputs, so splitting never skips or repeats an offset.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from offsets.model import TopicPartition
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def tp(self) -> TopicPartition:
+        return (self.topic, self.partition)
+
+    @property
+    def size(self) -> int:
+        return max(0, self.end - self.start)
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition} [{self.start}, {self.end})"
+
+
+def ranges_between(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]) -> list[OffsetRange]:
+    """One range per partition of ``end`` with offsets left to read, sorted by topic-partition."""
+    return [OffsetRange(tp[0], tp[1], start[tp], end[tp]) for tp in sorted(end)
+            if tp in start and end[tp] > start[tp]]
+
+
+def split_ranges(ranges: Iterable[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
+    """Cut ranges so there are about ``min_partitions`` pieces (Spark's KafkaOffsetRangeCalculator).
+
+    Each range gets pieces in proportion to its size (at least one); with ``min_partitions``
+    unset or already met, ranges are returned unchanged.
+    """
+    ranges = [r for r in ranges if r.size > 0]
+    if not min_partitions or len(ranges) >= min_partitions:
+        return ranges
+    total = sum(r.size for r in ranges)
+    out: list[OffsetRange] = []
+    for r in ranges:
+        pieces = max(1, min(r.size, round(r.size / total * min_partitions)))
+        remaining, begin = r.size, r.start
+        for i in range(pieces):
+            part = remaining // (pieces - i)
+            remaining -= part
+            if part:
+                out.append(OffsetRange(r.topic, r.partition, begin, begin + part))
+            begin += part
+    return out
