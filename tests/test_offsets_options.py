@@ -1,0 +1,89 @@
+"""Source options: validation, read_committed enforcement, secret redaction."""
+import pickle
+
+import pytest
+
+from connectors.source.options import SourceOptionError, parse_source_options, redacted
+
+BASE = {"kafka.bootstrap.servers": "b:9092", "subscribe": "orders"}
+
+
+def opts(streaming=True, **extra):
+    return parse_source_options({**BASE, **extra}, streaming=streaming)
+
+
+def test_defaults_match_spark():
+    o = opts()
+    assert o.starting.kind == "latest" and o.ending is None
+    assert o.fail_on_data_loss and not o.include_headers and o.max_offsets_per_trigger is None
+    b = opts(streaming=False)
+    assert b.starting.kind == "earliest" and b.ending.kind == "latest"
+
+
+def test_keys_in_any_case():
+    o = parse_source_options({"kafka.bootstrap.servers": "b:1", "subscribePattern": "o.*",
+                              "maxOffsetsPerTrigger": "10", "minPartitions": "4", "failOnDataLoss": "False",
+                              "includeHeaders": "true", "startingOffsets": "earliest"}, streaming=True)
+    assert (o.subscription.pattern, o.max_offsets_per_trigger, o.min_partitions) == ("o.*", 10, 4)
+    assert not o.fail_on_data_loss and o.include_headers and o.starting.kind == "earliest"
+
+
+def test_consumer_conf_forces_exactly_once_settings():
+    conf = opts(**{"kafka.fetch.max.bytes": "1000", "kafka.isolation.level": "read_committed"}).consumer_conf()
+    assert conf["isolation.level"] == "read_committed"
+    assert conf["enable.auto.commit"] == "false" and conf["auto.offset.reset"] == "error"
+    assert conf["fetch.max.bytes"] == "1000" and conf["bootstrap.servers"] == "b:9092"
+    assert conf["group.id"].startswith("spark-kafka-source-")
+    assert opts(**{"kafka.group.id": "mon"}).consumer_conf()["group.id"] == "mon"
+    assert "isolation.level" not in opts().admin_conf()
+
+
+@pytest.mark.parametrize("extra, match", [
+    ({"kafka.isolation.level": "read_uncommitted"}, "kafka.isolation.level=read_uncommitted"),
+    ({"kafka.auto.offset.reset": "earliest"}, "startingOffsets"),
+    ({"kafka.enable.auto.commit": "true"}, "kafka.enable.auto.commit"),
+    ({"subscribePattern": "x"}, "exactly one of"),
+    ({"maxOffsetsPerTrigger": "0"}, "maxOffsetsPerTrigger=0"),
+    ({"maxOffsetsPerTrigger": "ten"}, "maxOffsetsPerTrigger"),
+    ({"failOnDataLoss": "yes"}, "failOnDataLoss"),
+    ({"endingOffsets": "latest"}, "batch queries"),
+    ({"startingOffsets": "{oops"}, "startingOffsets"),
+    ({"minOffsetsPerTrigger": "5"}, "not supported"),
+    ({"startingOffsetsByTimestampStrategy": "closest"}, "error' or 'latest"),
+])
+def test_errors_name_the_option(extra, match):
+    with pytest.raises(SourceOptionError, match=match):
+        opts(**extra)
+
+
+def test_missing_bootstrap_and_subscription():
+    with pytest.raises(SourceOptionError, match="kafka.bootstrap.servers"):
+        parse_source_options({"subscribe": "a"}, streaming=True)
+    with pytest.raises(SourceOptionError, match="exactly one of"):
+        parse_source_options({"kafka.bootstrap.servers": "b"}, streaming=True)
+
+
+def test_batch_refuses_latest_start():
+    with pytest.raises(SourceOptionError, match="batch query"):
+        opts(streaming=False, startingOffsets="latest")
+
+
+def test_secrets_never_shown():
+    secret = "hunter2-very-secret"
+    o = opts(**{"kafka.sasl.password": secret, "kafka.security.protocol": "SASL_SSL",
+                "kafka.ssl.key.password": secret})
+    assert secret not in repr(o) and "SASL_SSL" in repr(o)
+    assert redacted(o.kafka_conf)["sasl.password"] == "***"
+    assert o.consumer_conf()["sasl.password"] == secret  # the client still gets it
+    assert pickle.loads(pickle.dumps(o)) == o
+
+
+def test_jaas_config_translated_and_hidden():
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+            'username="svc" password="p@ss";')
+    o = opts(**{"kafka.sasl.jaas.config": jaas})
+    assert (o.kafka_conf["sasl.username"], o.kafka_conf["sasl.password"]) == ("svc", "p@ss")
+    assert "p@ss" not in repr(o)
+    with pytest.raises(SourceOptionError, match="sasl.username") as err:
+        opts(**{"kafka.sasl.jaas.config": "com.example.Custom required secret=\"zzz\";"})
+    assert "zzz" not in str(err.value)

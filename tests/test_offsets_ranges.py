@@ -1,0 +1,45 @@
+"""Offset ranges and minPartitions splitting: exact cover, no overlap."""
+import random
+
+import pytest
+
+from offsets.ranges import OffsetRange, ranges_between, split_ranges
+
+
+def covered(ranges):
+    out = []
+    for r in ranges:
+        out += [(r.topic, r.partition, o) for o in range(r.start, r.end)]
+    return out
+
+
+def test_ranges_between_skips_empty_new_and_backwards():
+    start = {("a", 0): 5, ("a", 1): 3, ("b", 0): 9}
+    end = {("a", 0): 8, ("a", 1): 3, ("b", 0): 2, ("c", 0): 0}
+    assert ranges_between(start, end) == [OffsetRange("a", 0, 5, 8)]
+
+
+def test_no_split_when_enough_partitions():
+    ranges = [OffsetRange("a", 0, 0, 100), OffsetRange("a", 1, 0, 5)]
+    assert split_ranges(ranges, 2) == ranges
+    assert split_ranges(ranges, None) == ranges
+
+
+def test_split_proportionally():
+    ranges = [OffsetRange("a", 0, 0, 90), OffsetRange("a", 1, 0, 10)]
+    pieces = split_ranges(ranges, 10)
+    assert len([p for p in pieces if p.partition == 0]) == 9
+    assert len([p for p in pieces if p.partition == 1]) == 1
+    assert covered(pieces) == covered(ranges)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_split_exact_cover_random(seed):
+    rnd = random.Random(seed)
+    ranges = []
+    for p in range(rnd.randint(1, 4)):
+        s = rnd.randint(0, 50)
+        ranges.append(OffsetRange("t", p, s, s + rnd.randint(0, 40)))
+    pieces = split_ranges(ranges, rnd.randint(1, 30))
+    assert covered(pieces) == covered(ranges)  # same offsets, same order, no repeats
+    assert all(p.size > 0 for p in pieces)
