@@ -54,13 +54,15 @@ class KafkaOffsets:
         found = self._list({tp: OffsetSpec.for_timestamp(ts) for tp, ts in query.items()}, "by timestamp")
         return {tp: (o if o >= 0 else None) for tp, o in found.items()}
 
-    def commit_group(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+    def commit_group(self, group: str, offsets: Mapping[TopicPartition, int], timeout_s: float = 5.0) -> None:
         """Write ``offsets`` as ``group``'s committed offsets (monitoring only)."""
         from confluent_kafka import ConsumerGroupTopicPartitions
+        if not offsets:
+            return
         request = ConsumerGroupTopicPartitions(group, [KafkaTP(t, p, o) for (t, p), o in sorted(offsets.items())])
-        futures = self._admin.alter_consumer_group_offsets([request], request_timeout=self._timeout_s)
+        futures = self._admin.alter_consumer_group_offsets([request], request_timeout=timeout_s)
         for future in futures.values():
-            future.result(self._timeout_s)
+            future.result(timeout_s)
 
     def _list(self, request: Mapping[TopicPartition, OffsetSpec], what: str) -> Offsets:
         pending = dict(request)

@@ -3,8 +3,9 @@
 Offsets as state: every offset this reader returns is the versioned map of ``offsets.model``
 (``{"v": 1, "topics": {topic: {partition: next offset}}}``). Spark writes a batch's end to its
 offset log before the batch runs, and a restarted query replays or resumes from that log, so
-the log is the source's operator state. Consumer-group offsets are written on ``commit`` for
-monitoring only and never read.
+the log is the source's operator state. With ``kafka.group.id`` set, processed offsets are
+written to that consumer group (on ``commit``, and on the next ``latestOffset``, whose start
+Spark has finished) for lag monitoring only; they are never read.
 
 Invariants:
 - ``latestOffset`` never goes past the last stable offset (read_committed end), nor past the
@@ -50,6 +51,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._kafka: KafkaOffsets | None = None
         self._target: Offsets | None = None   # Trigger.AvailableNow: never read past this
         self._latest: Offsets | None = None   # last seen read_committed ends, for progress reports
+        self._published: Offsets | None = None  # last offsets written to kafka.group.id
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -84,6 +86,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = model.decode(start)
+        self._publish(begin)  # Spark asks for the next batch only once the batch ending at `start` is done
         present = self.kafka.partitions(self.options.subscription)
         if self._target is not None:
             present &= set(self._target)
@@ -119,11 +122,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return read_partition(partition, self.options, arrow_schema(self.schema))
 
     def commit(self, end: dict) -> None:
-        """Publish ``end`` to kafka.group.id for lag monitoring; recovery never reads it."""
-        if not self.options.group_id:
+        """Spark finished every batch up to ``end``: publish it for lag monitoring."""
+        self._publish(model.decode(end))
+
+    def _publish(self, offsets: Offsets) -> None:
+        """Write ``offsets`` to kafka.group.id (if set) for lag tools; recovery never reads them."""
+        if not self.options.group_id or offsets == self._published:
             return
         try:
-            self.kafka.commit_group(self.options.group_id, model.decode(end))
+            self.kafka.commit_group(self.options.group_id, offsets)
+            self._published = dict(offsets)
         except Exception as exc:  # noqa: BLE001 - monitoring must never fail the query
             log.warning("kafka-eos source: could not commit offsets to consumer group %r for monitoring "
                         "(the query is unaffected): %s", self.options.group_id, exc)
