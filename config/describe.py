@@ -1,0 +1,153 @@
+"""``kafka-eos describe``: the resolved plan of a pipeline, as YAML (or JSON) with secrets redacted.
+
+The plan shows what a run would do: topics, where reading starts (from the checkpoint when one
+exists, else ``starting_offsets`` resolved against the live broker), the transactional ids, the
+SQL and steps, the Spark options. Invariant: describing reads only; it never writes a
+checkpoint or touches a topic.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from config.model import PipelineConfig
+from config.redact import Redactor
+from config.rules_safety import is_local, local_path
+from config.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs
+from txn.transactional_ids import DEFAULT_SLOTS
+
+TopicOffsets = dict[str, dict[str, int]]
+
+
+def _schema(schema) -> str | None:
+    if schema is None:
+        return None
+    parts = [schema.file or ("inline" if schema.inline else None),
+             f"registry {schema.registry.url}" + (f" subject {schema.registry.subject}" if schema.registry.subject else "")
+             if schema.registry else None]
+    return ", ".join(p for p in parts if p)
+
+
+def _topics(cfg: PipelineConfig) -> dict[str, Any]:
+    s = cfg.source
+    if s.topics:
+        return {"topics": list(s.topics)}
+    if s.pattern:
+        return {"pattern": s.pattern}
+    return {"assign": {t: list(p) for t, p in s.assign}}
+
+
+def plan(cfg: PipelineConfig) -> dict[str, Any]:
+    """The plan of ``cfg`` from the file alone (no broker, no checkpoint)."""
+    s, k, t = cfg.source, cfg.sink, cfg.transform
+    slots = int(dict(k.options).get("transactional.id.slots", DEFAULT_SLOTS))
+    trigger = cfg.checkpoint.trigger
+    return {
+        "pipeline": cfg.name or Path(cfg.origin).stem,
+        "file": cfg.origin,
+        "guarantee": cfg.guarantee.value,
+        "source": {"cluster": s.kafka.redacted(), **_topics(cfg), "starting_offsets": s.starting_offsets,
+                   "max_offsets_per_trigger": s.max_offsets_per_trigger, "format": s.format.value,
+                   "key_format": s.key_format.value, "schema": _schema(s.schema)},
+        "transform": {"watermark": None if t.watermark is None else
+                      {"column": t.watermark.column, "expression": t.watermark.expression, "delay": t.watermark.delay},
+                      "sql": t.sql, "steps": [{st.kind: list(st.exprs)} for st in t.steps]},
+        "sink": {"cluster": k.kafka.redacted(), "topic": k.topic, "topic_column": k.topic_column,
+                 "columns": sink_select_exprs(cfg), "format": k.format.value, "schema": _schema(k.schema),
+                 "transactional_ids": f"{k.transactional_id_prefix}-<sink partition>-<0..{slots - 1}>"
+                 if cfg.exactly_once else None,
+                 "transaction_timeout_ms": k.transaction_timeout_ms},
+        "checkpoint": {"location": cfg.checkpoint.location, "trigger": str(trigger)},
+        "errors": {"on_decode_error": cfg.errors.on_decode_error.value, "dlq_topic": cfg.errors.dlq_topic},
+        "spark": {"source_options": source_options(cfg), "sink_options": sink_options(cfg),
+                  "trigger": trigger_kwargs(cfg)},
+    }
+
+
+def _numbered(directory: Path) -> list[int]:
+    if not directory.is_dir():
+        return []
+    return sorted(int(p.name) for p in directory.iterdir() if re.fullmatch(r"\d+", p.name))
+
+
+def _source_offsets(text: str) -> TopicOffsets | str:
+    """The source's offsets from one offset-log line (kafka-eos v1 or Spark's built-in form)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(data, dict) and isinstance(data.get("topics"), dict):
+        return data["topics"]
+    return data
+
+
+def checkpoint_offsets(cfg: PipelineConfig) -> dict[str, Any] | None:
+    """Where a restart resumes: the end offsets of the last committed batch (local checkpoints)."""
+    location = cfg.checkpoint.location
+    if not location or not is_local(location):
+        return None
+    root = local_path(location)
+    planned, committed = _numbered(root / "offsets"), _numbered(root / "commits")
+    if not planned:
+        return None
+    result: dict[str, Any] = {"last_planned_batch": planned[-1],
+                              "last_committed_batch": committed[-1] if committed else None}
+    if committed and (root / "offsets" / str(committed[-1])).exists():
+        lines = (root / "offsets" / str(committed[-1])).read_text().splitlines()
+        result["resume_from"] = [_source_offsets(line) for line in lines[2:]]
+    return result
+
+
+def _partitions(cfg: PipelineConfig, metadata) -> list[tuple[str, int]]:
+    s = cfg.source
+    if s.assign:
+        return [(t, p) for t, parts in s.assign for p in parts]
+    names = [n for n in metadata.topics if (n in s.topics if s.topics else re.fullmatch(s.pattern or "", n))]
+    return [(n, p) for n in sorted(names) for p in sorted(metadata.topics[n].partitions)]
+
+
+def _start(spec: str, topic: str, partition: int, low: int, high: int) -> int | str:
+    if spec == "earliest":
+        return low
+    if spec == "latest":
+        return high
+    wanted = json.loads(spec).get(topic, {}).get(str(partition))
+    return {None: "not listed (error at start)", -2: low, -1: high}.get(wanted, wanted)
+
+
+def live_offsets(cfg: PipelineConfig, timeout_s: float = 10.0) -> dict[str, Any]:
+    """Per source partition: earliest, latest and where ``starting_offsets`` starts (broker reads)."""
+    from confluent_kafka import Consumer, TopicPartition
+    conf = {**cfg.source.kafka.client_conf(), "group.id": "kafka-eos-describe", "enable.auto.commit": "false",
+            "isolation.level": "read_committed", "log_level": 0}
+    consumer = Consumer(conf)
+    try:
+        metadata = consumer.list_topics(timeout=timeout_s)
+        result = {}
+        for topic, partition in _partitions(cfg, metadata):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+            result[f"{topic}-{partition}"] = {"earliest": low, "latest": high,
+                                              "start": _start(cfg.source.starting_offsets, topic, partition, low, high)}
+        return result
+    finally:
+        consumer.close()
+
+
+class _PlanDumper(yaml.SafeDumper):
+    """Multi-line strings (the SQL) as literal blocks."""
+
+
+_PlanDumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
+    "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
+
+
+def render(cfg: PipelineConfig, details: dict[str, Any], as_json: bool = False) -> str:
+    """The plan with ``details`` (checkpoint, live offsets) as YAML or JSON; secrets redacted."""
+    document = {**plan(cfg), **details}
+    text = json.dumps(document, indent=2, default=str) if as_json else yaml.dump(
+        document, Dumper=_PlanDumper, sort_keys=False, default_flow_style=False, width=120)
+    return Redactor(cfg.secrets())(text)

@@ -1,0 +1,247 @@
+"""Pipeline YAML -> ``PipelineConfig``: parse, interpolate ``${ENV}``, build the frozen model.
+
+Invariants:
+- ``load_file``/``load_text`` never raise on bad content: they return the config (None only
+  when the file cannot be read or parsed, or names an unsupported format version) together
+  with every structural violation (unknown keys with "did you mean", wrong types, unset
+  variables, unreadable schema files). Semantic rules live in ``config.rules``.
+- Relative schema files are resolved against the YAML file's directory.
+- Values of secret-looking keys and of secret-named variables become ``Secret``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from config.interpolate import Interpolator
+from config.model import (FORMAT_VERSION, CheckpointSpec, DataFormat, ErrorsSpec, Guarantee, KafkaCluster,
+                          OnDecodeError, PipelineConfig, Registry, SchemaRef, Secret, SinkSpec, SourceSpec, Step,
+                          TransformSpec, Trigger, Watermark, props)
+from config.sections import Section, did_you_mean
+from config.violations import Violation
+
+STEP_KINDS = ("filter", "select", "key")
+Loaded = tuple[PipelineConfig | None, list[Violation]]
+
+
+def load_file(path: str | os.PathLike, env: Mapping[str, str] | None = None) -> Loaded:
+    file = Path(path)
+    try:
+        text = file.read_text()
+    except OSError as exc:
+        return None, [Violation("<file>", f"cannot read {file}: {exc.strerror}", "check the path", file=str(file))]
+    return load_text(text, str(file), env, file.resolve().parent)
+
+
+def load_text(text: str, origin: str = "<memory>", env: Mapping[str, str] | None = None,
+              base_dir: Path | None = None) -> Loaded:
+    try:
+        tree = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        return None, [Violation("<file>", f"not valid YAML: {exc}", "fix the YAML syntax at the line shown",
+                                file=origin)]
+    interpolator = Interpolator(os.environ if env is None else env)
+    tree = interpolator.tree(tree)
+    problems: list[Violation] = list(interpolator.violations)
+    top = Section(tree, "", problems)
+    config = _pipeline(top, base_dir or Path.cwd(), problems)
+    if config is not None:
+        config = _with_origin(config, origin, interpolator.secret_values)
+    return config, [_in_file(v, origin) for v in problems]
+
+
+def _in_file(v: Violation, origin: str) -> Violation:
+    return Violation(v.path, v.message, v.fix, v.kind, origin)
+
+
+def _with_origin(config: PipelineConfig, origin: str, secret_values: set[str]) -> PipelineConfig:
+    return replace(config, origin=origin, env_secrets=tuple(Secret(s) for s in sorted(secret_values)))
+
+
+def _pipeline(top: Section, base_dir: Path, problems: list[Violation]) -> PipelineConfig | None:
+    version = top.int("version", None)
+    if version is None and not any(p.path == "version" for p in problems):
+        top.problem("version", "the format version is missing", f"add 'version: {FORMAT_VERSION}' as the first line")
+    elif version is not None and version != FORMAT_VERSION:
+        top.problem("version", f"format version {version} is not supported by this kafka-eos "
+                    f"(it reads version {FORMAT_VERSION})", f"set version: {FORMAT_VERSION}, or use a newer kafka-eos")
+        return None
+    config = PipelineConfig(
+        name=top.str("name"),
+        source=_source(top.section("source"), base_dir),
+        transform=_transform(top.section("transform")),
+        sink=_sink(top.section("sink"), base_dir),
+        guarantee=top.choice("guarantee", Guarantee, Guarantee.EXACTLY_ONCE),
+        checkpoint=_checkpoint(top.section("checkpoint")),
+        errors=_errors(top.section("errors")),
+    )
+    top.done()
+    return config
+
+
+def _cluster(s: Section) -> KafkaCluster:
+    cluster = KafkaCluster(bootstrap_servers=s.str("bootstrap_servers"), properties=props(s.mapping("properties")))
+    s.done()
+    return cluster
+
+
+def _schema(s: Section | None, base_dir: Path) -> SchemaRef | None:
+    if s is None:
+        return None
+    file, inline_value = s.str("file"), s.raw("inline")
+    inline = inline_value if isinstance(inline_value, str) or inline_value is None else json.dumps(inline_value)
+    registry = _registry(s.optional_section("registry"))
+    s.done()
+    text = inline
+    if file:
+        resolved = (base_dir / file).resolve()
+        try:
+            text = resolved.read_text()
+            file = str(resolved)
+        except OSError as exc:
+            s.problem(s.at("file"), f"cannot read schema file {resolved}: {exc.strerror}",
+                      "give a path relative to the pipeline file (e.g. ../schemas/order.avsc) or an absolute one")
+    return SchemaRef(file=file, inline=inline, registry=registry, text=text)
+
+
+def _registry(s: Section | None) -> Registry | None:
+    if s is None:
+        return None
+    url, subject, auth = s.str("url"), s.str("subject"), s.str("basic_auth_user_info")
+    s.done()
+    if not url:
+        s.problem(s.at("url"), "the schema registry URL is missing", "set url: http://registry:8081")
+        return None
+    return Registry(url=url, subject=subject, basic_auth_user_info=Secret(auth) if auth else None)
+
+
+def _assign(s: Section) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    value = s.raw("assign")
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not all(isinstance(p, list) and all(isinstance(i, int) for i in p)
+                                              for p in value.values()):
+        s.problem(s.at("assign"), f"must map topics to partition lists, got {value!r}",
+                  "write assign: {orders: [0, 1]}")
+        return ()
+    return tuple(sorted((str(t), tuple(p)) for t, p in value.items()))
+
+
+def _offsets(s: Section) -> str:
+    value = s.raw("starting_offsets", "latest")
+    if isinstance(value, dict):
+        return json.dumps({str(t): {str(p): o for p, o in parts.items()} if isinstance(parts, dict) else parts
+                           for t, parts in value.items()}, sort_keys=True)
+    text = str(value).strip()
+    if text.lower() in ("earliest", "latest"):
+        return text.lower()
+    if text.startswith("{"):
+        return text
+    s.problem(s.at("starting_offsets"), f"{value!r} is not earliest, latest or per-partition offsets",
+              "write starting_offsets: earliest, or {orders: {'0': 42}} (-2 = earliest, -1 = latest)")
+    return "latest"
+
+
+def _source(s: Section, base_dir: Path) -> SourceSpec:
+    spec = SourceSpec(
+        kafka=_cluster(s.section("kafka")),
+        topics=s.str_list("topics"),
+        pattern=s.str("pattern"),
+        assign=_assign(s),
+        starting_offsets=_offsets(s),
+        max_offsets_per_trigger=s.int("max_offsets_per_trigger", None, minimum=1),
+        format=s.choice("format", DataFormat, DataFormat.BYTES),
+        key_format=s.choice("key_format", DataFormat, DataFormat.BYTES, (DataFormat.BYTES, DataFormat.STRING)),
+        schema=_schema(s.optional_section("schema"), base_dir),
+        include_headers=s.bool("include_headers", False),
+        options=props(s.mapping("options")),
+    )
+    s.done()
+    return spec
+
+
+def _step(item: Any, path: str, problems: list[Violation]) -> Step | None:
+    if not isinstance(item, dict) or len(item) != 1:
+        problems.append(Violation(path, f"a step is one 'kind: expression' pair, got {item!r}",
+                                  "write e.g. '- filter: amount > 0' or '- select: [id, amount * 2 AS doubled]'"))
+        return None
+    kind, value = next(iter(item.items()))
+    if kind not in STEP_KINDS:
+        close = did_you_mean(str(kind), list(STEP_KINDS))
+        problems.append(Violation(f"{path}.{kind}", f"unknown step '{kind}'",
+                                  f"did you mean '{close}'?" if close else f"use one of: {', '.join(STEP_KINDS)}"))
+        return None
+    exprs = tuple(str(v) for v in value) if isinstance(value, list) else (str(value),) if value is not None else ()
+    if not exprs or (kind != "select" and len(exprs) != 1):
+        problems.append(Violation(f"{path}.{kind}", f"'{kind}' needs {'expressions' if kind == 'select' else 'one expression'}",
+                                  f"write e.g. '- {kind}: {'[id, amount]' if kind == 'select' else 'amount > 0'}'"))
+        return None
+    return Step(kind, exprs)
+
+
+def _transform(s: Section) -> TransformSpec:
+    raw_steps = s.raw("steps") or []
+    if not isinstance(raw_steps, list):
+        s.problem(s.at("steps"), "must be a list of steps", "write steps: followed by '- filter: ...' lines")
+        raw_steps = []
+    steps = [_step(item, f"{s.at('steps')}[{i}]", s.problems) for i, item in enumerate(raw_steps)]
+    spec = TransformSpec(sql=s.str("sql"), steps=tuple(x for x in steps if x),
+                         watermark=_watermark(s.optional_section("watermark")))
+    s.done()
+    return spec
+
+
+def _watermark(s: Section | None) -> Watermark | None:
+    if s is None:
+        return None
+    column, delay, expression = s.str("column"), s.str("delay"), s.str("expression")
+    delay_ms = s.duration_ms("delay", 0)
+    s.done()
+    if not column or not delay:
+        s.problem(s.path, "a watermark needs a column and a delay",
+                  "write watermark: {column: event_time, expression: value.created_at, delay: 10 minutes}")
+        return None
+    return Watermark(column=column, delay=delay, delay_ms=delay_ms, expression=expression)
+
+
+def _sink(s: Section, base_dir: Path) -> SinkSpec:
+    defaults = SinkSpec()
+    spec = SinkSpec(
+        kafka=_cluster(s.section("kafka")),
+        topic=s.str("topic"),
+        topic_column=s.str("topic_column"),
+        key_column=s.str("key_column", "key"),
+        value_column=s.str("value_column", "value") or "value",
+        headers_column=s.str("headers_column"),
+        format=s.choice("format", DataFormat, DataFormat.BYTES),
+        schema=_schema(s.optional_section("schema"), base_dir),
+        transactional_id_prefix=s.str("transactional_id_prefix"),
+        transaction_timeout_ms=s.int("transaction_timeout_ms", defaults.transaction_timeout_ms, minimum=1),
+        batch_margin_ms=s.int("batch_margin_ms", defaults.batch_margin_ms),
+        options=props(s.mapping("options")),
+    )
+    s.done()
+    return spec
+
+
+def _checkpoint(s: Section) -> CheckpointSpec:
+    location = s.str("location")
+    trigger_value = s.raw("trigger")
+    if isinstance(trigger_value, str) and trigger_value.strip().lower() == "available_now":
+        trigger = Trigger(available_now=True)
+    else:
+        trigger = Trigger(interval_ms=s.duration_ms("trigger", 0))
+    s.done()
+    return CheckpointSpec(location=location, trigger=trigger)
+
+
+def _errors(s: Section) -> ErrorsSpec:
+    spec = ErrorsSpec(on_decode_error=s.choice("on_decode_error", OnDecodeError, OnDecodeError.FAIL),
+                      dlq_topic=s.str("dlq_topic"))
+    s.done()
+    return spec

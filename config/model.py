@@ -1,0 +1,241 @@
+"""The pipeline configuration: one frozen ``PipelineConfig`` built from a YAML file (format v1).
+
+Invariants:
+- Every object is frozen and hashable; mappings are sorted tuples of pairs (``props``).
+- Secrets (SASL passwords, SSL keys, JAAS lines, schema-registry basic auth) are held as
+  ``Secret``; their ``repr``/``str`` is ``***``. Only ``Secret.reveal()`` (called when a Kafka
+  client or a Spark option map is built) returns the value.
+- The model holds what the YAML says, with defaults filled in; it does not decide whether the
+  settings are safe: ``config.rules`` does, and reports every violation at once. Fields the
+  rules require (bootstrap servers, checkpoint location, transactional-id prefix) may be None
+  here so that a file with several mistakes still loads and all of them are reported.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Mapping, Union
+
+from txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+
+FORMAT_VERSION = 1
+SECRET_KEY = re.compile(r"password|secret|jaas|token|credential|ssl\.key|private|basic\.auth", re.I)
+
+
+class Secret:
+    """A secret string: ``***`` in repr/str/format; ``reveal()`` gives the value."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        object.__setattr__(self, "_value", str(value))
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Secret is immutable")
+
+    def __repr__(self) -> str:
+        return "***"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return "***"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+    def __reduce__(self):  # pickles (Spark closures) keep the value; only text forms hide it
+        return (Secret, (self._value,))
+
+
+Value = Union[str, Secret]
+Props = tuple[tuple[str, Value], ...]
+
+
+def reveal(value: Value | None) -> str | None:
+    return value.reveal() if isinstance(value, Secret) else value
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a client setting holds a secret (e.g. ``sasl.password``, ``ssl.key.pem``)."""
+    return SECRET_KEY.search(key) is not None
+
+
+def props(mapping: Mapping[str, object]) -> Props:
+    """Sorted pairs; values of secret-looking keys become ``Secret``."""
+    return tuple(sorted((str(k), v if isinstance(v, Secret) else Secret(str(v)) if is_secret_key(str(k))
+                         else str(v)) for k, v in mapping.items()))
+
+
+class DataFormat(str, Enum):
+    BYTES = "bytes"
+    STRING = "string"
+    JSON = "json"
+    AVRO = "avro"
+
+
+class Guarantee(str, Enum):
+    EXACTLY_ONCE = "exactly_once"
+    AT_LEAST_ONCE = "at_least_once"
+
+
+class OnDecodeError(str, Enum):
+    FAIL = "fail"
+    SKIP = "skip"
+    DLQ = "dlq"
+
+
+@dataclass(frozen=True)
+class KafkaCluster:
+    """Where a Kafka cluster is and how to talk to it (client settings, secrets as ``Secret``)."""
+    bootstrap_servers: str | None = None
+    properties: Props = ()
+
+    def get(self, key: str) -> str | None:
+        return reveal(dict(self.properties).get(key))
+
+    def client_conf(self) -> dict[str, str]:
+        """librdkafka/Java client settings with secrets revealed: for clients only, never log it."""
+        conf = {k: reveal(v) or "" for k, v in self.properties}
+        if self.bootstrap_servers:
+            conf["bootstrap.servers"] = self.bootstrap_servers
+        return conf
+
+    def redacted(self) -> dict[str, str]:
+        return {"bootstrap.servers": self.bootstrap_servers or "", **{k: str(v) for k, v in self.properties}}
+
+
+@dataclass(frozen=True)
+class Registry:
+    """A Confluent schema registry; with it Avro uses the wire format (magic byte + schema id)."""
+    url: str
+    subject: str | None = None
+    basic_auth_user_info: Secret | None = None
+
+    def client_conf(self) -> dict[str, str]:
+        conf = {"url": self.url}
+        if self.basic_auth_user_info is not None:
+            conf["basic.auth.user.info"] = self.basic_auth_user_info.reveal()
+        return conf
+
+
+@dataclass(frozen=True)
+class SchemaRef:
+    """An Avro-style record schema: a file (path resolved against the YAML file), inline JSON text,
+    and/or a registry. ``text`` is the schema JSON once read (None when only a registry is named)."""
+    file: str | None = None
+    inline: str | None = None
+    registry: Registry | None = None
+    text: str | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    kafka: KafkaCluster = KafkaCluster()
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    assign: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    starting_offsets: str = "latest"          # earliest | latest | Spark's JSON offsets
+    max_offsets_per_trigger: int | None = None
+    format: DataFormat = DataFormat.BYTES
+    key_format: DataFormat = DataFormat.BYTES   # bytes | string
+    schema: SchemaRef | None = None
+    include_headers: bool = False
+    options: Props = ()                        # other Spark source options, passed as given
+
+
+@dataclass(frozen=True)
+class Step:
+    """One transform step: ``filter`` (a condition), ``select`` (expressions) or ``key`` (an expression)."""
+    kind: str
+    exprs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Watermark:
+    column: str
+    delay: str
+    delay_ms: int
+    expression: str | None = None   # defines ``column`` first (e.g. ``value.created_at``)
+
+
+@dataclass(frozen=True)
+class TransformSpec:
+    sql: str | None = None
+    steps: tuple[Step, ...] = ()
+    watermark: Watermark | None = None
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    kafka: KafkaCluster = KafkaCluster()
+    topic: str | None = None
+    topic_column: str | None = None
+    key_column: str | None = "key"
+    value_column: str = "value"
+    headers_column: str | None = None
+    format: DataFormat = DataFormat.BYTES
+    schema: SchemaRef | None = None
+    transactional_id_prefix: str | None = None
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    batch_margin_ms: int = DEFAULT_BATCH_MARGIN_MS
+    options: Props = ()                        # other kafka-eos sink options, passed as given
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """``available_now`` or a processing-time interval (0 = as fast as possible, Spark's default)."""
+    interval_ms: int = 0
+    available_now: bool = False
+
+    def __str__(self) -> str:
+        return "available_now" if self.available_now else f"{self.interval_ms} ms"
+
+
+@dataclass(frozen=True)
+class CheckpointSpec:
+    location: str | None = None
+    trigger: Trigger = Trigger()
+
+
+@dataclass(frozen=True)
+class ErrorsSpec:
+    on_decode_error: OnDecodeError = OnDecodeError.FAIL
+    dlq_topic: str | None = None
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """One pipeline file, resolved. ``origin`` is the file it came from (for messages)."""
+    version: int = FORMAT_VERSION
+    name: str | None = None
+    source: SourceSpec = SourceSpec()
+    transform: TransformSpec = TransformSpec()
+    sink: SinkSpec = SinkSpec()
+    guarantee: Guarantee = Guarantee.EXACTLY_ONCE
+    checkpoint: CheckpointSpec = CheckpointSpec()
+    errors: ErrorsSpec = ErrorsSpec()
+    origin: str = field(default="<memory>", compare=False)
+    env_secrets: tuple[Secret, ...] = field(default=(), compare=False)  # values of secret-named ${VARS}
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.guarantee is Guarantee.EXACTLY_ONCE
+
+    def secrets(self) -> list[Secret]:
+        """Every secret the configuration holds (what ``config.redact`` must hide)."""
+        found = list(self.env_secrets)
+        found += [v for cluster in (self.source.kafka, self.sink.kafka) for _, v in cluster.properties
+                 if isinstance(v, Secret)]
+        found += [v for _, v in self.source.options + self.sink.options if isinstance(v, Secret)]
+        for schema in (self.source.schema, self.sink.schema):
+            if schema and schema.registry and schema.registry.basic_auth_user_info:
+                found.append(schema.registry.basic_auth_user_info)
+        return found

@@ -1,0 +1,192 @@
+"""Validation rules over one ``PipelineConfig``: small functions, every violation reported at once.
+
+Each rule is ``rule(config, context) -> list[Violation]`` and knows nothing of the others;
+``check`` runs them all. Safety rules for exactly-once live in ``config.rules_safety``; the last
+step (``config.rules_connectors``) asks the connectors' own option parsers, so a file that
+validates is one the source and the sink accept.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from config.model import DataFormat, KafkaCluster, OnDecodeError, PipelineConfig, SchemaRef
+from config.violations import Violation
+
+SQL_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What rules know beyond the file: the broker's ``transaction.max.timeout.ms`` (None when
+    offline or unknown)."""
+    broker_max_timeout_ms: int | None = None
+
+
+Rule = Callable[[PipelineConfig, Context], list[Violation]]
+
+
+def _cluster(cluster: KafkaCluster, path: str) -> list[Violation]:
+    found = []
+    if not cluster.bootstrap_servers:
+        found.append(Violation(f"{path}.bootstrap_servers", "the Kafka bootstrap servers are missing",
+                               f"set {path}.bootstrap_servers: host1:9092,host2:9092"))
+    for key, _ in cluster.properties:
+        if key.startswith("kafka."):
+            found.append(Violation(f'{path}.properties["{key}"]', "client settings are written without 'kafka.'",
+                                   f"rename it to {key[len('kafka.'):]}"))
+        elif key == "bootstrap.servers":
+            found.append(Violation(f'{path}.properties["{key}"]', "bootstrap servers have their own key",
+                                   f"move the value to {path}.bootstrap_servers"))
+    return found
+
+
+def clusters(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    return _cluster(cfg.source.kafka, "source.kafka") + _cluster(cfg.sink.kafka, "sink.kafka")
+
+
+def subscription(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    s = cfg.source
+    given = [name for name, value in (("topics", s.topics), ("pattern", s.pattern), ("assign", s.assign)) if value]
+    if len(given) != 1:
+        return [Violation("source.topics", f"set exactly one of topics, pattern, assign (got: {', '.join(given) or 'none'})",
+                          "write e.g. topics: [orders], or pattern: 'orders-.*'")]
+    if s.pattern:
+        try:
+            re.compile(s.pattern)
+        except re.error as exc:
+            return [Violation("source.pattern", f"{s.pattern!r} is not a regular expression: {exc}",
+                              "write a Java/Python regex such as 'orders-.*'")]
+    return []
+
+
+def _schema(schema: SchemaRef | None, fmt: DataFormat, path: str, required: bool) -> list[Violation]:
+    from connectors.serde.arrow_types import SchemaError, arrow_type, parse_schema
+    typed = fmt in (DataFormat.JSON, DataFormat.AVRO)
+    if schema is None:
+        return [Violation(f"{path}.schema", f"format {fmt.value} needs a schema",
+                          f"add {path}.schema: {{file: ../schemas/<name>.avsc}} (or inline:, or registry:)")
+                ] if typed and required else []
+    if not typed:
+        return [Violation(f"{path}.schema", f"a schema is only used with format json or avro, not {fmt.value}",
+                          f"remove {path}.schema, or set {path}.format: json or avro")]
+    found = []
+    if schema.file and schema.inline:
+        found.append(Violation(f"{path}.schema", "both file and inline are set", "keep one of them"))
+    if schema.registry and fmt is DataFormat.JSON:
+        found.append(Violation(f"{path}.schema.registry", "the schema registry (wire format) is for Avro only",
+                               f"remove {path}.schema.registry, or set {path}.format: avro"))
+    if schema.text is None and schema.registry is None and not schema.file:
+        found.append(Violation(f"{path}.schema", "the schema names no file, inline schema or registry",
+                               "add file:, inline: or registry:"))
+    if schema.text is not None:
+        try:
+            arrow_type(parse_schema(schema.text))
+        except SchemaError as exc:
+            found.append(Violation(f"{path}.schema.{'file' if schema.file else 'inline'}", str(exc),
+                                   "fix the Avro schema (https://avro.apache.org/docs/current/specification/)"))
+    return found
+
+
+def schemas(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    found = _schema(cfg.source.schema, cfg.source.format, "source", required=True)
+    found += _schema(cfg.sink.schema, cfg.sink.format, "sink", required=cfg.sink.format is DataFormat.AVRO)
+    sink_topics = (cfg.sink.topic,) if cfg.sink.topic else ()
+    for side, schema, topics in (("source", cfg.source.schema, cfg.source.topics),
+                                 ("sink", cfg.sink.schema, sink_topics)):
+        if schema and schema.registry and not schema.registry.subject and len(topics) != 1:
+            found.append(Violation(f"{side}.schema.registry.subject", "no subject, and no single topic to name it after",
+                                   f"set {side}.schema.registry.subject: <topic>-value"))
+    return found
+
+
+def sink_target(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    if bool(cfg.sink.topic) == bool(cfg.sink.topic_column):
+        return [Violation("sink.topic", "set exactly one of sink.topic and sink.topic_column",
+                          "write sink.topic: <output topic>, or topic_column: <column of the transform>")]
+    return []
+
+
+def decode_errors(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    e = cfg.errors
+    if e.on_decode_error is OnDecodeError.DLQ and not e.dlq_topic:
+        return [Violation("errors.dlq_topic", "on_decode_error is dlq but no DLQ topic is named",
+                          "set errors.dlq_topic: <name>-dlq (on the sink cluster)")]
+    if e.on_decode_error is OnDecodeError.DLQ and cfg.sink.topic_column:
+        return [Violation("sink.topic_column", "a DLQ needs the output topic in sink.topic "
+                          "(failed records are routed with a topic column of their own)", "set sink.topic instead")]
+    return []
+
+
+def no_loops(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    inputs = set(cfg.source.topics) | {t for t, _ in cfg.source.assign}
+    found = []
+    if cfg.sink.topic and cfg.sink.topic in inputs:
+        found.append(Violation("sink.topic", f"the pipeline writes to its own input topic {cfg.sink.topic!r}",
+                               "write to another topic (a pipeline reading its output loops forever)"))
+    dlq = cfg.errors.dlq_topic
+    if dlq and (dlq in inputs or dlq == cfg.sink.topic):
+        found.append(Violation("errors.dlq_topic", f"the DLQ topic {dlq!r} is also an input or the output topic",
+                               "use a topic of its own, e.g. <output>-dlq"))
+    return found
+
+
+def transform(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    t = cfg.transform
+    if not t.sql:
+        return []
+    sql = SQL_COMMENT.sub(" ", t.sql).strip()
+    found = []
+    if not re.match(r"(?is)^(select|with)\b", sql):
+        found.append(Violation("transform.sql", "the transform must be one SELECT query",
+                               "write SELECT ... FROM source ..."))
+    if not re.search(r"(?is)\b(from|join)\s+source\b", sql):
+        found.append(Violation("transform.sql", "the query does not read the view 'source' (the decoded input)",
+                               "write ... FROM source ..."))
+    if ";" in sql.rstrip(";"):
+        found.append(Violation("transform.sql", "only one statement is allowed", "remove the extra statements"))
+    if re.search(r"(?is)\bgroup\s+by\b", sql) and t.watermark is None:
+        found.append(Violation("transform.watermark", "a streaming aggregation (GROUP BY) needs a watermark to emit "
+                               "its results to Kafka (append mode)",
+                               "add transform.watermark: {column: event_time, expression: value.<time field>, "
+                               "delay: 10 minutes} and group by window(event_time, ...)"))
+    return found
+
+
+_MODELED = {
+    "source": {"subscribe": "topics", "subscribepattern": "pattern", "assign": "assign",
+               "startingoffsets": "starting_offsets", "maxoffsetspertrigger": "max_offsets_per_trigger",
+               "includeheaders": "include_headers"},
+    "sink": {"topic": "topic", "transactional.id.prefix": "transactional_id_prefix",
+             "checkpointlocation": "checkpoint.location", "trigger.interval.ms": "checkpoint.trigger",
+             "batch.margin.ms": "batch_margin_ms"},
+}
+
+
+def option_conflicts(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    """``options`` pass other Spark options through; they must not redo what a key already says."""
+    found = []
+    for side, options in (("source", cfg.source.options), ("sink", cfg.sink.options)):
+        for key, _ in options:
+            lowered = key.lower()
+            if lowered.startswith("kafka."):
+                found.append(Violation(f'{side}.options["{key}"]', "Kafka client settings belong to the cluster",
+                                       f"move it to {side}.kafka.properties as {key[len('kafka.'):]}"))
+            elif lowered in _MODELED[side]:
+                target = _MODELED[side][lowered]
+                where = target if "." in target else f"{side}.{target}"
+                found.append(Violation(f'{side}.options["{key}"]', f"{key} has its own key", f"set {where} instead"))
+    return found
+
+
+def check(cfg: PipelineConfig, ctx: Context = Context()) -> list[Violation]:
+    """Every violation of ``cfg`` (empty when valid), in rule order."""
+    from config.rules_connectors import connectors_accept
+    from config.rules_safety import SAFETY_RULES
+    found = [v for rule in RULES + SAFETY_RULES for v in rule(cfg, ctx)]
+    return found + connectors_accept(cfg, found)
+
+
+RULES: list[Rule] = [clusters, subscription, schemas, sink_target, decode_errors, no_loops, transform,
+                     option_conflicts]

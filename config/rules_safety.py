@@ -1,0 +1,148 @@
+"""Rules that keep ``guarantee: exactly_once`` true: isolation, producer safety, transaction
+timeouts (``txn.timeouts.check_transaction_timeout``), the transactional-id prefix and the
+checkpoint. Rules that only matter for exactly-once return nothing for ``at_least_once``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+from config.model import PipelineConfig
+from config.rules import Context, Rule
+from config.violations import Violation
+from txn.timeouts import check_transaction_timeout
+
+SINK_LOG_DIR = "kafka-eos-sink"   # where the sink keeps its commit log (connectors.sink.options)
+_REFUSED_PRODUCER = {
+    "transactional.id": "remove it and set sink.transactional_id_prefix (kafka-eos owns the ids)",
+    "transaction.timeout.ms": "remove it and set sink.transaction_timeout_ms",
+}
+
+
+def isolation_level(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    level = (cfg.source.kafka.get("isolation.level") or "read_committed").strip().lower()
+    if cfg.exactly_once and level != "read_committed":
+        return [Violation('source.kafka.properties["isolation.level"]',
+                          f"{level} exposes aborted and open transactions, which breaks exactly-once",
+                          "remove it or set isolation.level: read_committed")]
+    return []
+
+
+def producer_safety(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    if not cfg.exactly_once:
+        return []
+    kafka, path = cfg.sink.kafka, "sink.kafka.properties"
+    found = [Violation(f'{path}["{key}"]', f"{key} must not be set on the sink", fix)
+             for key, fix in _REFUSED_PRODUCER.items() if kafka.get(key) is not None]
+    if (kafka.get("enable.idempotence") or "true").strip().lower() != "true":
+        found.append(Violation(f'{path}["enable.idempotence"]', "a non-idempotent producer can write duplicates",
+                               "remove it or set enable.idempotence: true"))
+    acks = (kafka.get("acks") or kafka.get("request.required.acks") or "all").strip().lower()
+    if acks not in ("all", "-1"):
+        found.append(Violation(f'{path}["acks"]', f"acks={acks} can lose acknowledged records",
+                               "remove it or set acks: all"))
+    return found
+
+
+def transaction_timeout(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    if not cfg.exactly_once:
+        return []
+    trigger = cfg.checkpoint.trigger
+    interval = 0 if trigger.available_now else trigger.interval_ms
+    broken = check_transaction_timeout(cfg.sink.transaction_timeout_ms, interval, cfg.sink.batch_margin_ms,
+                                       ctx.broker_max_timeout_ms)
+    return [Violation("sink.transaction_timeout_ms",
+                      v.message.replace("trigger interval", "checkpoint.trigger")
+                      .replace("batch/restart margin", "sink.batch_margin_ms"),
+                      v.fix.replace("transaction.timeout.ms", "sink.transaction_timeout_ms")
+                      .replace("the trigger interval", "checkpoint.trigger"))
+            for v in broken]
+
+
+def transactional_id_prefix(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    if not cfg.exactly_once:
+        return []
+    prefix = cfg.sink.transactional_id_prefix
+    if not prefix:
+        return [Violation("sink.transactional_id_prefix", "the transactional-id prefix is missing",
+                          "set a name unique to this pipeline and kept across restarts, e.g. "
+                          f"transactional_id_prefix: {cfg.name or 'orders-enricher'}")]
+    from txn.errors import SinkConfigError
+    from txn.transactional_ids import TransactionalIdFactory
+    try:
+        TransactionalIdFactory(prefix)
+    except SinkConfigError as exc:
+        return [Violation("sink.transactional_id_prefix", str(exc), "use letters, digits, '.', '_' and '-'")]
+    return []
+
+
+def is_local(location: str) -> bool:
+    scheme = urlparse(location).scheme
+    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
+
+
+def local_path(location: str) -> Path:
+    return Path(urlparse(location).path if location.startswith("file:") else location).expanduser()
+
+
+def _writable(path: Path) -> str | None:
+    """Why ``path`` cannot hold a checkpoint (None when it can); creates nothing."""
+    if path.exists():
+        if not path.is_dir():
+            return f"{path} exists and is not a directory"
+        return None if os.access(path, os.W_OK | os.X_OK) else f"{path} is not writable by this user"
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        return f"{path} does not exist and cannot be created: {parent} is not a writable directory"
+    return None
+
+
+def _sink_log_owner(path: Path) -> str | None:
+    try:
+        return json.loads((path / SINK_LOG_DIR / "_meta.json").read_text()).get("prefix")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def checkpoint(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    location = cfg.checkpoint.location
+    if not location:
+        return [Violation("checkpoint.location", "the checkpoint location is missing",
+                          "set checkpoint.location: a directory kept across restarts (hdfs://, s3a:// or a local path)")]
+    if not is_local(location):
+        return []
+    path = local_path(location)
+    problem = _writable(path)
+    if problem:
+        return [Violation("checkpoint.location", problem, "choose a directory this user can write, or fix its permissions")]
+    owner, prefix = _sink_log_owner(path), cfg.sink.transactional_id_prefix
+    if cfg.exactly_once and owner and prefix and owner != prefix:
+        return [Violation("checkpoint.location", f"this checkpoint belongs to the transactional-id prefix {owner!r}, "
+                          f"not {prefix!r}", f"keep transactional_id_prefix: {owner}, or use a new checkpoint location")]
+    return []
+
+
+SAFETY_RULES: list[Rule] = [isolation_level, producer_safety, transaction_timeout, transactional_id_prefix, checkpoint]
+
+
+def across_pipelines(configs: list[PipelineConfig]) -> list[Violation]:
+    """Pipelines validated together must not share a transactional-id prefix or a checkpoint."""
+    found = []
+    for attribute, path, what in (("sink.transactional_id_prefix", "sink.transactional_id_prefix", "prefix"),
+                                  ("checkpoint.location", "checkpoint.location", "checkpoint")):
+        seen: dict[str, str] = {}
+        for cfg in configs:
+            section, field_name = attribute.split(".")
+            value = getattr(getattr(cfg, section), field_name)
+            if not value or (what == "prefix" and not cfg.exactly_once):
+                continue
+            if value in seen:
+                found.append(Violation(path, f"{value!r} is also used by {seen[value]}",
+                                       f"give each pipeline its own {what}", file=cfg.origin))
+            else:
+                seen[value] = cfg.origin
+    return found

@@ -1,0 +1,44 @@
+"""What validation reports: violations with a YAML path, a message and a fix.
+
+Invariant: nothing stops at the first problem; loaders and rules return lists, and
+``exit_code`` turns the whole list into the CLI's answer (0 valid, 1 invalid, 2 unreachable).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+INVALID = "invalid"
+UNREACHABLE = "unreachable"
+
+EXIT_VALID, EXIT_INVALID, EXIT_UNREACHABLE = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Violation:
+    path: str        # YAML path, e.g. ``sink.transaction_timeout_ms``
+    message: str
+    fix: str
+    kind: str = INVALID
+    file: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.file}: " if self.file else ""
+        return f"{where}{self.path}: {self.message}\n    fix: {self.fix}"
+
+
+class InvalidPipeline(ValueError):
+    """Raised by ``config.validate.load_valid``; carries every violation."""
+
+    def __init__(self, violations: list[Violation]) -> None:
+        self.violations = violations
+        super().__init__("invalid pipeline configuration:\n" + "\n".join(f"  {v}" for v in violations))
+
+
+def exit_code(violations: Iterable[Violation]) -> int:
+    """1 when any setting is invalid (it must be fixed whatever the broker says), else 2 when a
+    broker could not be reached, else 0."""
+    kinds = {v.kind for v in violations}
+    if INVALID in kinds:
+        return EXIT_INVALID
+    return EXIT_UNREACHABLE if UNREACHABLE in kinds else EXIT_VALID

@@ -1,0 +1,97 @@
+"""``ValueSerde``: a picklable description of a value format, and the codecs it builds.
+
+Invariants:
+- A ``ValueSerde`` carries only plain data (format, schema text, registry settings, writer id),
+  all resolved on the driver (``connectors.serde.resolve``), so it can be shipped to executors;
+  codecs (and registry clients) are built there, once per Python worker.
+- Every decoder returns (typed array, per-row error or None) of the same length as its input;
+  every encoder returns a binary array, null for null.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import pyarrow as pa
+
+from config.model import DataFormat, Registry
+from connectors.serde.avro_serde import AvroDecoder, AvroEncoder
+from connectors.serde.json_serde import JsonDecoder, JsonEncoder
+
+
+class ValueDecoder(Protocol):
+    arrow_type: pa.DataType
+
+    def decode(self, data: pa.Array) -> tuple[pa.Array, list]: ...
+
+
+class ValueEncoder(Protocol):
+    def encode(self, data: pa.Array) -> pa.Array: ...
+
+
+@dataclass(frozen=True)
+class ValueSerde:
+    format: DataFormat = DataFormat.BYTES
+    schema_text: str | None = None    # the (reader) schema, Avro-style JSON
+    registry: Registry | None = None  # set: Avro in Confluent wire format
+    schema_id: int | None = None      # wire-format id written by the encoder
+
+    def __post_init__(self) -> None:
+        if self.format in (DataFormat.JSON, DataFormat.AVRO) and not self.schema_text:
+            raise ValueError(f"format {self.format.value} needs a schema (resolve it on the driver first)")
+        if self.format is DataFormat.JSON and self.registry is not None:
+            raise ValueError("format json does not use a schema registry; use avro for the wire format")
+
+
+class BytesCodec:
+    arrow_type = pa.binary()
+
+    def decode(self, data: pa.Array) -> tuple[pa.Array, list]:
+        return data.cast(pa.binary()), [None] * len(data)
+
+    def encode(self, data: pa.Array) -> pa.Array:
+        return data.cast(pa.binary())
+
+
+class StringCodec:
+    """UTF-8 text; a value that is not valid UTF-8 is that row's decode error."""
+    arrow_type = pa.string()
+
+    def decode(self, data: pa.Array) -> tuple[pa.Array, list]:
+        try:
+            return data.cast(pa.string()), [None] * len(data)
+        except pa.ArrowInvalid:
+            values, errors = [], []
+            for item in data.to_pylist():
+                try:
+                    values.append(None if item is None else item.decode("utf-8"))
+                    errors.append(None)
+                except UnicodeDecodeError as exc:
+                    values.append(None)
+                    errors.append(f"invalid UTF-8: {exc}")
+            return pa.array(values, pa.string()), errors
+
+    def encode(self, data: pa.Array) -> pa.Array:
+        return data.cast(pa.string()).cast(pa.binary())
+
+
+def decoder(serde: ValueSerde) -> ValueDecoder:
+    if serde.format is DataFormat.JSON:
+        return JsonDecoder(serde.schema_text or "")
+    if serde.format is DataFormat.AVRO:
+        writers = None
+        if serde.registry is not None:
+            from connectors.serde.registry import RegistrySchemas
+            writers = RegistrySchemas(serde.registry)
+        return AvroDecoder(serde.schema_text or "", writers)
+    return StringCodec() if serde.format is DataFormat.STRING else BytesCodec()
+
+
+def encoder(serde: ValueSerde) -> ValueEncoder:
+    if serde.format is DataFormat.JSON:
+        return JsonEncoder()
+    if serde.format is DataFormat.AVRO:
+        if serde.registry is not None and serde.schema_id is None:
+            raise ValueError("Avro wire format needs the writer schema id (resolve it on the driver first)")
+        return AvroEncoder(serde.schema_text or "", serde.schema_id if serde.registry is not None else None)
+    return StringCodec() if serde.format is DataFormat.STRING else BytesCodec()

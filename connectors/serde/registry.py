@@ -1,0 +1,52 @@
+"""Schema-registry lookups (confluent-kafka's ``SchemaRegistryClient``), cached per process.
+
+Invariants:
+- Lookups by id are cached forever (ids are immutable in a registry); the client is built
+  lazily from a picklable ``Registry`` so executors can make their own.
+- The driver resolves what must be fixed for a query's life (the reader schema: the subject's
+  latest version; the writer id: the configured schema registered under the subject) and ships
+  the results, so executors only look up writer schemas by id.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from config.model import Registry
+from connectors.serde.arrow_types import parse_schema
+
+
+@functools.lru_cache(maxsize=8)
+def _client(registry: Registry):
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    return SchemaRegistryClient(registry.client_conf())
+
+
+class RegistrySchemas:
+    """Writer schemas by id (callable, as ``AvroDecoder`` wants), plus driver-side resolution."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self._by_id = functools.lru_cache(maxsize=256)(self._fetch)
+
+    def _fetch(self, schema_id: int) -> Any:
+        schema = _client(self.registry).get_schema(schema_id)
+        if schema.schema_type not in (None, "AVRO"):
+            raise ValueError(f"schema id {schema_id} is a {schema.schema_type} schema, not Avro")
+        return parse_schema(schema.schema_str)
+
+    def __call__(self, schema_id: int) -> Any:
+        return self._by_id(schema_id)
+
+    def __reduce__(self):
+        return (RegistrySchemas, (self.registry,))
+
+    def latest_text(self, subject: str) -> str:
+        """The subject's latest schema, as JSON text (the reader schema when no file is given)."""
+        return _client(self.registry).get_latest_version(subject).schema.schema_str
+
+    def register(self, subject: str, schema_text: str) -> int:
+        """The id of ``schema_text`` under ``subject`` (registered if new; idempotent)."""
+        from confluent_kafka.schema_registry import Schema
+        return _client(self.registry).register_schema(subject, Schema(json.dumps(json.loads(schema_text)), "AVRO"))
