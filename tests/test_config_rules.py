@@ -1,0 +1,168 @@
+"""Validation rules: each one on its own, then a file with many mistakes reported at once."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from config import rules_safety
+from config.loader import load_text
+from config.rules import Context, check
+from config.rules_safety import across_pipelines
+from tests.test_config_support import load, paths, problems, valid
+
+
+def mutate(tmp_path, change):
+    data = valid(tmp_path)
+    change(data)
+    return problems(tmp_path, data)
+
+
+CASES = {
+    "isolation read_uncommitted": (
+        lambda d: d["source"]["kafka"].update(properties={"isolation.level": "read_uncommitted"}),
+        'source.kafka.properties["isolation.level"]', "read_uncommitted"),
+    "acks=1": (lambda d: d["sink"]["kafka"].update(properties={"acks": "1"}), 'sink.kafka.properties["acks"]', "acks=1"),
+    "idempotence off": (lambda d: d["sink"]["kafka"].update(properties={"enable.idempotence": False}),
+                        'sink.kafka.properties["enable.idempotence"]', "non-idempotent"),
+    "own transactional.id": (lambda d: d["sink"]["kafka"].update(properties={"transactional.id": "x"}),
+                             'sink.kafka.properties["transactional.id"]', "must not be set"),
+    "prefix missing": (lambda d: d["sink"].pop("transactional_id_prefix"), "sink.transactional_id_prefix", "missing"),
+    "prefix invalid": (lambda d: d["sink"].update(transactional_id_prefix="has space"),
+                       "sink.transactional_id_prefix", "invalid"),
+    "checkpoint missing": (lambda d: d["checkpoint"].pop("location"), "checkpoint.location", "missing"),
+    "no bootstrap": (lambda d: d["sink"]["kafka"].pop("bootstrap_servers"), "sink.kafka.bootstrap_servers", "missing"),
+    "kafka. prefix in properties": (lambda d: d["source"]["kafka"].update(properties={"kafka.client.id": "x"}),
+                                    'source.kafka.properties["kafka.client.id"]', "without 'kafka.'"),
+    "no subscription": (lambda d: d["source"].pop("topics"), "source.topics", "got: none"),
+    "two subscriptions": (lambda d: d["source"].update(pattern="in-.*"), "source.topics", "topics, pattern"),
+    "bad pattern": (lambda d: (d["source"].pop("topics"), d["source"].update(pattern="in-(")), "source.pattern",
+                    "regular expression"),
+    "json without schema": (lambda d: d["source"].pop("schema"), "source.schema", "needs a schema"),
+    "bytes with schema": (lambda d: d["source"].update(format="bytes"), "source.schema", "only used with"),
+    "invalid avro schema": (lambda d: d["source"]["schema"].update(inline={"type": "record", "fields": 3}),
+                            "source.schema.inline", "not a valid Avro schema"),
+    "multi-type union": (lambda d: d["source"]["schema"].update(inline={"type": "record", "name": "R", "fields": [
+        {"name": "x", "type": ["int", "string"]}]}), "source.schema.inline", "several non-null types"),
+    "registry with json": (lambda d: d["source"]["schema"].update(registry={"url": "http://r:8081"}),
+                           "source.schema.registry", "Avro only"),
+    "avro sink without schema": (lambda d: d["sink"].update(format="avro"), "sink.schema", "needs a schema"),
+    "topic and topic_column": (lambda d: d["sink"].update(topic_column="t"), "sink.topic", "exactly one"),
+    "dlq without topic": (lambda d: d["errors"].pop("dlq_topic"), "errors.dlq_topic", "no DLQ topic"),
+    "dlq is an input": (lambda d: d["errors"].update(dlq_topic="in"), "errors.dlq_topic", "also an input"),
+    "output is an input": (lambda d: d["sink"].update(topic="in"), "sink.topic", "its own input"),
+    "not a select": (lambda d: d["transform"].update(sql="DROP TABLE source"), "transform.sql", "one SELECT"),
+    "does not read source": (lambda d: d["transform"].update(sql="SELECT 1 FROM other"), "transform.sql", "'source'"),
+    "two statements": (lambda d: d["transform"].update(sql="SELECT * FROM source; SELECT 1"), "transform.sql", "one statement"),
+    "aggregation without watermark": (
+        lambda d: d["transform"].update(sql="SELECT value.id, count(*) AS value FROM source GROUP BY value.id"),
+        "transform.watermark", "needs a watermark"),
+    "option redoes a key": (lambda d: d["source"].update(options={"startingOffsets": "latest"}),
+                            'source.options["startingOffsets"]', "its own key"),
+    "kafka option in options": (lambda d: d["sink"].update(options={"kafka.acks": "all"}),
+                                'sink.options["kafka.acks"]', "belong to the cluster"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_rule_reports_its_path(tmp_path, name):
+    change, path, needle = CASES[name]
+    found = mutate(tmp_path, change)
+    matching = [v for v in found if v.path == path]
+    assert matching, f"{name}: expected a violation at {path}, got {[str(v) for v in found]}"
+    assert any(needle in v.message for v in matching), [v.message for v in matching]
+    assert all(v.fix for v in found)
+
+
+def test_valid_pipeline_has_no_violations(tmp_path):
+    assert problems(tmp_path, valid(tmp_path)) == []
+
+
+def test_timeout_rule_reuses_the_ordering_rule(tmp_path):
+    data = valid(tmp_path)
+    data["sink"]["transaction_timeout_ms"] = 60_000          # <= 10 s trigger + 120 s margin
+    found = [v for v in problems(tmp_path, data) if v.path == "sink.transaction_timeout_ms"]
+    assert len(found) == 1 and "130000" in found[0].message and "sink.transaction_timeout_ms" in found[0].fix
+    data["checkpoint"]["trigger"] = "available_now"
+    data["sink"]["batch_margin_ms"] = 30_000                  # 0 + 30 s < 60 s: fine
+    assert [v for v in problems(tmp_path, data) if v.path.startswith("sink.transaction")] == []
+
+
+def test_timeout_rule_uses_the_broker_maximum(tmp_path):
+    data = valid(tmp_path)
+    data["sink"]["transaction_timeout_ms"] = 300_000
+    found = problems(tmp_path, data, Context(broker_max_timeout_ms=200_000))
+    assert paths(found) == ["sink.transaction_timeout_ms"] and "200000" in found[0].message
+    assert problems(tmp_path, data, Context(broker_max_timeout_ms=300_000)) == []
+
+
+def test_at_least_once_skips_transaction_rules(tmp_path):
+    data = valid(tmp_path)
+    data["guarantee"] = "at_least_once"
+    data["sink"].pop("transactional_id_prefix")
+    data["sink"]["transaction_timeout_ms"] = 1
+    data["sink"]["kafka"]["properties"] = {"acks": "1"}
+    assert problems(tmp_path, data) == []
+
+
+def test_checkpoint_must_be_a_writable_directory(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    for location, needle in ((blocker, "not a directory"), (blocker / "under", "cannot be created")):
+        data = valid(tmp_path)
+        data["checkpoint"]["location"] = str(location)
+        found = problems(tmp_path, data)
+        assert paths(found) == ["checkpoint.location"] and needle in found[0].message
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_checkpoint_in_read_only_directory(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    data = valid(tmp_path)
+    data["checkpoint"]["location"] = str(locked / "ckpt")
+    assert paths(problems(tmp_path, data)) == ["checkpoint.location"]
+
+
+def test_remote_checkpoints_are_only_checked_for_presence(tmp_path):
+    data = valid(tmp_path)
+    data["checkpoint"]["location"] = "s3a://bucket/does/not/exist"
+    assert problems(tmp_path, data) == []
+
+
+def test_checkpoint_owned_by_another_prefix(tmp_path):
+    log = tmp_path / "ckpt" / rules_safety.SINK_LOG_DIR
+    log.mkdir(parents=True)
+    (log / "_meta.json").write_text(json.dumps({"v": 1, "prefix": "older-pipeline"}))
+    found = problems(tmp_path, valid(tmp_path))
+    assert paths(found) == ["checkpoint.location"] and "older-pipeline" in found[0].message
+
+
+def test_prefix_and_checkpoint_unique_across_files(tmp_path):
+    first, _ = load(tmp_path, valid(tmp_path))
+    second, _ = load_text(json.dumps(valid(tmp_path)), "other.yaml", {}, tmp_path)
+    found = across_pipelines([first, second])
+    assert sorted(paths(found)) == ["checkpoint.location", "sink.transactional_id_prefix"]
+    assert all(v.file == "other.yaml" and "p.yaml" in v.message for v in found)
+
+
+def test_connector_backstop_reports_what_the_source_refuses(tmp_path):
+    found = mutate(tmp_path, lambda d: d["source"]["kafka"].update(properties={"auto.offset.reset": "earliest"}))
+    assert paths(found) == ["source"] and "auto.offset.reset" in found[0].message
+
+
+def test_many_mistakes_are_reported_at_once(tmp_path):
+    data = valid(tmp_path)
+    data["source"]["kafka"]["properties"] = {"isolation.level": "read_uncommitted"}
+    data["source"]["topic"] = data["source"].pop("topics")
+    data["sink"]["kafka"]["properties"] = {"acks": "1"}
+    data["sink"]["transaction_timeout_ms"] = 1000
+    data["sink"].pop("transactional_id_prefix")
+    data["checkpoint"].pop("location")
+    data["errors"].pop("dlq_topic")
+    cfg, loaded = load(tmp_path, data)
+    found = loaded + check(cfg)
+    assert {"source.topic", "source.topics", 'source.kafka.properties["isolation.level"]',
+            'sink.kafka.properties["acks"]', "sink.transaction_timeout_ms", "sink.transactional_id_prefix",
+            "checkpoint.location", "errors.dlq_topic"} <= set(paths(found))

@@ -1,0 +1,74 @@
+"""PipelineConfig -> Spark option maps (Spark's Kafka names; accepted by the kafka-eos connectors)."""
+from __future__ import annotations
+
+import json
+
+from config.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs
+from connectors.sink.options import sink_config
+from connectors.source.options import parse_source_options
+from tests.test_config_support import load, valid
+
+
+def cfg_of(tmp_path, change=lambda d: None):
+    data = valid(tmp_path)
+    change(data)
+    cfg, found = load(tmp_path, data)
+    assert found == []
+    return cfg
+
+
+def test_source_options_use_spark_names(tmp_path):
+    def change(d):
+        d["source"].update(max_offsets_per_trigger=500, include_headers=True, options={"failOnDataLoss": "false"})
+        d["source"]["kafka"]["properties"] = {"sasl.password": "pw", "security.protocol": "SASL_SSL"}
+    options = source_options(cfg_of(tmp_path, change))
+    assert options == {"kafka.bootstrap.servers": "localhost:9092", "kafka.sasl.password": "pw",
+                       "kafka.security.protocol": "SASL_SSL", "kafka.isolation.level": "read_committed",
+                       "subscribe": "in", "startingOffsets": "earliest", "maxOffsetsPerTrigger": "500",
+                       "includeHeaders": "true", "failOnDataLoss": "false"}
+    parsed = parse_source_options(options, streaming=True)
+    assert parsed.max_offsets_per_trigger == 500 and parsed.kafka_conf["sasl.password"] == "pw"
+
+
+def test_pattern_assign_and_json_offsets(tmp_path):
+    def pattern(d):
+        d["source"].pop("topics")
+        d["source"]["pattern"] = "in-.*"
+    assert source_options(cfg_of(tmp_path, pattern))["subscribePattern"] == "in-.*"
+
+    def assign(d):
+        d["source"].pop("topics")
+        d["source"]["assign"] = {"in": [0, 2]}
+        d["source"]["starting_offsets"] = {"in": {"0": 5, "2": -2}}
+    options = source_options(cfg_of(tmp_path, assign))
+    assert json.loads(options["assign"]) == {"in": [0, 2]}
+    assert json.loads(options["startingOffsets"]) == {"in": {"0": 5, "2": -2}}
+
+
+def test_sink_options_and_dlq_topic_routing(tmp_path):
+    cfg = cfg_of(tmp_path)
+    options = sink_options(cfg)
+    assert "topic" not in options     # DLQ: every row carries its topic
+    assert options["transactional.id.prefix"] == "t-eos" and options["kafka.transaction.timeout.ms"] == "300000"
+    assert options["trigger.interval.ms"] == "10000" and options["checkpointLocation"] == str(tmp_path / "ckpt")
+    assert sink_select_exprs(cfg) == ["`key` AS key", "`value` AS value", "'out' AS topic"]
+    parsed = sink_config(options)
+    assert parsed.transaction_timeout_ms == 300_000 and parsed.trigger_interval_ms == 10_000 and parsed.topic is None
+
+    no_dlq = cfg_of(tmp_path, lambda d: d["errors"].update(on_decode_error="fail", dlq_topic=None))
+    assert sink_options(no_dlq)["topic"] == "out" and sink_select_exprs(no_dlq) == ["`key` AS key", "`value` AS value"]
+
+
+def test_custom_columns_are_quoted(tmp_path):
+    def change(d):
+        d["errors"] = {"on_decode_error": "fail"}
+        d["sink"].update(key_column="order id", value_column="payload", headers_column="hs", topic=None,
+                         topic_column="dest")
+    assert sink_select_exprs(cfg_of(tmp_path, change)) == [
+        "`order id` AS key", "`payload` AS value", "`dest` AS topic", "`hs` AS headers"]
+
+
+def test_trigger_kwargs(tmp_path):
+    assert trigger_kwargs(cfg_of(tmp_path)) == {"processingTime": "10000 milliseconds"}
+    now = cfg_of(tmp_path, lambda d: d["checkpoint"].update(trigger="available_now"))
+    assert trigger_kwargs(now) == {"availableNow": True} and sink_options(now)["trigger.interval.ms"] == "0"
