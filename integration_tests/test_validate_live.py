@@ -1,0 +1,51 @@
+"""`kafka-eos validate` against real brokers: the broker's transaction.max.timeout.ms, and exit 2
+when the broker cannot be reached."""
+from __future__ import annotations
+
+import pytest
+
+from config.live import transaction_max_timeout_ms
+from config.loader import load_file
+from connectors.cli import main
+from connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster, free_port
+from tests.test_config_support import valid, write
+
+
+def pipeline(tmp_path, bootstrap: str, timeout_ms: int):
+    data = valid(tmp_path)
+    for side in ("source", "sink"):
+        data[side]["kafka"]["bootstrap_servers"] = bootstrap
+    data["checkpoint"]["trigger"] = "1 second"
+    data["sink"]["batch_margin_ms"] = 5_000
+    data["sink"]["transaction_timeout_ms"] = timeout_ms
+    return write(tmp_path, "live.yaml", data)
+
+
+def test_session_broker_reports_its_maximum_and_a_safe_file_passes(bootstrap, tmp_path, capsys):
+    path = pipeline(tmp_path, bootstrap, 30_000)
+    cfg, _ = load_file(path, env={})
+    assert transaction_max_timeout_ms(cfg.sink.kafka, timeout_s=20) >= 30_000
+    assert main(["validate", "--timeout", "20", str(path)]) == 0, capsys.readouterr().err
+
+
+def test_live_timeout_rule_fires_with_the_brokers_real_value(broker, tmp_path, capsys):
+    with LocalKafkaCluster(ClusterSettings(transaction_max_timeout_ms=60_000, heap="256m")) as cluster:
+        path = pipeline(tmp_path, cluster.bootstrap, 90_000)
+        cfg, _ = load_file(path, env={})
+        assert transaction_max_timeout_ms(cfg.sink.kafka, timeout_s=20) == 60_000
+        assert main(["validate", "--timeout", "20", str(path)]) == 1
+        err = capsys.readouterr().err
+        assert "sink.transaction_timeout_ms: 90000 ms exceeds the broker's transaction.max.timeout.ms 60000 ms" in err
+        assert "lower sink.transaction_timeout_ms to at most 60000" in err
+        assert main(["validate", "--offline", str(path)]) == 0     # only the live check knows the maximum
+        assert main(["validate", "--timeout", "20", str(pipeline(tmp_path, cluster.bootstrap, 50_000))]) == 0
+
+
+@pytest.mark.parametrize("offline,expected", [(False, 2), (True, 0)])
+def test_unreachable_broker_exits_2_unless_offline(tmp_path, capsys, offline, expected):
+    path = pipeline(tmp_path, f"127.0.0.1:{free_port()}", 30_000)
+    args = ["validate", "--timeout", "2", str(path)] + (["--offline"] if offline else [])
+    assert main(args) == expected
+    if not offline:
+        err = capsys.readouterr().err
+        assert "sink.kafka.bootstrap_servers: cannot reach Kafka at 127.0.0.1:" in err and "--offline" in err
