@@ -1,0 +1,151 @@
+"""Static checks of docker/: every file the Dockerfile copies exists, the compose services refer
+to each other consistently, and the job runs an example pipeline the image contains.
+(No Docker engine runs here; nothing is built.)"""
+from __future__ import annotations
+
+import base64
+import re
+import shlex
+import tomllib
+from pathlib import Path, PurePosixPath
+
+import yaml
+
+from config.loader import load_file
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCKER = ROOT / "docker"
+COMPOSE = yaml.safe_load((DOCKER / "compose.yaml").read_text())
+SERVICES = COMPOSE["services"]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def instructions(path: Path) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of a Dockerfile, continuation lines joined, comments dropped."""
+    text = re.sub(r"\\\n", " ", "\n".join(l for l in path.read_text().splitlines() if not l.lstrip().startswith("#")))
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in text.splitlines() if line.strip()]
+
+
+def job_services() -> dict[str, dict]:
+    return {name: s for name, s in SERVICES.items() if s.get("image") == "kafka-eos-job:latest"}
+
+
+def build_context() -> tuple[Path, Path]:
+    builds = {(s["build"]["context"], s["build"]["dockerfile"]) for s in job_services().values()}
+    assert len(builds) == 1, f"every job-image service builds the same image: {builds}"
+    context, dockerfile = builds.pop()
+    return (DOCKER / context).resolve(), (DOCKER / context / dockerfile).resolve()
+
+
+def image_files() -> dict[str, Path]:
+    """Container path -> repository path of every file the Dockerfile copies."""
+    context, dockerfile = build_context()
+    workdir, files = PurePosixPath("/"), {}
+    for op, args in instructions(dockerfile):
+        if op == "WORKDIR":
+            workdir = workdir / args.strip()
+        if op != "COPY":
+            continue
+        *sources, dest = [a for a in shlex.split(args) if not a.startswith("--")]
+        target = workdir / dest
+        for source in sources:
+            origin = context / source
+            assert origin.exists(), f"COPY {source}: {origin} does not exist"
+            inside = [origin] if origin.is_file() else [p for p in origin.rglob("*") if p.is_file()]
+            for file in inside:
+                relative = file.relative_to(origin) if origin.is_dir() else None
+                if relative is not None:
+                    files[str(target / relative)] = file
+                else:
+                    files[str(target / file.name if dest.endswith("/") else target)] = file
+    return files
+
+
+def test_dockerfile_copies_existing_sources_and_every_package():
+    files = image_files()
+    copied_roots = {Path(p).relative_to(ROOT).parts[0] for p in files.values()}
+    packages = {pattern.rstrip("*") for pattern in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]}
+    assert packages <= copied_roots, f"pip install . needs every package: missing {packages - copied_roots}"
+    assert {"pyproject.toml", PYPROJECT["project"]["readme"]} <= copied_roots
+
+
+def test_dockerfile_java_python_and_spark_home_agree():
+    ops = instructions(build_context()[1])
+    base = next(args for op, args in ops if op == "FROM")
+    python = re.search(r"python:(\d+\.\d+)", base).group(1)
+    env = " ".join(args for op, args in ops if op == "ENV")
+    assert f"/usr/local/lib/python{python}/site-packages/pyspark" in env
+    assert any(op == "RUN" and "openjdk-17-jre" in args for op, args in ops)
+    assert any(op == "RUN" and "pip install" in args and " ." in args for op, args in ops)
+    minimum = PYPROJECT["project"]["requires-python"].lstrip(">=")
+    assert tuple(map(int, python.split("."))) >= tuple(map(int, minimum.split(".")))
+
+
+def test_dockerignore_keeps_what_is_copied():
+    ignored = [l.strip() for l in (DOCKER / "Dockerfile.dockerignore").read_text().splitlines()
+               if l.strip() and not l.startswith("#")]
+    for container_path, file in image_files().items():
+        relative = file.relative_to(ROOT).as_posix()
+        for pattern in ignored:
+            assert not PurePosixPath(relative).match(pattern) and not relative.startswith(pattern + "/"), \
+                f"{relative} is copied but ignored by {pattern}"
+
+
+def test_services_refer_to_existing_services_and_volumes():
+    declared_volumes = set(COMPOSE.get("volumes") or {})
+    for name, service in SERVICES.items():
+        depends = service.get("depends_on") or []
+        for other in (depends if isinstance(depends, list) else depends.keys()):
+            assert other in SERVICES, f"{name} depends on unknown service {other}"
+        for volume in service.get("volumes") or []:
+            source = volume.split(":")[0]
+            if source.startswith((".", "/")):
+                assert (DOCKER / source).exists(), f"{name} mounts missing {source}"
+            else:
+                assert source in declared_volumes, f"{name} uses undeclared volume {source}"
+
+
+def test_kafka_is_kraft_and_listeners_match_the_clients():
+    kafka = SERVICES["kafka"]
+    env = kafka["environment"]
+    assert kafka["image"] == "apache/kafka:4.2.1" and "controller" in env["KAFKA_PROCESS_ROLES"]
+    assert len(base64.urlsafe_b64decode(env["CLUSTER_ID"] + "==")) == 16
+    advertised = dict(item.split("://") for item in env["KAFKA_ADVERTISED_LISTENERS"].split(","))
+    internal = advertised[env["KAFKA_INTER_BROKER_LISTENER_NAME"]]
+    assert SERVICES["job"]["environment"]["KAFKA_BOOTSTRAP_SERVERS"] == internal
+    assert "kafka:9092" in SERVICES["kafka-init"]["command"][0] and internal == "kafka:9092"
+    assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == 1
+
+
+def test_spark_master_url_matches_the_master_service():
+    master = SERVICES["spark-master"]["command"]
+    host, port = master[master.index("--host") + 1], master[master.index("--port") + 1]
+    url = f"spark://{host}:{port}"
+    assert host in SERVICES and SERVICES[host]["hostname"] == host
+    assert url in SERVICES["spark-worker"]["command"] and url in SERVICES["job"]["command"]
+    assert set(job_services()) == {"spark-master", "spark-worker", "job"}
+
+
+def test_job_runs_an_example_pipeline_shipped_in_the_image(tmp_path):
+    job = SERVICES["job"]
+    command = job["command"]
+    assert command[0] in PYPROJECT["project"]["scripts"], "the job runs the kafka-eos console script"
+    container_pipeline = next(a for a in command if a.endswith(".yaml"))
+    files = image_files()
+    assert container_pipeline in files, f"{container_pipeline} is not copied into the image"
+    env = {**job["environment"], "KAFKA_EOS_CHECKPOINTS": str(tmp_path)}
+    cfg, problems = load_file(files[container_pipeline], env=env)
+    assert problems == [] and cfg.source.kafka.bootstrap_servers == "kafka:9092"
+    created = set(re.search(r"for topic in ([^;]+);", SERVICES["kafka-init"]["command"][0]).group(1).split())
+    assert {*cfg.source.topics, cfg.sink.topic, cfg.errors.dlq_topic} <= created
+    checkpoint_mount = {v.split(":")[1] for v in job["volumes"]}
+    assert job["environment"]["KAFKA_EOS_CHECKPOINTS"] in checkpoint_mount
+    assert checkpoint_mount <= {v.split(":")[1] for v in SERVICES["spark-worker"]["volumes"]}
+
+
+def test_readme_names_only_existing_repository_files():
+    text = (DOCKER / "README.md").read_text()
+    mentioned = set(re.findall(r"`((?:docker|config|tests)/[\w./-]+)`", text))
+    assert {"docker/Dockerfile", "docker/compose.yaml", "config/pipelines/orders-json.yaml"} <= mentioned
+    for path in mentioned:
+        assert (ROOT / path).exists(), f"docker/README.md names {path}, which does not exist"
