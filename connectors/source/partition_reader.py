@@ -29,7 +29,7 @@ from offsets.ranges import OffsetRange
 
 log = logging.getLogger("kafka_eos.source")
 
-BATCH_RECORDS = 50_000
+BATCH_RECORDS = 20_000  # ~2 MB of 100-byte records: measured fastest (cache-sized Arrow batches)
 POLL_SLICE_S = 0.1
 _GONE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 _LOST = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE} | _GONE
