@@ -144,3 +144,15 @@ def test_client_settings_keep_yaml_booleans_lowercase(tmp_path):
     data["sink"]["kafka"]["properties"] = {"enable.idempotence": True, "linger.ms": 5}
     cfg, _ = load(tmp_path, data)
     assert cfg.sink.kafka.get("enable.idempotence") == "true" and cfg.sink.kafka.get("linger.ms") == "5"
+
+
+def test_readme_documents_every_key_the_loader_reads():
+    from pathlib import Path
+    import re
+    root = Path(__file__).resolve().parents[1] / "config"
+    keys = set(re.findall(r'\b(?:s|top)\.(?:str|int|bool|raw|choice|str_list|mapping|section|optional_section|'
+                          r'duration_ms)\("(\w+)"', (root / "loader.py").read_text()))
+    assert {"transactional_id_prefix", "on_decode_error", "basic_auth_user_info", "watermark"} <= keys
+    readme = (root / "README.md").read_text()
+    undocumented = {k for k in keys if not re.search(rf"`(?:[\w.]+\.)?{k}(?:\.[\w.]+)?`", readme)}
+    assert not undocumented, f"config/README.md does not document: {sorted(undocumented)}"
