@@ -15,8 +15,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from config.model import KafkaCluster, PipelineConfig
-from config.rules import Context
-from config.violations import UNREACHABLE, Violation
+from config.violations import UNREACHABLE, Context, Violation
 
 MAX_TIMEOUT_KEY = "transaction.max.timeout.ms"
 

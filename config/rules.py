@@ -8,23 +8,13 @@ validates is one the source and the sink accept.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Callable
 
 from config.model import DataFormat, KafkaCluster, OnDecodeError, PipelineConfig, SchemaRef
-from config.violations import Violation
+from config.rules_connectors import connectors_accept
+from config.rules_safety import SAFETY_RULES
+from config.violations import Context, Rule, Violation
 
 SQL_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
-
-
-@dataclass(frozen=True)
-class Context:
-    """What rules know beyond the file: the broker's ``transaction.max.timeout.ms`` (None when
-    offline or unknown)."""
-    broker_max_timeout_ms: int | None = None
-
-
-Rule = Callable[[PipelineConfig, Context], list[Violation]]
 
 
 def _cluster(cluster: KafkaCluster, path: str) -> list[Violation]:
@@ -182,8 +172,6 @@ def option_conflicts(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
 
 def check(cfg: PipelineConfig, ctx: Context = Context()) -> list[Violation]:
     """Every violation of ``cfg`` (empty when valid), in rule order."""
-    from config.rules_connectors import connectors_accept
-    from config.rules_safety import SAFETY_RULES
     found = [v for rule in RULES + SAFETY_RULES for v in rule(cfg, ctx)]
     return found + connectors_accept(cfg, found)
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 from config.model import PipelineConfig
 from config.spark_options import sink_options, source_options
 from config.violations import Violation
+from connectors.sink.options import sink_config
+from connectors.source.options import SourceOptionError, parse_source_options
 
 
 def _source(cfg: PipelineConfig) -> list[Violation]:
-    from connectors.source.options import SourceOptionError, parse_source_options
     try:
         parse_source_options(source_options(cfg), streaming=True)
     except (SourceOptionError, ValueError) as exc:
@@ -23,7 +24,6 @@ def _source(cfg: PipelineConfig) -> list[Violation]:
 
 
 def _sink(cfg: PipelineConfig) -> list[Violation]:
-    from connectors.sink.options import sink_config
     try:
         sink_config(sink_options(cfg))
     except ValueError as exc:

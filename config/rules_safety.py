@@ -10,8 +10,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from config.model import PipelineConfig
-from config.rules import Context, Rule
-from config.violations import Violation
+from config.violations import Context, Rule, Violation
 from txn.timeouts import check_transaction_timeout
 
 SINK_LOG_DIR = "kafka-eos-sink"   # where the sink keeps its commit log (connectors.sink.options)

@@ -32,6 +32,13 @@ def scalar_text(value: Any) -> str:
     return str(value)
 
 
+def _whole_number(value: Any) -> int:
+    """An int from a YAML int, an integral float, or text such as "10_000" (from ``${VAR}``)."""
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(value)
+    return int(value) if isinstance(value, float) else int(str(value).strip().replace("_", ""))
+
+
 class Section:
     def __init__(self, data: Any, path: str, problems: list[Violation]) -> None:
         self.path, self.problems = path, problems
@@ -74,9 +81,7 @@ class Section:
         if value is _MISSING or value is None:
             return default
         try:
-            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-                raise ValueError
-            number = int(str(value).strip().replace("_", "")) if not isinstance(value, float) else int(value)
+            number = _whole_number(value)
         except ValueError:
             self.problem(self.at(key), f"must be a whole number, got {value!r}", f"write e.g. {key}: 10000")
             return default

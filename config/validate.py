@@ -13,9 +13,9 @@ from typing import Mapping, Sequence
 from config.loader import load_file
 from config.model import PipelineConfig
 from config.redact import Redactor
-from config.rules import Context, check
+from config.rules import check
 from config.rules_safety import across_pipelines
-from config.violations import InvalidPipeline, Violation, exit_code
+from config.violations import Context, InvalidPipeline, Violation, exit_code
 
 
 @dataclass

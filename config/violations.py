@@ -6,7 +6,10 @@ Invariant: nothing stops at the first problem; loaders and rules return lists, a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
+
+if TYPE_CHECKING:
+    from config.model import PipelineConfig
 
 INVALID = "invalid"
 UNREACHABLE = "unreachable"
@@ -25,6 +28,16 @@ class Violation:
     def __str__(self) -> str:
         where = f"{self.file}: " if self.file else ""
         return f"{where}{self.path}: {self.message}\n    fix: {self.fix}"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What rules know beyond the file: the broker's ``transaction.max.timeout.ms`` (None when
+    offline or unknown)."""
+    broker_max_timeout_ms: int | None = None
+
+
+Rule = Callable[["PipelineConfig", Context], list[Violation]]
 
 
 class InvalidPipeline(ValueError):

@@ -2,17 +2,21 @@
 when the broker cannot be reached."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from config.live import transaction_max_timeout_ms
 from config.loader import load_file
 from connectors.cli import main
 from connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster, free_port
+from integration_tests.kafka_tools import create_topic, produce, unique
 from tests.test_config_support import valid, write
 
 
-def pipeline(tmp_path, bootstrap: str, timeout_ms: int):
+def pipeline(tmp_path, bootstrap: str, timeout_ms: int, topic: str = "in"):
     data = valid(tmp_path)
+    data["source"]["topics"] = [topic]
     for side in ("source", "sink"):
         data[side]["kafka"]["bootstrap_servers"] = bootstrap
     data["checkpoint"]["trigger"] = "1 second"
@@ -49,3 +53,12 @@ def test_unreachable_broker_exits_2_unless_offline(tmp_path, capsys, offline, ex
     if not offline:
         err = capsys.readouterr().err
         assert "sink.kafka.bootstrap_servers: cannot reach Kafka at 127.0.0.1:" in err and "--offline" in err
+
+
+def test_describe_resolves_starting_offsets_on_the_live_broker(bootstrap, tmp_path, capsys):
+    topic = create_topic(bootstrap, unique("describe"), partitions=2)
+    produce(bootstrap, topic, [(None, b"{}")] * 3, partition=1)
+    assert main(["describe", "--json", "--timeout", "20", str(pipeline(tmp_path, bootstrap, 30_000, topic))]) == 0
+    live = json.loads(capsys.readouterr().out)["live_offsets"]
+    assert live == {f"{topic}-0": {"earliest": 0, "latest": 0, "start": 0},
+                    f"{topic}-1": {"earliest": 0, "latest": 3, "start": 0}}

@@ -17,10 +17,25 @@ from config.model import Registry
 from connectors.serde.arrow_types import parse_schema
 
 
+MISSING_EXTRA = ("the schema registry client of confluent-kafka needs its extra packages (authlib, httpx, "
+                 "cachetools, attrs): pip install 'confluent-kafka[schemaregistry]'")
+
+
+def _registry_module():
+    try:
+        import confluent_kafka.schema_registry as module
+    except ImportError as exc:
+        raise RuntimeError(f"{MISSING_EXTRA} ({exc})") from None
+    return module
+
+
 @functools.lru_cache(maxsize=8)
 def _client(registry: Registry):
-    from confluent_kafka.schema_registry import SchemaRegistryClient
-    return SchemaRegistryClient(registry.client_conf())
+    return _registry_module().SchemaRegistryClient(registry.client_conf())
+
+
+def _avro_schema(text: str):
+    return _registry_module().Schema(json.dumps(json.loads(text)), "AVRO")
 
 
 class RegistrySchemas:
@@ -48,5 +63,4 @@ class RegistrySchemas:
 
     def register(self, subject: str, schema_text: str) -> int:
         """The id of ``schema_text`` under ``subject`` (registered if new; idempotent)."""
-        from confluent_kafka.schema_registry import Schema
-        return _client(self.registry).register_schema(subject, Schema(json.dumps(json.loads(schema_text)), "AVRO"))
+        return _client(self.registry).register_schema(subject, _avro_schema(schema_text))
