@@ -11,13 +11,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from config.model import KafkaCluster, PipelineConfig
 from config.violations import UNREACHABLE, Context, Violation
 
 MAX_TIMEOUT_KEY = "transaction.max.timeout.ms"
+_TRANSIENT = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
+
+
+def _transient(exc: BaseException) -> bool:
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return isinstance(error, KafkaError) and (error.retriable() or error.code() in _TRANSIENT)
 
 
 @dataclass
@@ -42,6 +49,9 @@ def _broker_ids(admin: AdminClient, cluster: KafkaCluster, path: str, timeout_s:
             f"({exc.args[0].str() if exc.args and hasattr(exc.args[0], 'str') else exc})",
             "start the cluster or fix the address/security settings; or validate with --offline",
             kind=UNREACHABLE)) from None
+    if not brokers:
+        raise ClusterProblem(Violation(f"{path}.bootstrap_servers", "the cluster answered with no live brokers",
+                                       "wait for the brokers to start, or validate with --offline", kind=UNREACHABLE))
     return sorted(brokers)
 
 
@@ -51,9 +61,13 @@ def transaction_max_timeout_ms(cluster: KafkaCluster, timeout_s: float = 10.0, p
     ids = _broker_ids(admin, cluster, path, timeout_s)
     resource = ConfigResource(ResourceType.BROKER, str(ids[0]))
     try:
-        entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout=timeout_s)
-    except KafkaException as exc:
-        raise ClusterProblem(Violation(f"{path}.bootstrap_servers", f"DescribeConfigs on broker {ids[0]} failed: {exc}",
+        for attempt in Retrying(retry=retry_if_exception(_transient), stop=stop_after_delay(timeout_s),
+                                wait=wait_exponential(0.1, max=1.0), reraise=True):
+            with attempt:
+                entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout_s)
+    except (KafkaException, TimeoutError) as exc:
+        raise ClusterProblem(Violation(f"{path}.bootstrap_servers", f"DescribeConfigs on broker {ids[0]} failed: "
+                                       f"{exc or 'no answer within the timeout'}",
                                        "grant DescribeConfigs on the cluster, or validate with --offline",
                                        kind=UNREACHABLE)) from None
     entry = entries.get(MAX_TIMEOUT_KEY)

@@ -37,12 +37,14 @@ def test_live_timeout_rule_fires_with_the_brokers_real_value(broker, tmp_path, c
         path = pipeline(tmp_path, cluster.bootstrap, 90_000)
         cfg, _ = load_file(path, env={})
         assert transaction_max_timeout_ms(cfg.sink.kafka, timeout_s=20) == 60_000
-        assert main(["validate", "--timeout", "20", str(path)]) == 1
+        code = main(["validate", "--timeout", "20", str(path)])
         err = capsys.readouterr().err
+        assert code == 1, err
         assert "sink.transaction_timeout_ms: 90000 ms exceeds the broker's transaction.max.timeout.ms 60000 ms" in err
         assert "lower sink.transaction_timeout_ms to at most 60000" in err
         assert main(["validate", "--offline", str(path)]) == 0     # only the live check knows the maximum
-        assert main(["validate", "--timeout", "20", str(pipeline(tmp_path, cluster.bootstrap, 50_000))]) == 0
+        code = main(["validate", "--timeout", "20", str(pipeline(tmp_path, cluster.bootstrap, 50_000))])
+        assert code == 0, capsys.readouterr()
 
 
 @pytest.mark.parametrize("offline,expected", [(False, 2), (True, 0)])
