@@ -33,7 +33,10 @@ def test_session_broker_reports_its_maximum_and_a_safe_file_passes(bootstrap, tm
 
 
 def test_live_timeout_rule_fires_with_the_brokers_real_value(broker, tmp_path, capsys):
-    with LocalKafkaCluster(ClusterSettings(transaction_max_timeout_ms=60_000, heap="256m")) as cluster:
+    cluster = LocalKafkaCluster(ClusterSettings(transaction_max_timeout_ms=60_000, heap="256m"))
+    if cluster.cluster_id.startswith("-"):   # kafka-storage would read "-t -xyz" as an option
+        cluster.cluster_id = "A" + cluster.cluster_id[1:]
+    with cluster:
         path = pipeline(tmp_path, cluster.bootstrap, 90_000)
         cfg, _ = load_file(path, env={})
         assert transaction_max_timeout_ms(cfg.sink.kafka, timeout_s=20) == 60_000
