@@ -113,3 +113,12 @@ def test_broker_timeout_abort_is_reported_lost_and_replayed(tmp_path):
         record = TwoPhaseCommitProtocol(cfg).commit_batch(0, replay)
         assert record.state == "committed"
         assert ids_in(bootstrap, topic) == list(range(20))
+
+
+def test_at_least_once_writes_are_visible_without_commit(bootstrap, tmp_path):
+    topic = create_topic(bootstrap, unique("out"), partitions=2)
+    cfg = config(bootstrap, topic, tmp_path, exactly_once=False)
+    handle = KafkaWriter(cfg, 0, 0).write([rows(range(30))])
+    assert handle.records == 30 and not handle.has_transaction
+    assert sum(sum(p.values()) for p in handle.partitions.values()) == 30
+    assert ids_in(bootstrap, topic) == list(range(30))

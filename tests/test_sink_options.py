@@ -37,3 +37,11 @@ def test_missing_checkpoint_is_explained():
 def test_secrets_never_in_repr():
     cfg = sink_config({**BASE, "kafka.sasl.password": "hunter2", "kafka.sasl.username": "svc"})
     assert "hunter2" not in repr(cfg) and "hunter2" not in str(cfg) and "svc" in repr(cfg)
+
+
+def test_at_least_once_producers_have_no_transaction():
+    cfg = sink_config({**BASE, "guarantee": "at_least_once"})
+    settings = cfg.producer_settings("q1-0-0")
+    assert "transactional.id" not in settings and settings["acks"] == "all"
+    with pytest.raises(SinkConfigError, match="guarantee='maybe'"):
+        sink_config({**BASE, "guarantee": "maybe"})

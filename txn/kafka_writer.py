@@ -53,9 +53,9 @@ class KafkaWriter:
                          "on_delivery": self._delivered, "delivery.report.only.error": True,
                          "error_cb": self._error})
         producer = Producer(settings)
-        timeout = max(30.0, self.config.transaction_timeout_ms / 1000)
-        producer.init_transactions(timeout)
-        producer.begin_transaction()
+        if self.config.exactly_once:
+            producer.init_transactions(max(30.0, self.config.transaction_timeout_ms / 1000))
+            producer.begin_transaction()
         return producer
 
     def _produce_batch(self, batch: pa.RecordBatch) -> None:
@@ -120,15 +120,19 @@ class KafkaWriter:
         while len(self._stats) == seen and time.monotonic() < deadline:
             producer.poll(0.01)
         stats = json.loads(self._stats[-1]) if self._stats else {}
+        partitions = {topic: {p: info["txmsgs"] for p, info in t.get("partitions", {}).items()
+                              if p != "-1" and info.get("txmsgs")}
+                      for topic, t in stats.get("topics", {}).items()}
+        if not self.config.exactly_once:  # at-least-once: flushed is final, nothing to commit
+            self._producer = None
+            return TxnHandle(sink_partition=self.sink_partition, records=self._records, partitions=partitions,
+                             precommit_ms=round((time.monotonic() - started) * 1000, 1))
         eos = stats.get("eos", {})
         if eos.get("producer_id", -1) < 0:
             raise KafkaException(f"{self.transactional_id}: librdkafka statistics gave no producer id/epoch")
         if eos.get("txn_state") not in ("InTransaction", "BeginCommit"):
             raise KafkaWriteError(f"{self.transactional_id}: transaction is {eos.get('txn_state')} after flush "
                                   "(a record failed); the task fails and its retry fences this attempt")
-        partitions = {topic: {p: info["txmsgs"] for p, info in t.get("partitions", {}).items()
-                              if p != "-1" and info.get("txmsgs")}
-                      for topic, t in stats.get("topics", {}).items()}
         self._producer = None  # step 5: dropped without abort; the transaction stays Ongoing
         return TxnHandle(sink_partition=self.sink_partition, transactional_id=self.transactional_id,
                          producer_id=eos["producer_id"], producer_epoch=eos["producer_epoch"],

@@ -3,6 +3,8 @@
 Invariants:
 - ``producer_conf`` are librdkafka settings; the sink forces ``enable.idempotence=true`` and
   ``acks=all`` (a conflicting user value is refused, never silently overridden).
+- ``exactly_once=False`` (guarantee at_least_once) writes with the same idempotent producer but
+  no transaction: records are visible at once and a replayed batch is written again.
 - Secrets (passwords, keys, tokens) live in ``producer_conf`` but never in ``repr``/``str``.
 - Timeouts obey ``txn.timeouts.check_transaction_timeout``.
 """
@@ -39,6 +41,7 @@ class SinkConfig:
     batch_margin_ms: int = DEFAULT_BATCH_MARGIN_MS
     slots: int = DEFAULT_SLOTS
     commit_timeout_s: float = 60.0
+    exactly_once: bool = True
     ids: TransactionalIdFactory = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -54,9 +57,13 @@ class SinkConfig:
         return dict(self.producer_conf)
 
     def producer_settings(self, transactional_id: str) -> dict:
-        return {"linger.ms": "5", "batch.num.messages": "10000", "queue.buffering.max.messages": "500000",
-                **self.producer_conf, **FORCED, "transactional.id": transactional_id,
-                "transaction.timeout.ms": str(self.transaction_timeout_ms)}
+        """librdkafka settings of a task's producer; at-least-once producers get no transaction."""
+        settings = {"linger.ms": "5", "batch.num.messages": "10000", "queue.buffering.max.messages": "500000",
+                    **self.producer_conf, **FORCED}
+        if self.exactly_once:
+            settings.update({"transactional.id": transactional_id,
+                             "transaction.timeout.ms": str(self.transaction_timeout_ms)})
+        return settings
 
     def __repr__(self) -> str:
         return (f"SinkConfig(prefix={self.transactional_id_prefix!r}, topic={self.topic!r}, "

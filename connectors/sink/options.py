@@ -5,6 +5,7 @@ Options (Spark passes them with lower-cased keys):
   transactional.id.prefix (required), kafka.transaction.timeout.ms,
   trigger.interval.ms / batch.margin.ms (for the timeout rule), transactional.id.slots,
   sinkLogLocation (default: <checkpointLocation>/kafka-eos-sink), commit.timeout.ms,
+  guarantee (exactly_once | at_least_once; default exactly_once),
   faultInjection / faultInjectionDir (tests and chaos runs only).
 """
 from __future__ import annotations
@@ -63,7 +64,11 @@ def sink_config(options: Mapping[str, str]) -> SinkConfig:
             raise SinkConfigError("the kafka-eos sink keeps its commit log beside the query checkpoint: set "
                                   ".option('checkpointLocation', ...) on writeStream (or option sinkLogLocation)")
         log_location = checkpoint.rstrip("/") + "/kafka-eos-sink"
+    guarantee = options.get("guarantee", "exactly_once").lower()
+    if guarantee not in ("exactly_once", "at_least_once"):
+        raise SinkConfigError(f"sink option guarantee={guarantee!r}: use exactly_once or at_least_once")
     return SinkConfig(
+        exactly_once=guarantee == "exactly_once",
         producer_conf=producer_conf(options),
         transactional_id_prefix=prefix,
         log_location=log_location,
