@@ -46,6 +46,15 @@ class ClusterSettings:
     extra: tuple[tuple[str, str], ...] = ()
 
 
+def new_cluster_id() -> str:
+    """A KRaft cluster id (base64 UUID) that does not start with '-', which the storage tool's
+    argument parser would take for an option."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -83,7 +92,7 @@ class LocalKafkaCluster:
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.settings.workdir or tempfile.mkdtemp(prefix="kafka-eos-broker-"))
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = new_cluster_id()
 
     @property
     def bootstrap(self) -> str:
