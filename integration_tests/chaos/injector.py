@@ -19,8 +19,12 @@ class Fault:
 
 
 def plan(seed: int, count: int, kinds: tuple[str, ...], min_s: float = 3.0, max_s: float = 10.0) -> list[Fault]:
+    """Every kind once (in a seeded order) while count allows, then seeded random kinds."""
     rng = random.Random(seed)
-    return [Fault(rng.choice(kinds), round(rng.uniform(min_s, max_s), 2), rng.randint(1, 3)) for _ in range(count)]
+    order = list(kinds)
+    rng.shuffle(order)
+    chosen = (order + [rng.choice(kinds) for _ in range(count)])[:count]
+    return [Fault(kind, round(rng.uniform(min_s, max_s), 2), rng.randint(1, 3)) for kind in chosen]
 
 
 def descendants(pid: int) -> list[int]:

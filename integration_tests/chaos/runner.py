@@ -71,11 +71,13 @@ class ChaosRun:
             kill_group(self.job)
             return "driver SIGKILL (process group)"
         if fault.kind == "python_worker":
-            workers = injector.python_workers(self.job.pid)
-            if self.spark:
-                workers = [w for n in (1, 2) for e in self.spark.executor_pids(n) for w in injector.python_workers(e)]
-            victims = [w for w in workers if injector.kill(w)][:1]
-            return f"python worker SIGKILL {victims or '(none running)'}"
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and self.job.poll() is None:
+                workers = self.python_workers()
+                if workers and injector.kill(workers[0]):
+                    return f"python worker SIGKILL (pid {workers[0]}, mid-task)"
+                time.sleep(0.05)
+            return "python worker SIGKILL: no task ran within 30 s (pipeline idle)"
         if fault.kind == "broker":
             node = self.coordinator() if self.s.brokers > 1 else 1
             self.kafka.stop_node(node, kill=True)
@@ -87,6 +89,11 @@ class ChaosRun:
         self.spark.kill_worker(n)
         self.spark.start_worker(n)
         return f"spark worker {n} SIGKILL (+ executors) and restart"
+
+    def python_workers(self) -> list[int]:
+        if self.spark:
+            return [w for n in (1, 2) for e in self.spark.executor_pids(n) for w in injector.python_workers(e)]
+        return injector.python_workers(self.job.pid)
 
     def coordinator(self) -> int:
         from kafka.protocol.metadata import CoordinatorType
@@ -108,6 +115,7 @@ class ChaosRun:
             print(f"[chaos seed={self.s.seed}] fault {number}/{len(faults)} after {fault.after_s}s: {what}", flush=True)
         if self.job and self.job.poll() is None:
             kill_group(self.job)
+        self.restarts += 1
         run_to_completion(self.args(streaming=False), self.log, timeout=900)
         report = check(self.kafka.bootstrap, self.output, self.s.records)
         print(f"[chaos seed={self.s.seed}] {self.s.records} in, {report.line()}; {len(faults)} faults, "
