@@ -62,7 +62,10 @@ def free_port() -> int:
 
 
 def check_port_free(port: int) -> None:
+    """Raise if something listens on the port. SO_REUSEADDR as the broker's JVM sets it, so
+    connections of a just-killed broker in TIME_WAIT do not count."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError as exc:
