@@ -30,8 +30,8 @@ def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, by
             transactional: str | None = None, commit: bool = True, partition: int | None = None) -> None:
     """Produce records; with ``transactional`` in one transaction committed or aborted."""
     conf = {"bootstrap.servers": bootstrap, "linger.ms": 5}
-    if transactional:
-        conf["transactional.id"] = transactional
+    if transactional:  # short transactions: also fine for test brokers with a small maximum
+        conf.update({"transactional.id": transactional, "transaction.timeout.ms": 10_000})
     producer = Producer(conf)
     if transactional:
         producer.init_transactions(30)

@@ -143,3 +143,14 @@ def test_recovery_commits_a_decided_batch_first(tmp_path):
     plan = proto.recover()
     assert proto.committer.committed == [0, 1] and plan.skip(9, 0) and plan.skip(9, 1)
     assert log.get(9).state == "committed"
+
+
+def test_recovery_records_lost_handles_and_plans_their_rewrite(tmp_path):
+    log = SinkLog(str(tmp_path), "p")
+    log.write(BatchRecord(4, DECIDED, 3, (handle(0), handle(1), handle(2)), {0: "pending", 1: "pending", 2: "pending"}))
+    proto = protocol(tmp_path, {1: LOST})
+    plan = proto.recover()  # must not raise: the replay that follows re-writes partition 1
+    assert plan.skip(4, 0) and plan.skip(4, 2) and not plan.skip(4, 1)
+    assert log.get(4).status == {0: "committed", 1: "lost", 2: "committed"}
+    record = protocol(tmp_path).commit_batch(4, [TxnHandle.empty(0, True), handle(1, epoch=2), TxnHandle.empty(2, True)])
+    assert record.state == "committed"

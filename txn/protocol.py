@@ -11,8 +11,10 @@ Executors pre-commit (``KafkaWriter``); the driver then runs ``commit_batch``:
      the query: the restart replays the batch and re-writes exactly the lost partitions;
   6. record the batch committed (with its metrics);
   7. abort lingering transactions under the prefix (dead attempts, an older run).
-``recover`` runs before any task of a batch starts: it finishes a decided batch (step 4-6)
-and returns the ReplayPlan that tells tasks which sink partitions are already durable.
+``recover`` runs before any task of a batch starts: it finishes a decided batch (step 4-6;
+handles the broker aborted meanwhile are recorded lost, not raised) and returns the
+ReplayPlan that tells tasks which sink partitions are already durable: the engine's replay of
+that batch re-writes exactly the others.
 """
 from __future__ import annotations
 
@@ -56,7 +58,11 @@ class TwoPhaseCommitProtocol:
         if last.state == DECIDED and last.partitions_with(PENDING):
             log.warning("kafka-eos: batch %d was decided but not fully committed; committing it now",
                         last.batch_id)
-            last = self._end(last)
+            try:
+                last = self._end(last)
+            except TransactionLostError as lost:  # recorded as lost: this replay re-writes them
+                log.warning("kafka-eos: %s", lost)
+                last = self.log.get(last.batch_id)
         return ReplayPlan(last.batch_id, frozenset(last.durable_partitions()))
 
     # -- the commit of one batch ---------------------------------------------------------
