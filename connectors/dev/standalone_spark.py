@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from connectors.dev.local_kafka import free_port
+from connectors.dev.processes import cmdline, descendants
 from connectors.spark_harness import python_env
 
 
@@ -67,21 +68,26 @@ class StandaloneSpark:
         self._wait(name, r"Successfully registered with master", timeout_s)
 
     def kill_worker(self, n: int) -> None:
+        """SIGKILL Worker n and everything it runs (executors and their Python workers)."""
         proc = self.processes.pop(f"worker-{n}")
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-        for pid in self.executor_pids(n):
+        victims = [proc.pid, *descendants(proc.pid)]
+        for pid in victims:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        proc.wait(30)
 
     def executor_pids(self, n: int) -> list[int]:
-        out = subprocess.run(["pgrep", "-f", f"CoarseGrainedExecutorBackend.*{self.workdir / f'worker-{n}'}"],
-                             capture_output=True, text=True).stdout
-        return [int(p) for p in out.split()]
+        """Executor JVMs launched by Worker n (they are its child processes)."""
+        proc = self.processes.get(f"worker-{n}")
+        if proc is None:
+            return []
+        return [pid for pid in descendants(proc.pid) if "CoarseGrainedExecutorBackend" in cmdline(pid)]
 
     def stop(self) -> None:
+        for name in [name for name in self.processes if name.startswith("worker-")]:
+            self.kill_worker(int(name.split("-")[1]))
         for name, proc in list(self.processes.items()):
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -92,7 +98,6 @@ class StandaloneSpark:
                 except ProcessLookupError:
                     pass
         self.processes.clear()
-        subprocess.run(["pkill", "-9", "-f", f"CoarseGrainedExecutorBackend.*{self.workdir}"], check=False)
 
     def log_tail(self, name: str, lines: int = 40) -> str:
         path = self.workdir / f"{name}.log"

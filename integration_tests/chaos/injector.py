@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
 from dataclasses import dataclass
+
+from connectors.dev.processes import descendants
 
 KINDS = ("driver", "python_worker", "broker", "spark_worker")
 
@@ -25,20 +26,6 @@ def plan(seed: int, count: int, kinds: tuple[str, ...], min_s: float = 3.0, max_
     rng.shuffle(order)
     chosen = (order + [rng.choice(kinds) for _ in range(count)])[:count]
     return [Fault(kind, round(rng.uniform(min_s, max_s), 2), rng.randint(1, 3)) for kind in chosen]
-
-
-def descendants(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout
-    children: dict[int, list[int]] = {}
-    for line in out.splitlines():
-        child, parent = map(int, line.split())
-        children.setdefault(parent, []).append(child)
-    found, stack = [], [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
 
 
 def python_workers(root_pid: int) -> list[int]:
