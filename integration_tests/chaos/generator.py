@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 
 from integration_tests.chaos.checker import ABORTED_BASE
 from integration_tests.kafka_tools import create_topic, unique
@@ -15,8 +15,8 @@ KEYS = 97
 def generate(bootstrap: str, topic: str, ids: int, partitions: int, rng: random.Random) -> None:
     create_topic(bootstrap, topic, partitions=partitions)
     plain = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    txn = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "transactional.id": unique("chaos-in")})
-    txn.init_transactions(30)
+    txn_id = unique("chaos-in")
+    txn = _transactional(bootstrap, txn_id)
     start = 0
     while start < ids:
         size = rng.randint(100, 2000)
@@ -35,5 +35,14 @@ def generate(bootstrap: str, topic: str, ids: int, partitions: int, rng: random.
             txn.begin_transaction()
             for i in range(start, start + rng.randint(1, 50)):
                 txn.produce(topic, str(ABORTED_BASE + i).encode(), str(i % KEYS).encode())
-            txn.abort_transaction(60)
+            try:
+                txn.abort_transaction(60)
+            except KafkaException:  # a fatal abort: a new producer's init aborts it just the same
+                txn = _transactional(bootstrap, txn_id)
         start += size
+
+
+def _transactional(bootstrap: str, transactional_id: str) -> Producer:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "transactional.id": transactional_id})
+    producer.init_transactions(60)
+    return producer
