@@ -122,3 +122,19 @@ def test_at_least_once_writes_are_visible_without_commit(bootstrap, tmp_path):
     assert handle.records == 30 and not handle.has_transaction
     assert sum(sum(p.values()) for p in handle.partitions.values()) == 30
     assert ids_in(bootstrap, topic) == list(range(30))
+
+
+def test_headers_partition_and_topic_columns_reach_kafka(bootstrap, tmp_path):
+    topic = create_topic(bootstrap, unique("out"), partitions=3)
+    cfg = SinkConfig(producer_conf={"bootstrap.servers": bootstrap}, transactional_id_prefix=unique("p"),
+                     log_location=str(tmp_path / "log"))  # no topic option: the column decides
+    headers = pa.array([[{"key": "trace", "value": b"t1"}], None],
+                       pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([b"k1", b"k2"]), pa.array([b"v1", b"v2"]), pa.array([topic, topic]), pa.array([2, 1], pa.int32()),
+         headers], ["key", "value", "topic", "partition", "headers"])
+    handle = KafkaWriter(cfg, 0, 0).write([batch])
+    assert handle.partitions == {topic: {"2": 1, "1": 1}}
+    KafkaCommitter(cfg.client_conf()).commit([handle])
+    got = {m.value(): (m.partition(), m.headers()) for m in read_all(bootstrap, topic, idle_s=1.0)}
+    assert got == {b"v1": (2, [("trace", b"t1")]), b"v2": (1, None)}

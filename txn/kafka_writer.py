@@ -70,11 +70,10 @@ class KafkaWriter:
                     f"row {row} of batch {self.batch_id} (key={keys[row]!r:.60}) has no topic: set the sink "
                     "option 'topic' or give every row a non-null 'topic' column")
             args = (topic, values[row], keys[row], partitions[row] if partitions else -1)
-            if headers and headers[row]:
-                args += (None, 0, [(h["key"], h["value"]) for h in headers[row]])
+            extra = {"headers": [(h["key"], h["value"]) for h in headers[row]]} if headers and headers[row] else {}
             while True:
                 try:
-                    produce(*args)
+                    produce(*args, **extra)  # headers by keyword: positional order varies by release
                     break
                 except BufferError:
                     poll(0.05)
