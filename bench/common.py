@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
+import re
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import date
 from pathlib import Path
 
 from confluent_kafka import Producer
 
-from connectors.spark_harness import spark_submit
+from connectors.spark_harness import SMALL_CONF, python_env, spark_submit_binary
 
 RESULTS = Path(__file__).parent / "results"
 SPARK_KAFKA_POM = Path(__file__).parent / "spark_kafka" / "pom.xml"
@@ -47,27 +50,98 @@ def produce_bulk(bootstrap: str, topic: str, records: int, size: int = 100) -> f
     return time.monotonic() - started
 
 
-def run_job(script: Path, args: list[str], packages: bool = False, master: str = "local[2]") -> dict:
-    extra = ["--jars", spark_kafka_jars()] if packages else []
-    proc = spark_submit(script, args, master=master, extra=extra, timeout=1800,
-                        conf={"spark.driver.memory": "2g"})
-    for line in proc.stdout.splitlines():
-        if line.startswith("BENCH "):
-            return json.loads(line[6:])
-    raise RuntimeError(f"{script.name} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+class SparkJob:
+    """One spark-submit run in the background (``run_job`` = start + ``result``).
+
+    ``sample_memory`` samples the process tree's peak memory (``bench.memory``) while it runs."""
+
+    def __init__(self, script: Path, args: list[str], packages: bool = False, master: str = "local[2]",
+                 sample_memory: bool = False) -> None:
+        cmd = [spark_submit_binary(), "--master", master]
+        for key, value in {**SMALL_CONF, "spark.driver.memory": "2g"}.items():
+            cmd += ["--conf", f"{key}={value}"]
+        if packages:
+            cmd += ["--jars", spark_kafka_jars()]
+        cmd += [str(script), *args]
+        self.script = script
+        self.logs = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(cmd, env=python_env(), stdout=subprocess.PIPE, stderr=self.logs, text=True)
+        self.sampler = None
+        if sample_memory:
+            from bench.memory import TreeSampler
+            self.sampler = TreeSampler(self.proc.pid, str(script)).start()
+
+    def result(self, timeout: float = 1800) -> dict:
+        """Wait for the job; return its ``BENCH {json}`` line (plus ``memory`` when sampled)."""
+        try:
+            stdout, _ = self.proc.communicate(timeout=timeout)
+        finally:
+            if self.sampler:
+                self.sampler.stop()
+        for line in stdout.splitlines():
+            if line.startswith("BENCH "):
+                out = json.loads(line[6:])
+                if self.sampler:
+                    out["memory"] = self.sampler.peaks()
+                return out
+        self.logs.seek(0)
+        raise RuntimeError(f"{self.script.name} failed ({self.proc.returncode}):\n{self.logs.read()[-4000:]}")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+
+
+def run_job(script: Path, args: list[str], packages: bool = False, master: str = "local[2]",
+            sample_memory: bool = False, attempts: int = 2) -> dict:
+    """Run a job through the real spark-submit; return the job's ``BENCH {json}`` line.
+
+    A failed run (on a loaded shared machine the broker can time out a job's first metadata
+    request) is retried once; ``attempts`` in the result says so. Jobs keep their checkpoints
+    in a fresh directory per run under ``--checkpoint``, so a retry starts from scratch."""
+    for attempt in range(1, attempts + 1):
+        try:
+            result = SparkJob(script, args, packages, master, sample_memory).result()
+            result["attempts"] = attempt
+            return result
+        except RuntimeError as exc:
+            if attempt == attempts:
+                raise
+            print(f"{script.name} failed, retrying: {str(exc)[-600:]}", file=sys.stderr, flush=True)
+    raise AssertionError("unreachable")
 
 
 def machine() -> dict:
-    import pyspark
+    """The machine and the versions under test (printed with every result)."""
     import confluent_kafka
-    from connectors.dev.java_env import kafka_version
-    cpu = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
+    import pyspark
+    from connectors.dev.java_env import java_binary, kafka_version
+    pom = SPARK_KAFKA_POM.read_text()
+    connector = re.search(r"spark-sql-kafka-0-10_2.13</artifactId>\s*<version>([^<]+)", pom)
+    clients = re.search(r"kafka-clients</artifactId>\s*<version>([^<]+)", pom)
+    java = subprocess.run([java_binary(), "-version"], capture_output=True, text=True).stderr.splitlines()
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    mem_kb = int(next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
+                      if line.startswith("MemTotal")))
     return {"python": sys.version.split()[0], "pyspark": pyspark.__version__, "kafka": kafka_version(),
-            "librdkafka": confluent_kafka.libversion()[0], "cores": cpu, "platform": platform.platform()}
+            "confluent_kafka": confluent_kafka.__version__, "librdkafka": confluent_kafka.libversion()[0],
+            "spark_sql_kafka": connector.group(1) if connector else "?",
+            "kafka_clients_java": clients.group(1) if clients else "?", "java": java[0] if java else "?",
+            "cores": os.cpu_count(), "cpu": cpu, "memory_gb": round(mem_kb / 1024 / 1024, 1),
+            "platform": platform.platform()}
 
 
-def write_result(name: str, result: dict) -> Path:
+def load_avg() -> float:
+    """The 1-minute load average (on a shared machine it explains noise)."""
+    return round(os.getloadavg()[0], 2)
+
+
+def write_result(name: str | None, result: dict) -> Path:
+    """``bench/results/<date>-<name>.json`` (``<date>.json`` without a name); returns the path."""
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{date.today().isoformat()}-{name}.json"
-    path.write_text(json.dumps({"date": date.today().isoformat(), "machine": machine(), **result}, indent=2))
+    today = date.today().isoformat()
+    path = RESULTS / (f"{today}-{name}.json" if name else f"{today}.json")
+    path.write_text(json.dumps({"date": today, "machine": machine(), **result}, indent=2))
     return path

@@ -1,60 +1,117 @@
-"""Benchmark job: Kafka -> Spark -> Kafka with either kafka-eos or Spark's built-in kafka format.
+"""Benchmark job: Kafka -> Spark -> Kafka with kafka-eos or Spark's built-in ``kafka`` format.
 
-Runs with a processing-time trigger until ``--records`` input rows are processed, then prints
-one JSON line ``BENCH {...}`` with the elapsed time (first batch start -> last batch end).
+Runs a streaming query with a processing-time trigger until ``--records`` input rows are
+processed, then prints one JSON line ``BENCH {...}``: the elapsed time from the first batch's
+start to the last batch's end, the batches, Spark's per-phase durations of the largest batch
+and, for a kafka-eos sink, the sink log's commit metrics.
+
+``--format`` sets both ends; ``--source-format`` / ``--sink-format`` mix them (``noop`` sink:
+Spark's no-op sink, to time the source alone). ``--guarantee at_least_once`` runs the kafka-eos
+sink without transactions. ``--warmup-input`` first runs the same pipeline over a small topic
+(own output and checkpoint) so JIT compilation and Python worker start-up are not timed.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
+from datetime import datetime
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+FORMATS = ("kafka-eos", "kafka", "noop")
 
-def main() -> None:
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser()
-    for name in ("bootstrap", "input", "output", "checkpoint", "format"):
+    for name in ("bootstrap", "input", "checkpoint"):
         p.add_argument(f"--{name}", required=True)
+    p.add_argument("--output", default="")
+    p.add_argument("--format", choices=FORMATS[:2], help="source and sink format")
+    p.add_argument("--source-format", choices=FORMATS[:2])
+    p.add_argument("--sink-format", choices=FORMATS)
     p.add_argument("--records", type=int, required=True)
     p.add_argument("--trigger-seconds", type=float, default=5)
     p.add_argument("--max-offsets", type=int, default=0)
-    p.add_argument("--guarantee", default="exactly_once")
-    a = p.parse_args()
-    spark = SparkSession.builder.getOrCreate()
-    if a.format == "kafka-eos":
-        import connectors
-        connectors.register(spark)
-    reader = (spark.readStream.format(a.format).option("kafka.bootstrap.servers", a.bootstrap)
-              .option("subscribe", a.input).option("startingOffsets", "earliest"))
+    p.add_argument("--guarantee", default="exactly_once", choices=("exactly_once", "at_least_once"))
+    p.add_argument("--warmup-input", default="")
+    p.add_argument("--warmup-output", default="")
+    p.add_argument("--warmup-records", type=int, default=0)
+    a = p.parse_args(argv)
+    a.source_format = a.source_format or a.format
+    a.sink_format = a.sink_format or a.format
+    if not a.source_format or not a.sink_format:
+        p.error("give --format or both --source-format and --sink-format")
+    return a
+
+
+def start(spark: SparkSession, a: argparse.Namespace, source: str, output: str, checkpoint: str):
+    reader = (spark.readStream.format(a.source_format).option("kafka.bootstrap.servers", a.bootstrap)
+              .option("subscribe", source).option("startingOffsets", "earliest"))
     if a.max_offsets:
         reader = reader.option("maxOffsetsPerTrigger", a.max_offsets)
-    df = reader.load().selectExpr("key", "value")
-    writer = (df.writeStream.format(a.format).option("kafka.bootstrap.servers", a.bootstrap)
-              .option("topic", a.output).option("checkpointLocation", a.checkpoint))
-    if a.format == "kafka-eos":
-        writer = writer.option("transactional.id.prefix", f"bench-{int(time.time())}")
-        writer = writer.option("kafka.transaction.timeout.ms", 300000).option("trigger.interval.ms",
-                                                                                int(a.trigger_seconds * 1000))
-    query = writer.trigger(processingTime=f"{a.trigger_seconds} seconds").start()
-    seen, processed, first_start, last_end = set(), 0, None, None
-    while processed < a.records:
+    writer = reader.load().selectExpr("key", "value").writeStream.format(a.sink_format)
+    writer = writer.option("checkpointLocation", checkpoint)
+    if a.sink_format != "noop":
+        writer = writer.option("kafka.bootstrap.servers", a.bootstrap).option("topic", output)
+    if a.sink_format == "kafka-eos":
+        writer = (writer.option("transactional.id.prefix", f"bench-{Path(checkpoint).name}-{time.time_ns()}")
+                  .option("guarantee", a.guarantee).option("kafka.transaction.timeout.ms", 300000)
+                  .option("trigger.interval.ms", int(a.trigger_seconds * 1000)))
+    return writer.trigger(processingTime=f"{a.trigger_seconds} seconds").start()
+
+
+def _epoch(timestamp: str) -> float:
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+def run_until(query, records: int) -> dict:
+    """Wait until ``records`` rows went through ``query``; stop it; summarise its progress."""
+    while True:
         if query.exception():
             raise SystemExit(str(query.exception()))
-        progress = query.lastProgress
-        if progress and progress["batchId"] not in seen:
-            seen.add(progress["batchId"])
-            rows = progress["numInputRows"]
-            if rows:
-                processed += rows
-                ts = time.mktime(time.strptime(progress["timestamp"][:19], "%Y-%m-%dT%H:%M:%S"))
-                ts += float("0." + progress["timestamp"][20:23])
-                first_start = ts if first_start is None else first_start
-                last_end = ts + progress["durationMs"]["triggerExecution"] / 1000
+        batches = [p for p in query.recentProgress if p["numInputRows"]]
+        if sum(p["numInputRows"] for p in batches) >= records:
+            break
         time.sleep(0.1)
     query.stop()
-    print("BENCH " + json.dumps({"format": a.format, "records": processed, "batches": len(seen),
-                                 "elapsed_s": round(last_end - first_start, 3)}))
+    first_start = min(_epoch(p["timestamp"]) for p in batches)
+    last_end = max(_epoch(p["timestamp"]) + p["durationMs"]["triggerExecution"] / 1000 for p in batches)
+    largest = max(batches, key=lambda p: p["numInputRows"])
+    return {"records": sum(p["numInputRows"] for p in batches), "batches": len(batches),
+            "elapsed_s": round(last_end - first_start, 3), "largest_batch_ms": largest["durationMs"]}
+
+
+def sink_metrics(checkpoint: str) -> dict:
+    """Commit metrics of the kafka-eos sink log (one file per batch)."""
+    logs = [json.loads(p.read_text()) for p in (Path(checkpoint) / "kafka-eos-sink").glob("[0-9]*.json")]
+    metrics = [r["metrics"] for r in logs if r.get("metrics")]
+    return {"commit_ms": [m["commit_ms"] for m in metrics],
+            "precommit_max_ms": [m["precommit_max_ms"] for m in metrics],
+            "transactions": [m["transactions"] for m in metrics]}
+
+
+def main() -> None:
+    a = parse()
+    spark = SparkSession.builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    if "kafka-eos" in (a.source_format, a.sink_format):
+        import connectors
+        connectors.register(spark)
+    root = f"{a.checkpoint}/run-{os.getpid()}"  # a retried job starts from a fresh checkpoint
+    warmup = None
+    if a.warmup_input:
+        started = time.monotonic()
+        run_until(start(spark, a, a.warmup_input, a.warmup_output, root + "/warmup"), a.warmup_records)
+        warmup = round(time.monotonic() - started, 2)
+    result = run_until(start(spark, a, a.input, a.output, root + "/main"), a.records)
+    result.update({"source": a.source_format, "sink": a.sink_format, "guarantee": a.guarantee,
+                   "warmup_s": warmup, "records_per_s": round(result["records"] / result["elapsed_s"])})
+    if a.sink_format == "kafka-eos":
+        result["sink_log"] = sink_metrics(root + "/main")
+    print("BENCH " + json.dumps(result), flush=True)
     spark.stop()
 
 

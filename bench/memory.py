@@ -1,0 +1,98 @@
+"""Peak memory of a spark-submit process tree, sampled with psutil in a background thread.
+
+Every ``interval`` seconds the sampler walks the tree under the spark-submit process and sums
+the resident set size (RSS) per role:
+  driver_jvm     the ``java`` process (in local mode it is the driver and the executor JVM);
+  driver_python  the Python process running the job script (the PySpark driver);
+  driver_runners Python processes the JVM starts for driver-side work of Python data sources
+                 (lookup, planning, writer creation, streaming source runner: daemons and
+                 runners of ``pyspark.sql.*`` modules);
+  workers        Python workers running tasks (``pyspark.daemon pyspark.worker`` and its forks).
+The peak of each role is the highest per-sample sum; ``driver`` is the peak of the three driver
+roles together, ``total`` the peak of the whole tree.
+Forked workers share copy-on-write pages with the daemon, so summed RSS overstates them a
+little; ``total_pss`` (proportional set size, shared pages split) is the unbiased tree total.
+"""
+from __future__ import annotations
+
+import threading
+
+import psutil
+
+ROLES = ("driver_jvm", "driver_python", "driver_runners", "workers")
+TOTALS = ("driver", "total", "total_pss")
+MB = 1024 * 1024
+
+
+def role(proc: psutil.Process, script: str) -> str | None:
+    """The role of one process of the tree, from its command line (None: not counted)."""
+    try:
+        cmd = proc.cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return None
+    if not cmd:
+        return None
+    exe = cmd[0].rsplit("/", 1)[-1]
+    line = " ".join(cmd)
+    if exe == "java":
+        return "driver_jvm"
+    if not exe.startswith("python"):
+        return None  # the spark-submit / spark-class shell wrappers
+    if script in line:
+        return "driver_python"
+    if cmd[-1] == "pyspark.worker" or ("pyspark.daemon" in line and "pyspark.sql." not in line):
+        return "workers"
+    return "driver_runners"
+
+
+class TreeSampler:
+    """Samples the process tree of ``pid`` until ``stop()``; ``peaks()`` gives MB per role."""
+
+    def __init__(self, pid: int, script: str, interval: float = 0.25) -> None:
+        self.root, self.script, self.interval = psutil.Process(pid), script, interval
+        self.peak = {name: 0 for name in (*ROLES, *TOTALS)}
+        self.samples = 0
+        self.seen_cmdlines: dict[str, str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mem-sampler", daemon=True)
+
+    def start(self) -> "TreeSampler":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.sample()
+            except psutil.NoSuchProcess:
+                return
+            self._stop.wait(self.interval)
+
+    def sample(self) -> None:
+        sums = {name: 0 for name in (*ROLES, *TOTALS)}
+        for proc in [self.root, *self.root.children(recursive=True)]:
+            kind = role(proc, self.script)
+            try:
+                rss = proc.memory_info().rss
+                pss = getattr(proc.memory_full_info(), "pss", rss)
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            sums["total"] += rss
+            sums["total_pss"] += pss
+            if kind:
+                sums[kind] += rss
+                self.seen_cmdlines.setdefault(kind + ":" + str(proc.pid), " ".join(proc.cmdline())[:160])
+        sums["driver"] = sums["driver_jvm"] + sums["driver_python"] + sums["driver_runners"]
+        self.samples += 1
+        for name, value in sums.items():
+            self.peak[name] = max(self.peak[name], value)
+
+    def peaks(self) -> dict:
+        """Peak MB per role, plus ``driver`` (JVM + Python driver + runners, peak of the sum)."""
+        out = {f"{name}_mb": round(value / MB) for name, value in self.peak.items()}
+        out["samples"] = self.samples
+        return out
