@@ -175,8 +175,8 @@ class LocalKafkaCluster:
         self.stop()
 
     def _java(self, java: str, classpath: str, node: Node) -> list[str]:
-        return [java, f"-Xmx{self.settings.heap}", "-Xms64m", "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1" if os.environ.get("KAFKA_EOS_FAST_JVM") else "-Dnoop=1",
+        fast_start = ["-XX:TieredStopAtLevel=1"] if os.environ.get("KAFKA_EOS_FAST_JVM") else []
+        return [java, f"-Xmx{self.settings.heap}", "-Xms64m", "-XX:+UseSerialGC", *fast_start,
                 f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
                 "-Djava.awt.headless=true", "-cp", classpath]
 
