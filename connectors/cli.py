@@ -20,8 +20,42 @@ def _dev_kafka(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from connectors.demo import smoke
-    return smoke(args.records)
+    from connectors.demo import demo
+    return demo(args.records, poison=args.poison)
+
+
+def _conf(pairs: list[str]) -> dict[str, str]:
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"kafka-eos run: --conf {pair!r} is not KEY=VALUE (e.g. spark.sql.shuffle.partitions=8)")
+        conf[key] = value
+    return conf
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Validate (exit 1/2 with every violation), then run in-process or through spark-submit."""
+    from config.redact import install
+    from config.validate import load_valid
+    from config.violations import InvalidPipeline, exit_code
+    conf = _conf(args.conf)
+    try:
+        cfg = load_valid(args.pipeline, timeout_s=args.timeout)
+    except InvalidPipeline as exc:
+        print(f"kafka-eos: {args.pipeline}: nothing was started; {exc}", file=sys.stderr)
+        return exit_code(exc.violations)
+    redactor = install(cfg.secrets())
+    if args.master:
+        from connectors.pipeline.submit import submit
+        return submit(args.pipeline, args.master, redactor, args.once, conf, name=f"kafka-eos {cfg.name}")
+    from connectors.pipeline.runner import PipelineFailed, run_local
+    try:
+        run_local(cfg, args.once, conf=conf, emit=lambda line: print(line, flush=True))
+    except PipelineFailed as exc:
+        print(f"kafka-eos: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -52,6 +86,15 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _add_pipeline_commands(sub) -> None:
+    run = sub.add_parser("run", help="validate, then run a pipeline (in this process, or spark-submit with --master)")
+    run.add_argument("pipeline", metavar="pipeline.yaml")
+    run.add_argument("--master", help="Spark master URL (spark://host:7077, yarn, k8s://..., local[4]): "
+                     "run through spark-submit with kafka-eos shipped as a zip; default: in this process")
+    run.add_argument("--once", action="store_true", help="process the records available now, then stop "
+                     "(availableNow trigger)")
+    run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    run.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker when validating")
+    run.set_defaults(func=_run)
     validate = sub.add_parser("validate", help="check pipeline files; exit 0 valid, 1 invalid, 2 broker unreachable")
     validate.add_argument("pipelines", nargs="+", metavar="pipeline.yaml")
     validate.add_argument("--offline", action="store_true", help="skip the live broker checks")
@@ -68,8 +111,10 @@ def _add_pipeline_commands(sub) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-eos", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="local broker + generated input + exactly-once count")
-    demo.add_argument("--records", type=int, default=100_000)
+    demo = sub.add_parser("demo", help="local broker + the orders-json example on generated orders + "
+                          "an exactly-once count")
+    demo.add_argument("--records", type=int, default=100_000, help="orders to generate")
+    demo.add_argument("--poison", type=int, default=10, help="records that are not JSON (to the DLQ)")
     demo.set_defaults(func=_demo)
     _add_pipeline_commands(sub)
     dev = sub.add_parser("dev", help="developer tooling").add_subparsers(dest="tool", required=True)

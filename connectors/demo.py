@@ -1,58 +1,106 @@
-"""`kafka-eos demo`: a local broker, a generated input, and a printed exactly-once count.
+"""`kafka-eos demo` (`make run`): the orders-json example end to end on an embedded broker.
 
-Until the pipeline runner lands this is the broker smoke run: it writes ids in committed and
-aborted transactions and counts what a read_committed reader sees.
+1. start a local Kafka broker (KRaft, plain Java processes, no Docker);
+2. create ``orders`` (3 partitions), ``orders-priced`` (3) and ``orders-dlq`` (1);
+3. write N JSON orders in committed transactions, an aborted transaction after every 10,000,
+   and a few poison records (not JSON) among them;
+4. run ``config/pipelines/orders-json.yaml`` unchanged (its ``${KAFKA_BOOTSTRAP_SERVERS}`` and
+   ``${KAFKA_EOS_CHECKPOINTS}`` point at the broker and a temporary checkpoint) with ``--once``;
+5. read ``orders-priced`` and ``orders-dlq`` read_committed and count ids.
+
+Prints ``demo: <in> in, <out> out, <duplicates> duplicates, <missing> missing`` and a DLQ line.
+Exit 0 only when every order is out exactly once with the right total, no aborted order is out,
+and every poison record is in the DLQ exactly once.
 """
 from __future__ import annotations
 
-import time
-import uuid
-from collections import Counter
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-
-from connectors.dev.local_kafka import LocalKafkaCluster
-
-
-def _produce(bootstrap: str, topic: str, ids: range, commit: bool) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"demo-{uuid.uuid4().hex}",
-                         "linger.ms": 20})
-    producer.init_transactions(30)
-    producer.begin_transaction()
-    for i in ids:
-        producer.produce(topic, key=str(i).encode(), value=str(i).encode())
-        producer.poll(0)
-    (producer.commit_transaction if commit else producer.abort_transaction)(60)
+TOPICS = {"orders": 3, "orders-priced": 3, "orders-dlq": 1}
 
 
-def _count(bootstrap: str, topic: str, expected: int) -> Counter:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-{uuid.uuid4().hex}",
-                         "isolation.level": "read_committed", "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    seen: Counter = Counter()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is None:
-            continue
-        if msg.error():
-            if sum(seen.values()) >= expected:
-                break
-            continue
-        seen[int(msg.value())] += 1
-    consumer.close()
-    return seen
+def example_path() -> Path:
+    import config
+    return Path(config.__file__).resolve().parent / "pipelines" / "orders-json.yaml"
 
 
-def smoke(records: int = 10_000) -> int:
-    with LocalKafkaCluster() as cluster:
-        topic = f"demo-{uuid.uuid4().hex[:8]}"
-        _produce(cluster.bootstrap, topic, range(records), commit=True)
-        _produce(cluster.bootstrap, topic, range(records, records + 1000), commit=False)
-        seen = _count(cluster.bootstrap, topic, records)
-    missing = sum(1 for i in range(records) if seen[i] == 0)
-    duplicates = sum(c - 1 for c in seen.values() if c > 1)
-    aborted = sum(1 for i in seen if i >= records)
-    print(f"demo: {records} in, {sum(seen.values())} out, {duplicates} duplicates, "
-          f"{missing} missing, {aborted} from aborted transactions")
-    return 0 if (missing, duplicates, aborted) == (0, 0, 0) else 1
+@contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _say(text: str) -> None:
+    print(f"demo: {text}", flush=True)
+
+
+def _run_example(bootstrap: str, checkpoints: str) -> None:
+    from config.validate import load_valid
+    from connectors.pipeline.runner import run_local
+    with _environment(KAFKA_BOOTSTRAP_SERVERS=bootstrap, KAFKA_EOS_CHECKPOINTS=checkpoints):
+        cfg = load_valid(example_path())
+        _say(f"running {example_path().name} with --once (availableNow) ...")
+        run_local(cfg, once=True, emit=lambda line: print(line, flush=True))
+
+
+def _check_output(bootstrap: str, run: str, records: int) -> tuple[dict[str, int], int]:
+    """(id counts of orders-priced, outputs whose total is wrong)."""
+    from connectors.demo_data import count_ids, expected_total, read_committed
+    values = [json.loads(m.value()) for m in read_committed(bootstrap, "orders-priced")]
+    counts = count_ids([v["order_id"] for v in values], [f"{run}-{i}" for i in range(records)])
+    wrong = sum(1 for v in values if v["order_id"].startswith(f"{run}-") and v["order_id"][len(run) + 1:].isdigit()
+                and v["total"] != expected_total(int(v["order_id"][len(run) + 1:])))
+    return counts, wrong
+
+
+def _check_dlq(bootstrap: str, run: str, poison: int) -> tuple[dict[str, int], int]:
+    """(id counts of orders-dlq by key, DLQ records without the error headers)."""
+    from connectors.demo_data import count_ids, read_committed
+    messages = read_committed(bootstrap, "orders-dlq")
+    counts = count_ids([m.key().decode() for m in messages], [f"{run}-poison-{i}" for i in range(poison)])
+    wanted = {"kafka-eos.error", "kafka-eos.source.topic", "kafka-eos.source.partition", "kafka-eos.source.offset"}
+    unlabelled = sum(1 for m in messages if not wanted <= {k for k, _ in (m.headers() or [])})
+    return counts, unlabelled
+
+
+def demo(records: int = 100_000, poison: int = 10) -> int:
+    from connectors.demo_data import create_topics, produce_orders
+    from connectors.dev.local_kafka import LocalKafkaCluster
+    _say("starting a local Kafka broker ...")
+    with LocalKafkaCluster() as cluster, tempfile.TemporaryDirectory(prefix="kafka-eos-demo-") as checkpoints:
+        bootstrap = cluster.bootstrap
+        create_topics(bootstrap, TOPICS)
+        data = produce_orders(bootstrap, "orders", records, poison=poison)
+        _say(f"wrote {records} orders to 'orders' at {bootstrap} in committed transactions, {data.aborted} "
+             f"in aborted transactions, and {data.poison} poison records (not JSON)")
+        _run_example(bootstrap, checkpoints)
+        out, wrong = _check_output(bootstrap, data.run, records)
+        dlq, unlabelled = _check_dlq(bootstrap, data.run, data.poison)
+    print(f"demo: {records} in, {out['out']} out, {out['duplicates']} duplicates, {out['missing']} missing",
+          flush=True)
+    print(f"demo: dlq: {data.poison} poison in, {dlq['out']} in orders-dlq, {dlq['duplicates']} duplicates, "
+          f"{dlq['missing']} missing", flush=True)
+    problems = []
+    if out["unexpected"]:
+        problems.append(f"{out['unexpected']} outputs that are not committed orders (aborted input?)")
+    if wrong:
+        problems.append(f"{wrong} outputs with a wrong total")
+    if dlq["unexpected"] or unlabelled:
+        problems.append(f"{dlq['unexpected']} unexpected and {unlabelled} header-less DLQ records")
+    for problem in problems:
+        print(f"demo: FAILED: {problem}", flush=True)
+    exact = (out["duplicates"], out["missing"], dlq["duplicates"], dlq["missing"]) == (0, 0, 0, 0)
+    return 0 if exact and not problems else 1

@@ -37,7 +37,7 @@ class ValueSerde:
     schema_id: int | None = None      # wire-format id written by the encoder
 
     def __post_init__(self) -> None:
-        if self.format in (DataFormat.JSON, DataFormat.AVRO) and not self.schema_text:
+        if self.format is DataFormat.AVRO and not self.schema_text:
             raise ValueError(f"format {self.format.value} needs a schema (resolve it on the driver first)")
         if self.format is DataFormat.JSON and self.registry is not None:
             raise ValueError("format json does not use a schema registry; use avro for the wire format")
@@ -77,7 +77,9 @@ class StringCodec:
 
 def decoder(serde: ValueSerde) -> ValueDecoder:
     if serde.format is DataFormat.JSON:
-        return JsonDecoder(serde.schema_text or "")
+        if not serde.schema_text:  # encoding JSON needs none (any column type is written as is)
+            raise ValueError("format json needs a schema to decode (resolve it on the driver first)")
+        return JsonDecoder(serde.schema_text)
     if serde.format is DataFormat.AVRO:
         writers = None
         if serde.registry is not None:

@@ -1,0 +1,6 @@
+"""Pipelines: a validated ``PipelineConfig`` -> one exactly-once streaming query, and its runners.
+
+``builder`` builds the query, ``runner`` runs it in this process (``kafka-eos run``),
+``submit`` runs it through spark-submit with kafka-eos shipped as a zip (``--master``),
+``entry`` is the spark-submit entry file, ``progress`` prints one line per batch.
+"""

@@ -1,0 +1,165 @@
+"""``PipelineConfig`` -> one streaming query: source, decode, transform, encode, DLQ, sink.
+
+    raw      = readStream.format("kafka-eos")                       (source_options)
+    decoded  = raw.mapInArrow(decode_fn)                             (on_decode_error policy)
+    good     = decoded without failed rows -> key cast -> watermark  -> view ``source``
+    result   = transform.sql, then steps -> sink columns -> value encoded to binary
+    dlq      = decoded failed rows -> DLQ rows (original key/value + error headers)
+    query    = (result unionByName dlq).writeStream.format("kafka-eos")   (sink_options)
+
+Invariants:
+- One source and one sink: output rows and DLQ rows of a task go into the same Kafka
+  transaction, so the DLQ is exactly-once too.
+- The plan is a deterministic function of the batch's offset range: nothing here repartitions
+  or adds a nondeterministic expression, and ``unionByName`` keeps its children's partitions in
+  order (output partitions first, then DLQ partitions). A replayed batch therefore gives the same
+  rows to the same sink partition index, which the sink relies on to re-write lost partitions.
+- With a DLQ each batch's offset range is read and decoded twice (once per branch; Spark does not
+  share a streaming subplan). A fixed offset range read read_committed yields the same records
+  both times, so each record lands in exactly one branch.
+- Errors name the YAML key to fix; option maps (they hold revealed secrets) are never logged.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.functions import col, expr
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+import connectors
+from config.model import DataFormat, PipelineConfig
+from config.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs, uses_dlq
+from connectors.serde import batch
+from connectors.serde.codecs import ValueSerde
+from connectors.serde.resolve import sink_serde, source_serde
+
+SOURCE_VIEW = "source"
+
+
+class PipelineBuildError(ValueError):
+    """The pipeline cannot be turned into a query; the message names the YAML key and the fix."""
+
+
+def read_source(spark: SparkSession, cfg: PipelineConfig) -> DataFrame:
+    connectors.register(spark)
+    return spark.readStream.format("kafka-eos").options(**source_options(cfg)).load()
+
+
+def decode(raw: DataFrame, cfg: PipelineConfig, serde: ValueSerde,
+           on_skipped: Callable[[int], None] | None = None) -> DataFrame:
+    """The source rows with ``value`` decoded (plus the error columns under ``dlq``)."""
+    policy = cfg.errors.on_decode_error
+    schema = batch.decoded_spark_schema(serde, policy, cfg.source.include_headers)
+    return raw.mapInArrow(batch.decode_fn(serde, policy, on_skipped), schema)
+
+
+def transform_input(decoded: DataFrame, cfg: PipelineConfig) -> DataFrame:
+    """What the transform sees as ``source``: decoded rows, key as string when asked, watermark."""
+    df = decoded
+    if uses_dlq(cfg):
+        df = df.where(f"{batch.ERROR_COLUMN} IS NULL").drop(batch.ERROR_COLUMN, batch.RAW_VALUE_COLUMN)
+    if cfg.source.key_format is DataFormat.STRING:
+        df = df.withColumn("key", col("key").cast(StringType()))
+    watermark = cfg.transform.watermark
+    if watermark is not None:
+        if watermark.expression:
+            df = _analysed(lambda: df.withColumn(watermark.column, expr(watermark.expression)),
+                           "transform.watermark.expression", "name a timestamp column of source, e.g. value.created_at")
+        df = _analysed(lambda: df.withWatermark(watermark.column, watermark.delay), "transform.watermark.column",
+                       "name a timestamp column (or define it with transform.watermark.expression)")
+    return df
+
+
+def transform(spark: SparkSession, source: DataFrame, cfg: PipelineConfig) -> DataFrame:
+    """``transform.sql`` over the view ``source``, then each step in order."""
+    df = source
+    if cfg.transform.sql:
+        source.createOrReplaceTempView(SOURCE_VIEW)
+        df = _analysed(lambda: spark.sql(cfg.transform.sql), "transform.sql",
+                       f"fix the query; it reads FROM {SOURCE_VIEW} with columns {source.columns}")
+    for n, step in enumerate(cfg.transform.steps):
+        where, current = f"transform.steps[{n}].{step.kind}", df
+        if step.kind == "filter":
+            df = _analysed(lambda: current.where(step.exprs[0]), where, f"use columns of {current.columns}")
+        elif step.kind == "select":
+            df = _analysed(lambda: current.selectExpr(*step.exprs), where, f"use columns of {current.columns}")
+        else:
+            df = _analysed(lambda: current.withColumn("key", expr(step.exprs[0])), where,
+                           f"use columns of {current.columns}")
+    return df
+
+
+def check_columns(df: DataFrame, cfg: PipelineConfig) -> None:
+    """The transform's result has what ``sink`` names (before Spark's less specific errors)."""
+    fields, s = {f.name: f.dataType for f in df.schema.fields}, cfg.sink
+    wanted = [("sink.value_column", s.value_column), ("sink.key_column", s.key_column),
+              ("sink.topic_column", s.topic_column), ("sink.headers_column", s.headers_column)]
+    for key, name in wanted:
+        if name and name not in fields:
+            raise PipelineBuildError(
+                f"{key}: the transform gives no column {name!r} (it gives {sorted(fields)}); "
+                f"fix: select an expression AS {name} in transform, or change {key}")
+    if s.key_column and not isinstance(fields[s.key_column], (StringType, BinaryType)):
+        raise PipelineBuildError(
+            f"sink.key_column: column {s.key_column!r} is {fields[s.key_column].simpleString()}; "
+            f"fix: CAST(... AS STRING) AS {s.key_column} in transform (Kafka keys are string or binary)")
+
+
+def encode(df: DataFrame, cfg: PipelineConfig, serde: ValueSerde) -> DataFrame:
+    """The sink columns (key, value[, topic][, headers]) with ``value`` encoded to binary."""
+    check_columns(df, cfg)
+    selected = df.selectExpr(*sink_select_exprs(cfg))
+    schema = StructType([StructField(f.name, BinaryType(), True) if f.name == "value" else f
+                         for f in selected.schema.fields])
+    encoded = selected.mapInArrow(batch.encode_fn(serde), schema)
+    if uses_dlq(cfg) and "key" in encoded.columns:
+        encoded = encoded.withColumn("key", col("key").cast(BinaryType()))  # the DLQ's keys are binary
+    return encoded
+
+
+def dlq_rows(decoded: DataFrame, cfg: PipelineConfig) -> DataFrame:
+    failed = decoded.where(f"{batch.ERROR_COLUMN} IS NOT NULL")
+    return failed.mapInArrow(batch.dlq_fn(cfg.errors.dlq_topic), batch.dlq_spark_schema())
+
+
+def build_frame(spark: SparkSession, cfg: PipelineConfig,
+                on_skipped: Callable[[int], None] | None = None) -> DataFrame:
+    """The whole pipeline as one streaming DataFrame in the sink's shape."""
+    in_serde, out_serde = source_serde(cfg.source), sink_serde(cfg.sink)
+    decoded = decode(read_source(spark, cfg), cfg, in_serde, on_skipped)
+    result = encode(transform(spark, transform_input(decoded, cfg), cfg), cfg, out_serde)
+    if uses_dlq(cfg):
+        result = result.unionByName(dlq_rows(decoded, cfg), allowMissingColumns=True)
+    return result
+
+
+def writer_options(cfg: PipelineConfig, once: bool) -> dict[str, str]:
+    """``sink_options`` plus the guarantee; ``once`` (availableNow) has no trigger interval."""
+    options = {**sink_options(cfg), "guarantee": cfg.guarantee.value}
+    if once:
+        options["trigger.interval.ms"] = "0"
+    return options
+
+
+def writer(df: DataFrame, cfg: PipelineConfig, once: bool = False) -> DataStreamWriter:
+    trigger = {"availableNow": True} if once else trigger_kwargs(cfg)
+    name = cfg.name or "kafka-eos"
+    return (df.writeStream.format("kafka-eos").queryName(name).outputMode("append")
+            .options(**writer_options(cfg, once)).trigger(**trigger))
+
+
+def start(spark: SparkSession, cfg: PipelineConfig, once: bool = False,
+          on_skipped: Callable[[int], None] | None = None) -> StreamingQuery:
+    """Build and start the pipeline's query (the caller waits for it)."""
+    return writer(build_frame(spark, cfg, on_skipped), cfg, once).start()
+
+
+def _analysed(make: Callable[[], DataFrame], key: str, fix: str) -> DataFrame:
+    from pyspark.errors import AnalysisException, ParseException
+    try:
+        return make()
+    except (AnalysisException, ParseException) as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise PipelineBuildError(f"{key}: {first}\n    fix: {fix}") from None

@@ -1,0 +1,114 @@
+"""Run a pipeline's query in this process: start it, print per-batch progress, wait, report.
+
+Invariants:
+- ``run_query`` installs the pipeline's secrets into the process-wide log redaction before
+  anything is built, and every line it prints (progress, summary, error) is redacted.
+- ``once`` runs Spark's ``availableNow`` trigger: every record available at start is processed
+  (in ``max_offsets_per_trigger`` batches), then the query stops. Otherwise the query runs on the
+  pipeline's trigger until it fails or is interrupted (Ctrl-C stops it between batches).
+- A failed query raises ``PipelineFailed`` with the query's error, shortened to the lines that
+  say what failed (the Python exception of the task or of the sink), secrets redacted. Nothing
+  of a failed batch is committed: the next run resumes from the checkpoint.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from config.model import OnDecodeError, PipelineConfig
+from config.redact import Redactor, install
+from connectors.pipeline import builder
+from connectors.pipeline.progress import ProgressReporter
+
+# Spark redacts data source options whose *names* match this in plans and logs (on top of
+# spark.redaction.regex): the Kafka client settings that hold secrets.
+RUN_CONF = {"spark.sql.redaction.options.regex":
+            r"(?i)url|password|secret|token|jaas|basic\.auth|credential|private|ssl\.key",
+            "spark.ui.showConsoleProgress": "false"}  # the runner prints its own line per batch
+POLL_S = 1.0
+_PYTHON_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$")
+
+
+class PipelineFailed(RuntimeError):
+    """The query stopped with an error; the message is redacted and names what failed."""
+
+
+@dataclass
+class RunResult:
+    name: str
+    batches: int = 0
+    input_rows: int = 0
+    seconds: float = 0.0
+    lines: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (f"kafka-eos {self.name}: stopped after {self.batches} batches, {self.input_rows} records read, "
+                f"{self.seconds:.1f} s")
+
+
+def error_summary(text: str, max_lines: int = 6) -> str:
+    """The meaningful lines of a (long, JVM + Python) query error: the Python exceptions raised,
+    innermost last, without stack frames; the first line when there is none."""
+    found: list[str] = []
+    for line in text.splitlines():
+        match = _PYTHON_ERROR.match(line)
+        if match and match.group(1) not in ("StreamingQueryException", "PythonException", "SparkException"):
+            entry = f"{match.group(1)}: {match.group(2).strip()}"
+            if entry not in found:
+                found.append(entry)
+    if not found:
+        found = [text.strip().splitlines()[0] if text.strip() else "unknown error"]
+    return "\n".join(found[-max_lines:])
+
+
+def _skipped_counter(spark, cfg: PipelineConfig):
+    if cfg.errors.on_decode_error is not OnDecodeError.SKIP:
+        return None, None
+    accumulator = spark.sparkContext.accumulator(0)
+    return accumulator.add, (lambda: accumulator.value)
+
+
+def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[str], None] = print,
+              poll_s: float = POLL_S) -> RunResult:
+    """Build, start and wait for the pipeline's query in ``spark``; raise ``PipelineFailed``."""
+    from pyspark.errors import StreamingQueryException
+    redactor: Redactor = install(cfg.secrets())
+    started = time.monotonic()
+    on_skipped, skipped = _skipped_counter(spark, cfg)
+    try:
+        query = builder.start(spark, cfg, once, on_skipped)
+    except builder.PipelineBuildError as exc:
+        raise PipelineFailed(redactor(f"{cfg.origin}: {exc}")) from None
+    reporter = ProgressReporter(cfg, redactor, emit, skipped)
+    try:
+        while not query.awaitTermination(poll_s):
+            reporter.report(query)
+    except StreamingQueryException:
+        pass  # reported below from query.exception()
+    except KeyboardInterrupt:
+        emit(redactor(f"kafka-eos {cfg.name}: interrupted; stopping the query after the running batch"))
+        query.stop()
+    reporter.report(query)
+    result = RunResult(cfg.name or "kafka-eos", len(reporter.lines), reporter.input_rows,
+                       time.monotonic() - started, reporter.lines)
+    error = query.exception()
+    if error is not None:
+        raise PipelineFailed(redactor(f"pipeline {cfg.name} ({cfg.origin}) failed: "
+                                      f"{error_summary(str(error))}\nNothing of the failed batch was committed; "
+                                      "a new run resumes from the checkpoint."))
+    return result
+
+
+def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
+              conf: dict[str, str] | None = None, emit: Callable[[str], None] = print) -> RunResult:
+    """Run in a new local SparkSession of this process (what ``kafka-eos run`` does without --master)."""
+    from connectors.spark_harness import local_session
+    spark = local_session(master, app=f"kafka-eos {cfg.name}", conf={**RUN_CONF, **(conf or {})})
+    try:
+        result = run_query(spark, cfg, once, emit)
+        emit(result.summary())
+        return result
+    finally:
+        spark.stop()

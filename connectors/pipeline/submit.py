@@ -1,0 +1,86 @@
+"""Run a pipeline through ``spark-submit`` on any master, shipping kafka-eos as a zip.
+
+    spark-submit --master <url> --py-files <tmp>/kafka_eos.zip \\
+        <site-packages>/connectors/pipeline/entry.py --config <pipeline.yaml> [--once]
+
+Invariants:
+- The zip holds the ``connectors``, ``txn``, ``offsets`` and ``config`` packages (sources and
+  package data, no bytecode), so executors import the same kafka-eos as the driver even where
+  it is not installed; third-party dependencies (pyspark, pyarrow, confluent-kafka, fastavro,
+  pyyaml, kafka-python) must be on the cluster's Python (e.g. the docker/ job image).
+- The pipeline file is read by the driver (client deploy mode: this machine), with this
+  process's environment for its ``${VARS}``; schema files are read there too and shipped as text.
+- Every line spark-submit prints goes through the pipeline's redactor before it reaches our
+  stdout/stderr, so no secret of the pipeline is shown, whatever logged it.
+- The exit code is spark-submit's: 0 when the query stopped cleanly (``--once``), else non-zero.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
+from typing import IO, Iterable, Mapping
+
+from config.redact import Redactor
+from connectors.spark_harness import python_env, spark_submit_binary
+
+PACKAGES = ("connectors", "txn", "offsets", "config")
+ENTRY = Path(__file__).with_name("entry.py")
+
+
+def package_root() -> Path:
+    """The directory holding the kafka-eos packages (a checkout or site-packages)."""
+    import connectors
+    return Path(connectors.__file__).resolve().parent.parent
+
+
+def build_zip(directory: Path, packages: Iterable[str] = PACKAGES) -> Path:
+    """``<directory>/kafka_eos.zip`` with every file of ``packages``; deterministic order."""
+    root, target = package_root(), directory / "kafka_eos.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for package in packages:
+            for path in sorted((root / package).rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo"):
+                    archive.write(path, path.relative_to(root).as_posix())
+    return target
+
+
+def submit_command(pipeline: str | Path, master: str, zip_path: Path, once: bool,
+                   conf: Mapping[str, str] | None = None, name: str = "kafka-eos") -> list[str]:
+    cmd = [spark_submit_binary(), "--master", master, "--name", name, "--py-files", str(zip_path)]
+    for key, value in (conf or {}).items():
+        cmd += ["--conf", f"{key}={value}"]
+    cmd += [str(ENTRY), "--config", str(Path(pipeline).resolve())]
+    return cmd + (["--once"] if once else [])
+
+
+def _pump(source: IO[str], sink: IO[str], redact: Redactor) -> None:
+    for line in source:
+        sink.write(redact(line.rstrip("\n")) + "\n")
+        sink.flush()
+
+
+def submit(pipeline: str | Path, master: str, redact: Redactor, once: bool = False,
+           conf: Mapping[str, str] | None = None, name: str = "kafka-eos",
+           stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
+    """Run the pipeline with spark-submit; stream its output (redacted); return its exit code."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    with tempfile.TemporaryDirectory(prefix="kafka-eos-submit-") as tmp:
+        cmd = submit_command(pipeline, master, build_zip(Path(tmp)), once, conf, name)
+        proc = subprocess.Popen(cmd, env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, errors="replace", bufsize=1)
+        pumps = [threading.Thread(target=_pump, args=(proc.stdout, stdout, redact), daemon=True),
+                 threading.Thread(target=_pump, args=(proc.stderr, stderr, redact), daemon=True)]
+        for pump in pumps:
+            pump.start()
+        try:
+            code = proc.wait()
+        except KeyboardInterrupt:
+            proc.terminate()
+            code = proc.wait()
+        for pump in pumps:
+            pump.join(10)
+        return code
