@@ -35,7 +35,7 @@ def expected_total(i: int) -> str:
 
 
 def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     wanted = [NewTopic(t, n, replication_factor=-1) for t, n in partitions.items()]
     for topic, future in admin.create_topics(wanted).items():
         try:
@@ -59,7 +59,7 @@ def produce_orders(bootstrap: str, topic: str, orders: int, run: str | None = No
     an aborted one of ``aborted_size``; ``poison`` records spread over the committed ones."""
     info = Input(run or uuid.uuid4().hex[:8], orders)
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"demo-input-{uuid.uuid4().hex}",
-                         "linger.ms": 20})
+                         "linger.ms": 20, "log_level": 3})  # librdkafka: errors only
     producer.init_transactions(30)
     poison_at = {orders * (n + 1) // (poison + 1) for n in range(poison)}
     for start in range(0, orders, aborted_every):
@@ -95,7 +95,7 @@ def read_committed(bootstrap: str, topic: str, timeout_s: float = 120) -> list:
     """Every committed record of ``topic`` (all partitions, from the start to the end)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-{uuid.uuid4().hex}",
                          "isolation.level": "read_committed", "enable.partition.eof": True,
-                         "enable.auto.commit": False})
+                         "enable.auto.commit": False, "log_level": 3})
     partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
     consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
     out, done = [], set()

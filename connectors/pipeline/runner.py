@@ -12,6 +12,7 @@ Invariants:
 """
 from __future__ import annotations
 
+import logging
 import re
 import time
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Callable
 from config.model import OnDecodeError, PipelineConfig
 from config.redact import Redactor, install
 from connectors.pipeline import builder
+from connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint
 from connectors.pipeline.progress import ProgressReporter
 
 # Spark redacts data source options whose *names* match this in plans and logs (on top of
@@ -75,11 +77,14 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
     """Build, start and wait for the pipeline's query in ``spark``; raise ``PipelineFailed``."""
     from pyspark.errors import StreamingQueryException
     redactor: Redactor = install(cfg.secrets())
+    # The reporter prints one richer line per batch; the sink's own INFO line would repeat it.
+    logging.getLogger("kafka_eos.sink").setLevel(logging.WARNING)
     started = time.monotonic()
     on_skipped, skipped = _skipped_counter(spark, cfg)
     try:
+        check_checkpoint(cfg)
         query = builder.start(spark, cfg, once, on_skipped)
-    except builder.PipelineBuildError as exc:
+    except (builder.PipelineBuildError, CheckpointShapeError) as exc:
         raise PipelineFailed(redactor(f"{cfg.origin}: {exc}")) from None
     reporter = ProgressReporter(cfg, redactor, emit, skipped)
     try:

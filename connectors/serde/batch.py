@@ -14,7 +14,6 @@ Invariants:
 """
 from __future__ import annotations
 
-import logging
 from typing import Callable, Iterator
 
 import pyarrow as pa
@@ -24,7 +23,6 @@ from connectors.serde.codecs import ValueDecoder, ValueEncoder, ValueSerde, deco
 from connectors.serde.decode_errors import (DLQ_SCHEMA, ERROR_COLUMN, RAW_VALUE_COLUMN, apply_policy,
                                             dlq_batch)
 
-log = logging.getLogger("kafka_eos.serde")
 Batches = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
@@ -51,10 +49,8 @@ def decode_fn(serde: ValueSerde, policy: OnDecodeError,
         value_decoder = decoder(serde)
         for batch in batches:
             out, skipped = decode_batch(batch, value_decoder, policy)
-            if skipped:
-                log.warning("skipped %d records that failed to decode (on_decode_error: skip)", skipped)
-                if on_skipped is not None:
-                    on_skipped(skipped)
+            if skipped and on_skipped is not None:  # decode_errors logged which records
+                on_skipped(skipped)
             yield out
     return run
 

@@ -12,10 +12,14 @@ Invariants (pure logic over Arrow; no Kafka client here):
 """
 from __future__ import annotations
 
+import logging
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from config.model import OnDecodeError
+
+log = logging.getLogger("kafka_eos.serde")
 
 ERROR_HEADER = "kafka-eos.error"
 TOPIC_HEADER = "kafka-eos.source.topic"
@@ -47,9 +51,14 @@ def apply_policy(batch: pa.RecordBatch, errors: list[str | None], raw_values: pa
         first = failed[0]
         raise RecordDecodeError(
             f"record {where(batch, first)} failed to decode: {errors[first]} ({len(failed)} of {len(errors)} rows "
-            "in this batch failed). Fix the producer, or set errors.on_decode_error to skip or dlq")
+            "in this batch failed). Fix the producer, or set errors.on_decode_error to skip (keeps this "
+            "checkpoint) or dlq (a DLQ pipeline needs a checkpoint of its own)")
     error_array = pa.array(errors, type=pa.string())
     if policy is OnDecodeError.SKIP:
+        if failed:
+            shown = ", ".join(f"{where(batch, i)} ({errors[i]})" for i in failed[:3])
+            log.warning("skipped %d records that failed to decode (on_decode_error: skip): %s%s", len(failed), shown,
+                        ", ..." if len(failed) > 3 else "")
         keep = pc.is_null(error_array)
         return batch.filter(keep), len(failed)
     raw_for_failed = pc.if_else(pc.is_valid(error_array), raw_values.cast(pa.binary()), pa.scalar(None, pa.binary()))

@@ -1,0 +1,123 @@
+"""Pure logic of the pipeline runner: checkpoint shape, progress lines, error summaries, the zip,
+the spark-submit command line, the CLI's run arguments, the demo's counting."""
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from connectors.cli import build_parser
+from connectors.demo_data import count_ids, expected_total, order
+from connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint, checkpoint_sources
+from connectors.pipeline.progress import format_line, records_read, sink_log_location
+from connectors.pipeline.runner import error_summary
+from connectors.pipeline.submit import build_zip, submit_command
+from tests.test_config_support import load, valid
+
+OFFSETS_HEAD = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n'
+
+
+def write_offsets(location: Path, batch: int, sources: int) -> None:
+    (location / "offsets").mkdir(parents=True, exist_ok=True)
+    lines = ['{"v": 1, "topics": {"in": {"0": 5}}}'] * sources
+    (location / "offsets" / str(batch)).write_text(OFFSETS_HEAD + "\n".join(lines))
+
+
+def config(tmp_path: Path, policy: str):
+    data = valid(tmp_path)
+    data["errors"] = {"on_decode_error": policy, **({"dlq_topic": "in-dlq"} if policy == "dlq" else {})}
+    cfg, problems = load(tmp_path, data)
+    assert cfg is not None, problems
+    return cfg
+
+
+def test_checkpoint_sources_reads_the_newest_offset_log_entry(tmp_path):
+    assert checkpoint_sources(str(tmp_path / "none")) is None
+    assert not (tmp_path / "none").exists(), "looking creates nothing"
+    write_offsets(tmp_path, 0, 1)
+    write_offsets(tmp_path, 10, 2)          # numeric, not lexical order: 10 is newer than 9
+    write_offsets(tmp_path, 9, 1)
+    assert checkpoint_sources(str(tmp_path)) == 2
+
+
+@pytest.mark.parametrize("policy,sources,ok", [("dlq", 2, True), ("skip", 1, True), ("fail", 1, True),
+                                               ("dlq", 1, False), ("skip", 2, False), ("fail", 2, False)])
+def test_a_checkpoint_resumes_only_with_a_plan_of_its_shape(tmp_path, policy, sources, ok):
+    cfg = config(tmp_path, policy)
+    check_checkpoint(cfg)                                   # a new checkpoint: any policy
+    write_offsets(Path(cfg.checkpoint.location), 3, sources)
+    if ok:
+        check_checkpoint(cfg)
+    else:
+        with pytest.raises(CheckpointShapeError, match=rf"errors.on_decode_error: {policy} cannot resume .*Fix: keep"):
+            check_checkpoint(cfg)
+
+
+def progress(batch_id=4, rows=200, duration=1234):
+    return SimpleNamespace(batchId=batch_id, numInputRows=rows, batchDuration=duration)
+
+
+def test_progress_line_with_a_sink_record_and_a_dlq():
+    handle = SimpleNamespace(partitions={"out": {0: 90, 1: 8}, "dlq": {0: 2}})
+    record = SimpleNamespace(metrics={"records": 100, "transactions": 2, "precommit_max_ms": 41.2, "commit_ms": 9.7},
+                             handles=[handle])
+    line = format_line("p", progress(rows=200), record, "dlq")
+    assert line == ("kafka-eos p batch 4: 100 in, 98 out, 2 to DLQ, 2 transactions, batch 1234 ms, "
+                    "pre-commit max 41 ms, commit 10 ms")
+
+
+def test_progress_line_without_a_sink_record_counts_skips():
+    assert format_line("p", progress(rows=7), None, None, skipped=3) == \
+        "kafka-eos p batch 4: 7 in, 3 skipped, nothing committed, batch 1234 ms"
+    assert records_read(progress(rows=7), None) == 7
+
+
+def test_sink_log_location_defaults_beside_the_checkpoint(tmp_path):
+    cfg = config(tmp_path, "fail")
+    assert sink_log_location(cfg) == f"{cfg.checkpoint.location}/kafka-eos-sink"
+
+
+def test_error_summary_keeps_the_python_exceptions_not_the_stack():
+    text = ("org.apache.spark.SparkException: Job aborted\n\tat org.apache...\n"
+            "pyspark.errors.exceptions.base.PythonException: boom\n"
+            "  File \"x.py\", line 3, in run\n"
+            "connectors.serde.decode_errors.RecordDecodeError: record in-0@7 failed to decode: bad\n")
+    assert error_summary(text) == "RecordDecodeError: record in-0@7 failed to decode: bad"
+    assert error_summary("just one line\nmore") == "just one line"
+
+
+def test_zip_holds_the_packages_without_bytecode(tmp_path):
+    with zipfile.ZipFile(build_zip(tmp_path)) as archive:
+        names = archive.namelist()
+    assert {"connectors/__init__.py", "txn/protocol.py", "offsets/__init__.py",
+            "config/pipelines/orders-json.yaml", "connectors/pipeline/entry.py"} <= set(names)
+    assert not [n for n in names if n.endswith(".pyc") or "__pycache__" in n]
+
+
+def test_submit_command_line(tmp_path):
+    cmd = submit_command("p.yaml", "spark://h:7077", tmp_path / "k.zip", True, {"spark.executor.memory": "2g"})
+    assert cmd[1:7] == ["--master", "spark://h:7077", "--name", "kafka-eos", "--py-files", str(tmp_path / "k.zip")]
+    assert cmd[7:9] == ["--conf", "spark.executor.memory=2g"]
+    assert cmd[9].endswith("connectors/pipeline/entry.py")
+    assert cmd[10:] == ["--config", str(Path("p.yaml").resolve()), "--once"]
+
+
+def test_run_arguments():
+    args = build_parser().parse_args(["run", "p.yaml", "--master", "spark://h:1", "--once", "--conf", "a=b"])
+    assert (args.pipeline, args.master, args.once, args.conf) == ("p.yaml", "spark://h:1", True, ["a=b"])
+
+
+def test_run_refuses_a_conf_that_is_not_key_value():
+    from connectors.cli import _conf
+    with pytest.raises(SystemExit, match="is not KEY=VALUE"):
+        _conf(["spark.executor.memory"])
+
+
+def test_demo_orders_and_counts():
+    key, value = order("r", 7)
+    assert key == b"r-7" and b'"quantity": 3' in value and b'"unit_price": "8.07"' in value
+    assert expected_total(7) == "24.21"                  # 3 x 8.07
+    assert count_ids(["a", "b", "b", "x"], ["a", "b", "c"]) == \
+        {"out": 4, "duplicates": 1, "missing": 1, "unexpected": 1}
