@@ -142,7 +142,7 @@ def test_fail_policy_stops_at_the_bad_record_and_commits_nothing_of_its_batch(bo
     run = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
     assert run.code == 1, run.log()
     assert f"record {source}-0@{position} failed to decode" in run.stderr, run.log()
-    assert "set errors.on_decode_error to skip or dlq" in run.stderr
+    assert "set errors.on_decode_error to skip (keeps this checkpoint)" in run.stderr
     assert read_committed(bootstrap, sink) == [], "nothing of the failed batch reached the output"
 
     # a DLQ plan scans the source twice: the run refuses to resume this checkpoint with it

@@ -218,6 +218,26 @@ def coercer(t: pa.DataType, path: str = "", json_input: bool = False) -> Coerce 
     return None
 
 
+class RowDecodeError(ValueError):
+    """One row's bytes do not decode; the message says why (it becomes the row's error)."""
+
+
+def decode_rows(data: pa.Array, read_one: Callable[[Any], Any], t: pa.DataType,
+                coerce: Coerce | None) -> tuple[pa.Array, list[str | None]]:
+    """(typed array, per-row error or None): ``read_one`` per non-null item; a row whose
+    ``read_one`` raises ``RowDecodeError`` is null with the error's message, the others decode."""
+    raw = data.to_pylist()
+    errors: list[str | None] = [None] * len(raw)
+    values: list[Any] = [None] * len(raw)
+    for i, item in enumerate(raw):
+        if item is not None:
+            try:
+                values[i] = read_one(item)
+            except RowDecodeError as exc:
+                errors[i] = str(exc)
+    return to_array(values, errors, t, coerce), errors
+
+
 def to_array(values: list[Any], errors: list[str | None], t: pa.DataType, coerce: Coerce | None) -> pa.Array:
     """An Arrow array of ``values`` (None = null). A row that fails gets null and an entry in
     ``errors`` (changed in place); rows already in error must be None in ``values``."""

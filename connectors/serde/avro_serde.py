@@ -16,7 +16,7 @@ from typing import Any, Callable
 import fastavro
 import pyarrow as pa
 
-from connectors.serde.arrow_types import arrow_type, coercer, parse_schema, to_array
+from connectors.serde.arrow_types import RowDecodeError, arrow_type, coercer, decode_rows, parse_schema
 from connectors.serde.wire_format import frame, unframe
 
 WriterSchemas = Callable[[int], Any]
@@ -47,18 +47,14 @@ class AvroDecoder:
         return self.writer_schemas(schema_id), body
 
     def decode(self, data: pa.Array) -> Decoded:
-        raw = data.to_pylist()
-        errors: list[str | None] = [None] * len(raw)
-        values: list[Any] = [None] * len(raw)
-        for i, item in enumerate(raw):
-            if item is None:
-                continue
-            try:
-                writer, body = self._writer_and_body(item)
-                values[i] = _read_one(body, writer, self.reader)
-            except Exception as exc:  # noqa: BLE001 - any failure to read bytes is this row's decode error
-                errors[i] = f"invalid Avro: {type(exc).__name__}: {exc}"
-        return to_array(values, errors, self.arrow_type, self._coerce), errors
+        return decode_rows(data, self._read, self.arrow_type, self._coerce)
+
+    def _read(self, item: bytes) -> Any:
+        try:
+            writer, body = self._writer_and_body(item)
+            return _read_one(body, writer, self.reader)
+        except Exception as exc:  # noqa: BLE001 - any failure to read bytes is this row's decode error
+            raise RowDecodeError(f"invalid Avro: {type(exc).__name__}: {exc}") from None
 
 
 class AvroEncoder:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from connectors.serde.arrow_types import arrow_type, coercer, parse_schema, to_array
+from connectors.serde.arrow_types import RowDecodeError, arrow_type, coercer, decode_rows, parse_schema
 
 Decoded = tuple[pa.Array, list]
 
@@ -30,20 +30,17 @@ class JsonDecoder:
 
     def decode(self, data: pa.Array) -> Decoded:
         """(typed array, per-row error or None) for a binary/string array of JSON documents."""
-        raw = data.to_pylist()
-        errors: list[str | None] = [None] * len(raw)
-        values: list[Any] = [None] * len(raw)
-        for i, item in enumerate(raw):
-            if item is None:
-                continue
-            try:
-                values[i] = json.loads(item)
-            except (ValueError, UnicodeDecodeError) as exc:
-                errors[i] = f"invalid JSON: {exc}"
-                continue
-            if values[i] is None:
-                errors[i] = "invalid JSON: the document is null, expected a value of the schema"
-        return to_array(values, errors, self.arrow_type, self._coerce), errors
+        return decode_rows(data, _read, self.arrow_type, self._coerce)
+
+
+def _read(item: bytes | str) -> Any:
+    try:
+        value = json.loads(item)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RowDecodeError(f"invalid JSON: {exc}") from None
+    if value is None:
+        raise RowDecodeError("invalid JSON: the document is null, expected a value of the schema")
+    return value
 
 
 def _default(value: Any) -> Any:
