@@ -2,6 +2,8 @@
 columns, read_committed data only, exact offset bounds."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Producer
 
@@ -64,9 +66,10 @@ def test_headers_ending_offsets_assign_and_min_partitions(read, bootstrap):
 
 
 def test_starting_offsets_by_timestamp(read, bootstrap):
-    topic = create_topic(bootstrap, unique("src-ts"), 1)
+    # recent timestamps and no time retention: the broker's retention check must not delete them
+    topic = create_topic(bootstrap, unique("src-ts"), 1, config={"retention.ms": "-1"})
     producer = Producer({"bootstrap.servers": bootstrap})
-    base = 1_700_000_000_000
+    base = (int(time.time()) - 3600) * 1000
     for i in range(6):
         producer.produce(topic, value=b"t%d" % i, timestamp=base + i * 1000)
     producer.flush(30)

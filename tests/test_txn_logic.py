@@ -154,3 +154,22 @@ def test_recovery_records_lost_handles_and_plans_their_rewrite(tmp_path):
     assert log.get(4).status == {0: "committed", 1: "lost", 2: "committed"}
     record = protocol(tmp_path).commit_batch(4, [TxnHandle.empty(0, True), handle(1, epoch=2), TxnHandle.empty(2, True)])
     assert record.state == "committed"
+
+
+def _hit_at_once(directory: str, barrier) -> None:
+    from txn.faults import FaultPlan
+    barrier.wait()
+    FaultPlan.parse("task_write@1", directory).hit("task_write", 1)
+
+
+def test_a_fault_point_fires_in_exactly_one_of_many_tasks_reaching_it_at_once(tmp_path):
+    import multiprocessing
+    ctx = multiprocessing.get_context("fork")
+    (tmp_path / "release").write_text("go")          # nobody blocks: count who fired
+    barrier = ctx.Barrier(6)
+    procs = [ctx.Process(target=_hit_at_once, args=(str(tmp_path), barrier)) for _ in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+    assert len(list(tmp_path.glob("task_write.*"))) == 1

@@ -2,8 +2,9 @@
 
 At a configured point the process writes ``<dir>/<point>.<pid>`` and then blocks until
 ``<dir>/release`` appears (at most 10 minutes), so a test can SIGKILL it at exactly that step
-of the protocol, or pause it there while another run takes over. Each point fires once per directory (a
-retried task or a restarted query passes it). Points: ``task_write`` (mid-write on an
+of the protocol, or pause it there while another run takes over. Each point fires once per directory,
+claimed atomically (``<dir>/claimed-<point>``): of tasks reaching it at once only one blocks, and a
+retried task or a restarted query passes it. Points: ``task_write`` (mid-write on an
 executor), ``before_decision``, ``after_decision``, ``between_end_txns``, ``after_end_txns``.
 """
 from __future__ import annotations
@@ -36,7 +37,9 @@ class FaultPlan:
         if self.point != point or (self.batch_id is not None and self.batch_id != batch_id):
             return
         directory = Path(self.directory)
-        if any(directory.glob(f"{point}.*")):
+        try:  # atomic claim: of tasks reaching the point at once, exactly one fires
+            os.close(os.open(directory / f"claimed-{point}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
             return
         marker = directory / f"{point}.{os.getpid()}"
         marker.write_text(str(batch_id))
