@@ -121,3 +121,14 @@ def test_demo_orders_and_counts():
     assert expected_total(7) == "24.21"                  # 3 x 8.07
     assert count_ids(["a", "b", "b", "x"], ["a", "b", "c"]) == \
         {"out": 4, "duplicates": 1, "missing": 1, "unexpected": 1}
+
+
+def test_pipelines_turn_the_sinks_own_batch_line_off(tmp_path):
+    from connectors.pipeline.builder import writer_options
+    from connectors.sink.options import batch_log
+    from txn.errors import SinkConfigError
+    options = writer_options(config(tmp_path, "dlq"), once=True)
+    assert batch_log(options) is False and options["trigger.interval.ms"] == "0"
+    assert batch_log({}) is True and batch_log({"BatchLog": "TRUE"}) is True
+    with pytest.raises(SinkConfigError, match="batchLog='yes'"):
+        batch_log({"batchLog": "yes"})

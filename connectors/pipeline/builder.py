@@ -137,7 +137,8 @@ def build_frame(spark: SparkSession, cfg: PipelineConfig,
 
 def writer_options(cfg: PipelineConfig, once: bool) -> dict[str, str]:
     """``sink_options`` plus the guarantee; ``once`` (availableNow) has no trigger interval."""
-    options = {**sink_options(cfg), "guarantee": cfg.guarantee.value}
+    # batchLog off: the runner prints one richer line per batch (progress.py) instead
+    options = {**sink_options(cfg), "guarantee": cfg.guarantee.value, "batchLog": "false"}
     if once:
         options["trigger.interval.ms"] = "0"
     return options

@@ -12,7 +12,6 @@ Invariants:
 """
 from __future__ import annotations
 
-import logging
 import re
 import time
 from dataclasses import dataclass, field
@@ -77,8 +76,6 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
     """Build, start and wait for the pipeline's query in ``spark``; raise ``PipelineFailed``."""
     from pyspark.errors import StreamingQueryException
     redactor: Redactor = install(cfg.secrets())
-    # The reporter prints one richer line per batch; the sink's own INFO line would repeat it.
-    logging.getLogger("kafka_eos.sink").setLevel(logging.WARNING)
     started = time.monotonic()
     on_skipped, skipped = _skipped_counter(spark, cfg)
     try:

@@ -6,6 +6,7 @@ Options (Spark passes them with lower-cased keys):
   trigger.interval.ms / batch.margin.ms (for the timeout rule), transactional.id.slots,
   sinkLogLocation (default: <checkpointLocation>/kafka-eos-sink), commit.timeout.ms,
   guarantee (exactly_once | at_least_once; default exactly_once),
+  batchLog (true | false; default true: one INFO line per committed batch on the driver's stderr),
   faultInjection / faultInjectionDir (tests and chaos runs only).
 """
 from __future__ import annotations
@@ -79,6 +80,13 @@ def sink_config(options: Mapping[str, str]) -> SinkConfig:
         slots=_int(options, "transactional.id.slots", DEFAULT_SLOTS),
         commit_timeout_s=_int(options, "commit.timeout.ms", 60_000) / 1000,
     )
+
+
+def batch_log(options: Mapping[str, str]) -> bool:
+    value = str({k.lower(): v for k, v in options.items()}.get("batchlog", "true")).lower()
+    if value not in ("true", "false"):
+        raise SinkConfigError(f"sink option batchLog={value!r}: use true or false")
+    return value == "true"
 
 
 def fault_plan(options: Mapping[str, str]) -> FaultPlan:

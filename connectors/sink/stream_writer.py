@@ -19,20 +19,22 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from connectors.sink.options import fault_plan, sink_config
+from connectors.sink.options import batch_log, fault_plan, sink_config
 from connectors.sink.startup_checks import check_schema, check_timeouts
 from txn.handle import TxnHandle
 from txn.kafka_writer import KafkaWriter
 from txn.protocol import TwoPhaseCommitProtocol
 
 
-def _log_to_stderr() -> None:
+def _log_to_stderr(batches: bool) -> None:
+    """kafka-eos logs to stderr; the per-batch INFO line only with option batchLog (default true)."""
     logger = logging.getLogger("kafka_eos")
     if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
+    logging.getLogger("kafka_eos.sink").setLevel(logging.INFO if batches else logging.WARNING)
 
 
 class SinkCommitMessage(WriterCommitMessage):
@@ -44,7 +46,7 @@ class SinkCommitMessage(WriterCommitMessage):
 
 class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: dict, schema: StructType) -> None:
-        _log_to_stderr()
+        _log_to_stderr(batch_log(options))
         self.config = sink_config(options)
         self.faults = fault_plan(options)
         check_schema(schema, self.config)
