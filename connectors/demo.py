@@ -14,7 +14,6 @@ and every poison record is in the DLQ exactly once.
 """
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from contextlib import contextmanager
@@ -56,28 +55,19 @@ def _run_example(bootstrap: str, checkpoints: str) -> None:
         run_local(cfg, once=True, emit=lambda line: print(line, flush=True))
 
 
-def _check_output(bootstrap: str, run: str, records: int) -> tuple[dict[str, int], int]:
-    """(id counts of orders-priced, outputs whose total is wrong)."""
-    from connectors.demo_data import count_ids, expected_total, read_committed
-    values = [json.loads(m.value()) for m in read_committed(bootstrap, "orders-priced")]
-    counts = count_ids([v["order_id"] for v in values], [f"{run}-{i}" for i in range(records)])
-    wrong = sum(1 for v in values if v["order_id"].startswith(f"{run}-") and v["order_id"][len(run) + 1:].isdigit()
-                and v["total"] != expected_total(int(v["order_id"][len(run) + 1:])))
-    return counts, wrong
-
-
 def _check_dlq(bootstrap: str, run: str, poison: int) -> tuple[dict[str, int], int]:
     """(id counts of orders-dlq by key, DLQ records without the error headers)."""
     from connectors.demo_data import count_ids, read_committed
+    from connectors.serde.decode_errors import ERROR_HEADER, OFFSET_HEADER, PARTITION_HEADER, TOPIC_HEADER
     messages = read_committed(bootstrap, "orders-dlq")
     counts = count_ids([m.key().decode() for m in messages], [f"{run}-poison-{i}" for i in range(poison)])
-    wanted = {"kafka-eos.error", "kafka-eos.source.topic", "kafka-eos.source.partition", "kafka-eos.source.offset"}
+    wanted = {ERROR_HEADER, TOPIC_HEADER, PARTITION_HEADER, OFFSET_HEADER}
     unlabelled = sum(1 for m in messages if not wanted <= {k for k, _ in (m.headers() or [])})
     return counts, unlabelled
 
 
 def demo(records: int = 100_000, poison: int = 10) -> int:
-    from connectors.demo_data import create_topics, produce_orders
+    from connectors.demo_data import create_topics, order_report, produce_orders
     from connectors.dev.local_kafka import LocalKafkaCluster
     _say("starting a local Kafka broker ...")
     with LocalKafkaCluster() as cluster, tempfile.TemporaryDirectory(prefix="kafka-eos-demo-") as checkpoints:
@@ -87,7 +77,7 @@ def demo(records: int = 100_000, poison: int = 10) -> int:
         _say(f"wrote {records} orders to 'orders' at {bootstrap} in committed transactions, {data.aborted} "
              f"in aborted transactions, and {data.poison} poison records (not JSON)")
         _run_example(bootstrap, checkpoints)
-        out, wrong = _check_output(bootstrap, data.run, records)
+        out = order_report(bootstrap, {data.run: records})
         dlq, unlabelled = _check_dlq(bootstrap, data.run, data.poison)
     print(f"demo: {records} in, {out['out']} out, {out['duplicates']} duplicates, {out['missing']} missing",
           flush=True)
@@ -96,8 +86,8 @@ def demo(records: int = 100_000, poison: int = 10) -> int:
     problems = []
     if out["unexpected"]:
         problems.append(f"{out['unexpected']} outputs that are not committed orders (aborted input?)")
-    if wrong:
-        problems.append(f"{wrong} outputs with a wrong total")
+    if out["wrong_total"]:
+        problems.append(f"{out['wrong_total']} outputs with a wrong total")
     if dlq["unexpected"] or unlabelled:
         problems.append(f"{dlq['unexpected']} unexpected and {unlabelled} header-less DLQ records")
     for problem in problems:

@@ -120,3 +120,16 @@ def count_ids(keys: list[str], expected: list[str]) -> dict[str, int]:
     return {"out": len(keys), "duplicates": sum(c - 1 for k, c in seen.items() if c > 1 and k in wanted),
             "missing": sum(1 for k in wanted if seen[k] == 0),
             "unexpected": sum(c for k, c in seen.items() if k not in wanted)}
+
+
+def order_report(bootstrap: str, runs: dict[str, int], topic: str = "orders-priced") -> dict[str, int]:
+    """out / duplicates / missing / unexpected / wrong_total of the orders of ``runs`` (run id ->
+    orders) in ``topic``. Every output with an id of a run counts, so an order of the run's aborted
+    transactions (``<run>-aborted-<i>``) shows as unexpected."""
+    values = [json.loads(m.value()) for m in read_committed(bootstrap, topic)]
+    ours = [v for v in values if any(v["order_id"].startswith(f"{run}-") for run in runs)]
+    expected = {f"{run}-{i}": i for run, n in runs.items() for i in range(n)}
+    report = count_ids([v["order_id"] for v in ours], list(expected))
+    report["wrong_total"] = sum(1 for v in ours if v["order_id"] in expected
+                                and v["total"] != expected_total(expected[v["order_id"]]))
+    return report

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from connectors.demo_data import create_topics, produce_orders
+from connectors.demo_data import create_topics, order_report, produce_orders
 from connectors.dev.standalone_spark import StandaloneSpark
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, progress_lines, small_spark_conf
-from integration_tests.test_pipeline_run import ORDER_TOPICS, check_dlq, order_report, poison_positions
+from integration_tests.test_pipeline_run import ORDER_TOPICS, check_dlq, poison_positions
 
 
 def executor_logs(cluster: StandaloneSpark) -> dict[int, list[Path]]:

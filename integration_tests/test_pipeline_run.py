@@ -14,22 +14,12 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from connectors.demo_data import count_ids, create_topics, expected_total, produce_orders, read_committed
+from connectors.demo_data import count_ids, create_topics, order_report, produce_orders, read_committed
 from integration_tests.kafka_tools import produce, unique
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, progress_lines
 
 ORDER_TOPICS = {"orders": 3, "orders-priced": 3, "orders-dlq": 1}
 HEADERS = ("kafka-eos.error", "kafka-eos.source.topic", "kafka-eos.source.partition", "kafka-eos.source.offset")
-
-
-def order_report(bootstrap: str, runs: dict[str, int]) -> dict[str, int]:
-    """Exactly-once counts of the orders of ``runs`` (run id -> orders) in orders-priced."""
-    values = [json.loads(m.value()) for m in read_committed(bootstrap, "orders-priced")]
-    ours = [v for v in values if v["order_id"].rsplit("-", 1)[0] in runs]
-    expected = [f"{run}-{i}" for run, n in runs.items() for i in range(n)]
-    report = count_ids([v["order_id"] for v in ours], expected)
-    report["wrong_total"] = sum(1 for v in ours if v["total"] != expected_total(int(v["order_id"].rsplit("-", 1)[1])))
-    return report
 
 
 def poison_positions(bootstrap: str, runs: list[str]) -> dict[str, tuple[int, int]]:

@@ -63,15 +63,15 @@ def test_progress_line_with_a_sink_record_and_a_dlq():
     handle = SimpleNamespace(partitions={"out": {0: 90, 1: 8}, "dlq": {0: 2}})
     record = SimpleNamespace(metrics={"records": 100, "transactions": 2, "precommit_max_ms": 41.2, "commit_ms": 9.7},
                              handles=[handle])
-    line = format_line("p", progress(rows=200), record, "dlq")
+    line = format_line("p", progress(rows=200), records_read(progress(rows=200), 2), record, "dlq")
     assert line == ("kafka-eos p batch 4: 100 in, 98 out, 2 to DLQ, 2 transactions, batch 1234 ms, "
                     "pre-commit max 41 ms, commit 10 ms")
 
 
 def test_progress_line_without_a_sink_record_counts_skips():
-    assert format_line("p", progress(rows=7), None, None, skipped=3) == \
+    assert format_line("p", progress(rows=7), 7, None, None, skipped=3) == \
         "kafka-eos p batch 4: 7 in, 3 skipped, nothing committed, batch 1234 ms"
-    assert records_read(progress(rows=7), None) == 7
+    assert records_read(progress(rows=7), 1) == 7
 
 
 def test_sink_log_location_defaults_beside_the_checkpoint(tmp_path):

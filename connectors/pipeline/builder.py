@@ -42,6 +42,12 @@ class PipelineBuildError(ValueError):
     """The pipeline cannot be turned into a query; the message names the YAML key and the fix."""
 
 
+def scans_per_batch(cfg: PipelineConfig) -> int:
+    """Source scans in the plan: 2 with a DLQ (output and DLQ branches; see the invariants), else 1.
+    Spark's offset log records one source per scan, and counts each scan's rows as input."""
+    return 2 if uses_dlq(cfg) else 1
+
+
 def read_source(spark: SparkSession, cfg: PipelineConfig) -> DataFrame:
     connectors.register(spark)
     return spark.readStream.format("kafka-eos").options(**source_options(cfg)).load()

@@ -13,16 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from config.model import PipelineConfig
-from config.spark_options import uses_dlq
+from connectors.pipeline.builder import scans_per_batch
 from txn.log_store import LogStore
 
 
 class CheckpointShapeError(ValueError):
     """The checkpoint was written by a plan with another number of source scans."""
-
-
-def planned_sources(cfg: PipelineConfig) -> int:
-    return 2 if uses_dlq(cfg) else 1
 
 
 def checkpoint_sources(location: str) -> int | None:
@@ -43,7 +39,7 @@ def check_checkpoint(cfg: PipelineConfig) -> None:
     """Raise ``CheckpointShapeError`` when the checkpoint cannot be resumed by this pipeline."""
     location = cfg.checkpoint.location
     found = checkpoint_sources(location) if location else None
-    wanted = planned_sources(cfg)
+    wanted = scans_per_batch(cfg)
     if found is None or found == wanted:
         return
     policy = cfg.errors.on_decode_error.value

@@ -19,17 +19,15 @@ from typing import Callable
 
 from config.model import PipelineConfig
 from config.redact import Redactor
+from connectors.pipeline.builder import scans_per_batch, writer_options
+from connectors.sink.options import sink_log_location as sink_options_log_location
 from txn.sink_log import BatchRecord
 from txn.log_store import LogStore
 
-SINK_LOG_DIR = "kafka-eos-sink"
-
 
 def sink_log_location(cfg: PipelineConfig) -> str:
-    """Where the sink keeps its log: option ``sinkLogLocation``, else ``<checkpoint>/kafka-eos-sink``."""
-    options = {k.lower(): v for k, v in cfg.sink.options}
-    explicit = options.get("sinkloglocation")
-    return str(explicit) if explicit else f"{(cfg.checkpoint.location or '').rstrip('/')}/{SINK_LOG_DIR}"
+    """Where the pipeline's sink keeps its log: what the sink derives from the options it is given."""
+    return sink_options_log_location(writer_options(cfg, once=False))
 
 
 def topic_counts(record: BatchRecord) -> dict[str, int]:
@@ -40,16 +38,16 @@ def topic_counts(record: BatchRecord) -> dict[str, int]:
     return counts
 
 
-def records_read(progress, dlq_topic: str | None) -> int:
-    """Records the batch read. With a DLQ the plan scans the batch's offset range twice (output
-    and DLQ branches) and Spark counts both scans: each record is counted twice."""
-    return progress.numInputRows // 2 if dlq_topic else progress.numInputRows
+def records_read(progress, scans: int) -> int:
+    """Records the batch read. Spark counts the rows of every source scan (``scans_per_batch``:
+    2 with a DLQ), so each record is counted once per scan."""
+    return progress.numInputRows // scans
 
 
-def format_line(name: str, progress, record: BatchRecord | None, dlq_topic: str | None,
+def format_line(name: str, progress, read: int, record: BatchRecord | None, dlq_topic: str | None,
                 skipped: int = 0) -> str:
     """The progress line of one batch (``progress``: a StreamingQueryProgress)."""
-    parts = [f"{records_read(progress, dlq_topic)} in"]
+    parts = [f"{read} in"]
     if record is not None and record.metrics:
         m = record.metrics
         dlq = topic_counts(record).get(dlq_topic, 0) if dlq_topic else 0
@@ -74,6 +72,7 @@ class ProgressReporter:
                  skipped: Callable[[], int] | None = None) -> None:
         self.name = cfg.name or "kafka-eos"
         self.dlq_topic = cfg.errors.dlq_topic
+        self.scans = scans_per_batch(cfg)
         self.location = sink_log_location(cfg)
         self.redact, self.emit, self.skipped = redactor, emit, skipped
         self.last_batch = -1
@@ -100,9 +99,10 @@ class ProgressReporter:
         for progress in sorted(query.recentProgress, key=lambda p: p.batchId):
             if progress.batchId <= self.last_batch or "addBatch" not in (progress.durationMs or {}):
                 continue
-            line = format_line(self.name, progress, self._record(progress.batchId), self.dlq_topic,
+            read = records_read(progress, self.scans)
+            line = format_line(self.name, progress, read, self._record(progress.batchId), self.dlq_topic,
                                self._skipped_delta())
             self.last_batch = progress.batchId
-            self.input_rows += records_read(progress, self.dlq_topic)
+            self.input_rows += read
             self.lines.append(self.redact(line))
             self.emit(self.lines[-1])

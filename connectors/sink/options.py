@@ -52,19 +52,26 @@ def producer_conf(options: Mapping[str, str]) -> dict[str, str]:
     return conf
 
 
+def sink_log_location(options: Mapping[str, str]) -> str:
+    """Option ``sinkLogLocation``, else ``<checkpointLocation>/kafka-eos-sink``."""
+    options = {k.lower(): v for k, v in options.items()}
+    explicit = options.get("sinkloglocation")
+    if explicit:
+        return str(explicit)
+    checkpoint = options.get("checkpointlocation")
+    if not checkpoint:
+        raise SinkConfigError("the kafka-eos sink keeps its commit log beside the query checkpoint: set "
+                              ".option('checkpointLocation', ...) on writeStream (or option sinkLogLocation)")
+    return checkpoint.rstrip("/") + "/kafka-eos-sink"
+
+
 def sink_config(options: Mapping[str, str]) -> SinkConfig:
     options = {k.lower(): v for k, v in options.items()}
     prefix = options.get("transactional.id.prefix")
     if not prefix:
         raise SinkConfigError("sink option transactional.id.prefix is required: a name unique to this "
                               "query, kept across restarts (e.g. .option('transactional.id.prefix', 'orders-eos'))")
-    log_location = options.get("sinkloglocation")
-    if not log_location:
-        checkpoint = options.get("checkpointlocation")
-        if not checkpoint:
-            raise SinkConfigError("the kafka-eos sink keeps its commit log beside the query checkpoint: set "
-                                  ".option('checkpointLocation', ...) on writeStream (or option sinkLogLocation)")
-        log_location = checkpoint.rstrip("/") + "/kafka-eos-sink"
+    log_location = sink_log_location(options)
     guarantee = options.get("guarantee", "exactly_once").lower()
     if guarantee not in ("exactly_once", "at_least_once"):
         raise SinkConfigError(f"sink option guarantee={guarantee!r}: use exactly_once or at_least_once")
