@@ -4,13 +4,13 @@ checkpoint. Rules that only matter for exactly-once return nothing for ``at_leas
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from urllib.parse import urlparse
 
 from config.model import PipelineConfig
 from config.violations import Context, Rule, Violation
+from txn.sink_log import SinkLogReader
 from txn.timeouts import check_transaction_timeout
 
 SINK_LOG_DIR = "kafka-eos-sink"   # where the sink keeps its commit log (connectors.sink.options)
@@ -102,7 +102,8 @@ def _writable(path: Path) -> str | None:
 
 def _sink_log_owner(path: Path) -> str | None:
     try:
-        return json.loads((path / SINK_LOG_DIR / "_meta.json").read_text()).get("prefix")
+        meta = SinkLogReader(str(path / SINK_LOG_DIR)).meta()
+        return meta.get("prefix") if meta else None
     except (OSError, ValueError, AttributeError):
         return None
 

@@ -43,21 +43,21 @@ def test_handle_round_trip_and_version():
 
 def test_sink_log_round_trip_prefix_pin_and_version(tmp_path):
     log = SinkLog(str(tmp_path), "p")
-    record = BatchRecord(4, DECIDED, 2, (handle(0), handle(1)), {0: "pending", 1: "pending"})
-    log.write(record)
+    record = log.append(BatchRecord(4, DECIDED, 2, (handle(0), handle(1)), {0: "pending", 1: "pending"}), None)
     assert log.get(4) == record and log.latest() == record
     with pytest.raises(SinkLogError, match="belongs to transactional.id.prefix 'p'"):
         SinkLog(str(tmp_path), "other")
-    data = json.loads((tmp_path / "4.json").read_text())
-    (tmp_path / "4.json").write_text(json.dumps({**data, "v": 2}))
-    with pytest.raises(SinkLogError, match="format 2"):
+    data = json.loads((tmp_path / "4.0.json").read_text())
+    (tmp_path / "4.0.json").unlink()
+    (tmp_path / "4.0.json").write_text(json.dumps({**data, "v": 9}))
+    with pytest.raises(SinkLogError, match="format 9"):
         log.get(4)
 
 
 def test_sink_log_prune_keeps_the_latest(tmp_path):
     log = SinkLog(str(tmp_path), "p")
     for b in range(10):
-        log.write(BatchRecord(b, "committed", 0, ()))
+        log.append(BatchRecord(b, "committed", 0, ()), None)
     log.prune(keep=3)
     assert log.batch_ids() == [7, 8, 9]
 
@@ -138,7 +138,7 @@ def test_replay_of_a_committed_batch_commits_nothing_and_aborts_rewrites(tmp_pat
 
 def test_recovery_commits_a_decided_batch_first(tmp_path):
     log = SinkLog(str(tmp_path), "p")
-    log.write(BatchRecord(9, DECIDED, 2, (handle(0), handle(1)), {0: "pending", 1: "pending"}))
+    log.append(BatchRecord(9, DECIDED, 2, (handle(0), handle(1)), {0: "pending", 1: "pending"}), None)
     proto = protocol(tmp_path)
     plan = proto.recover()
     assert proto.committer.committed == [0, 1] and plan.skip(9, 0) and plan.skip(9, 1)
@@ -147,7 +147,8 @@ def test_recovery_commits_a_decided_batch_first(tmp_path):
 
 def test_recovery_records_lost_handles_and_plans_their_rewrite(tmp_path):
     log = SinkLog(str(tmp_path), "p")
-    log.write(BatchRecord(4, DECIDED, 3, (handle(0), handle(1), handle(2)), {0: "pending", 1: "pending", 2: "pending"}))
+    log.append(BatchRecord(4, DECIDED, 3, (handle(0), handle(1), handle(2)), {0: "pending", 1: "pending", 2: "pending"}),
+               None)
     proto = protocol(tmp_path, {1: LOST})
     plan = proto.recover()  # must not raise: the replay that follows re-writes partition 1
     assert plan.skip(4, 0) and plan.skip(4, 2) and not plan.skip(4, 1)

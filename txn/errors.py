@@ -17,8 +17,9 @@ class TransactionLostError(TwoPhaseCommitError):
 
 
 class ReplayMismatchError(TwoPhaseCommitError):
-    """A replayed batch does not have the shape of the decided one (a different number of
-    sink partitions), so the lost partitions cannot be re-written exactly once."""
+    """A replayed batch does not have the rows of the decided one (another number of sink
+    partitions, or another record count in a sink partition), so its lost partitions cannot be
+    re-written exactly once; the replay's transactions are aborted, nothing is committed."""
 
 
 class ProducerFencedError(TwoPhaseCommitError):
@@ -28,3 +29,8 @@ class ProducerFencedError(TwoPhaseCommitError):
 
 class SinkLogError(TwoPhaseCommitError):
     """The sink log is unreadable, of an unknown format version, or belongs to another prefix."""
+
+
+class SinkLogConflictError(SinkLogError):
+    """A create-only sink log record already exists: another run of the query (same checkpoint
+    and sink log) wrote that state meanwhile and took over; this run must not proceed."""

@@ -1,9 +1,19 @@
-"""Durable small-file storage for the sink log: atomic replace, local or remote.
+"""Durable small-file storage for the sink log: create-only records, local or remote.
 
-Invariant: ``write_atomic`` leaves either the old or the new content under the name, never a
-partial file. Locally: write a temp file, fsync it, rename over the name, fsync the directory.
-Remote URIs (hdfs://, s3://, gs://, ...) go through ``pyarrow.fs`` (write temp + move); their
-atomicity is that of the store's rename.
+Invariants this module enforces:
+- ``create`` never overwrites: it leaves the name either absent or holding the whole new
+  content, and raises ``FileExistsError`` when the name already exists.
+  Locally: write a temp file, fsync it, hard-link it to the name (``link`` fails atomically when
+  the name exists, like ``O_EXCL``, but the name never shows a partial file), fsync the directory.
+  ``s3://`` (and ``s3a://``/``s3n://``, mapped to ``s3://`` for pyarrow): one PUT of the whole
+  object, so the name never shows a partial file; the exclusivity is a check before the PUT
+  (pyarrow offers no conditional ``If-None-Match`` PUT), so two writers racing inside that
+  window can both succeed there - the sink log's sequence numbers then still never let a
+  record be *replaced* by an older writer's state unless both hit that window.
+  Other pyarrow stores (hdfs://, gs://, ...): write a temp file, check the name is absent, move
+  (pyarrow's move on HDFS deletes an existing target first; the check makes that path unused,
+  with the same check-then-act window as on S3).
+- A store opened with ``create=False`` creates nothing: a missing location reads as empty.
 """
 from __future__ import annotations
 
@@ -12,58 +22,100 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlparse
 
+_S3_ALIASES = ("s3a://", "s3n://")
+
+
+def pyarrow_uri(location: str) -> str:
+    """Hadoop's ``s3a://``/``s3n://`` names for what pyarrow calls ``s3://``."""
+    for alias in _S3_ALIASES:
+        if location.startswith(alias):
+            return "s3://" + location[len(alias):]
+    return location
+
 
 class LogStore:
-    def __init__(self, location: str) -> None:
+    def __init__(self, location: str, create: bool = True) -> None:
         parsed = urlparse(location)
         self._local = parsed.scheme in ("", "file")
+        self.location = location
         if self._local:
             self._root = Path(parsed.path if parsed.scheme == "file" else location)
-            self._root.mkdir(parents=True, exist_ok=True)
-        else:
-            from pyarrow import fs
-            self._fs, self._rootpath = fs.FileSystem.from_uri(location)
+            if create:
+                self._root.mkdir(parents=True, exist_ok=True)
+            return
+        from pyarrow import fs
+        uri = pyarrow_uri(location)
+        self._s3 = uri.startswith("s3://")
+        self._fs, self._rootpath = fs.FileSystem.from_uri(uri)
+        if create and not self._s3:  # S3 has no directories: an object key is enough
             self._fs.create_dir(self._rootpath, recursive=True)
-        self.location = location
+
+    def _remote(self, name: str) -> str:
+        return f"{self._rootpath.rstrip('/')}/{name}"
+
+    def exists(self, name: str) -> bool:
+        if self._local:
+            return (self._root / name).exists()
+        from pyarrow import fs
+        return self._fs.get_file_info(self._remote(name)).type != fs.FileType.NotFound
 
     def names(self) -> list[str]:
         if self._local:
+            if not self._root.is_dir():
+                return []
             return sorted(p.name for p in self._root.iterdir() if not p.name.startswith("."))
         from pyarrow import fs
-        infos = self._fs.get_file_info(fs.FileSelector(self._rootpath))
+        infos = self._fs.get_file_info(fs.FileSelector(self._rootpath, allow_not_found=True))
         return sorted(i.base_name for i in infos if not i.base_name.startswith("."))
 
     def read(self, name: str) -> str | None:
         if self._local:
             path = self._root / name
-            return path.read_text() if path.exists() else None
-        path = f"{self._rootpath}/{name}"
-        from pyarrow import fs
-        if self._fs.get_file_info(path).type == fs.FileType.NotFound:
+            try:
+                return path.read_text()
+            except FileNotFoundError:
+                return None
+        if not self.exists(name):
             return None
-        with self._fs.open_input_stream(path) as stream:
+        with self._fs.open_input_stream(self._remote(name)) as stream:
             return stream.read().decode()
 
-    def write_atomic(self, name: str, text: str) -> None:
-        tmp = f".{name}.{uuid.uuid4().hex}.tmp"
+    def create(self, name: str, text: str) -> None:
+        """Create ``name`` with ``text``; ``FileExistsError`` if it exists (never overwrite)."""
         if self._local:
-            with open(self._root / tmp, "w") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(self._root / tmp, self._root / name)
-            fd = os.open(self._root, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            return
-        with self._fs.open_output_stream(f"{self._rootpath}/{tmp}") as stream:
-            stream.write(text.encode())
-        self._fs.move(f"{self._rootpath}/{tmp}", f"{self._rootpath}/{name}")
+            self._create_local(name, text)
+        elif self._s3:
+            if self.exists(name):
+                raise FileExistsError(f"{self.location}/{name}")
+            with self._fs.open_output_stream(self._remote(name)) as stream:
+                stream.write(text.encode())
+        else:
+            tmp = self._remote(f".{name}.{uuid.uuid4().hex}.tmp")
+            with self._fs.open_output_stream(tmp) as stream:
+                stream.write(text.encode())
+            if self.exists(name):
+                self._fs.delete_file(tmp)
+                raise FileExistsError(f"{self.location}/{name}")
+            self._fs.move(tmp, self._remote(name))
+
+    def _create_local(self, name: str, text: str) -> None:
+        tmp = self._root / f".{name}.{uuid.uuid4().hex}.tmp"
+        with open(tmp, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(tmp, self._root / name)  # atomic and exclusive: EEXIST if the name exists
+        finally:
+            tmp.unlink(missing_ok=True)
+        fd = os.open(self._root, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def delete(self, name: str) -> None:
         if self._local:
             (self._root / name).unlink(missing_ok=True)
-        else:
-            self._fs.delete_file(f"{self._rootpath}/{name}")
+        elif self.exists(name):
+            self._fs.delete_file(self._remote(name))

@@ -74,7 +74,7 @@ class TwoPhaseCommitProtocol:
             return previous
         record = self._decide(batch_id, handles, previous)                           # step 2
         self.faults.hit("before_decision", batch_id)
-        self.log.write(record)                                                       # step 3
+        record = self.log.append(record, previous)                                   # step 3
         self.faults.hit("after_decision", batch_id)
         record = self._end(record)                                                   # steps 4-6
         self.faults.hit("after_end_txns", batch_id)
@@ -113,10 +113,10 @@ class TwoPhaseCommitProtocol:
             self.faults.hit("between_end_txns", record.batch_id)
         outcomes = self.committer.commit(pending)                                    # step 4
         commit_ms = round((time.monotonic() - t0) * 1000, 1)
-        record = record.with_status(outcomes)
+        base, record = record, record.with_status(outcomes)
         lost = record.partitions_with(LOST)
         if lost:                                                                     # step 5
-            self.log.write(record)
+            self.log.append(record, base)
             records = sum(h.records for h in record.handles if h.sink_partition in lost)
             raise TransactionLostError(
                 f"batch {record.batch_id}: the broker aborted the transactions of sink partitions "
@@ -129,8 +129,7 @@ class TwoPhaseCommitProtocol:
                    "precommit_max_ms": max((h.precommit_ms for h in record.handles), default=0.0)}
         record = BatchRecord(record.batch_id, COMMITTED, record.num_partitions, record.handles,
                              record.status, metrics)
-        self.log.write(record)                                                       # step 6
-        return record
+        return self.log.append(record, base)                                         # step 6
 
     def _abort_duplicates(self, handles: list[TxnHandle], durable: set[int]) -> None:
         duplicates = [h for h in handles if h.sink_partition in durable and h.has_transaction]

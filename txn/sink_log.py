@@ -1,26 +1,38 @@
 """The sink log: the durable record of each batch's commit decision, beside the checkpoint.
 
-One file per batch, ``<batch id>.json``, replaced atomically at each step:
+Records are create-only (``LogStore.create``): every new state of batch N is a new file
+``<N>.<seq>.json`` with ``seq`` one above the record its writer last read or wrote; a create
+that finds the name taken means another run wrote a state of that batch meanwhile, and raises
+``SinkLogConflictError`` instead of proceeding. The newest ``seq`` of a batch is its state:
     decided    -> every handle of the batch is recorded; from now on the batch WILL be
                   committed (by this run or by recovery), never re-written blindly;
     committed  -> every handle's EndTxn succeeded.
 Per sink partition the record says ``pending``, ``committed`` or ``lost`` (the broker aborted
 the transaction before we could commit it; that partition's data must be written again).
-``_meta.json`` pins the format version and the transactional-id prefix of the log.
+``_meta.json`` (create-only too) pins the format version, the transactional-id prefix and the
+query id of the checkpoint the log belongs to (Spark's ``<checkpoint>/metadata``).
+``SinkLogReader`` reads a log and creates nothing (executors, progress lines, validation).
 """
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 
-from txn.errors import SinkLogError
+from txn.errors import SinkLogConflictError, SinkLogError
 from txn.handle import TxnHandle
 from txn.log_store import LogStore
 
-LOG_FORMAT = 1
+LOG_FORMAT = 2
+META = "_meta.json"
 KEEP_BATCHES = 100
 DECIDED, COMMITTED = "decided", "committed"
 PENDING, PART_COMMITTED, LOST = "pending", "committed", "lost"
+_RECORD = re.compile(r"^(\d+)\.(\d+)\.json$")
+
+
+def record_name(batch_id: int, seq: int) -> str:
+    return f"{batch_id}.{seq}.json"
 
 
 @dataclass(frozen=True)
@@ -31,6 +43,7 @@ class BatchRecord:
     handles: tuple[TxnHandle, ...]
     status: dict[int, str] = field(default_factory=dict)  # sink partition -> pending|committed|lost
     metrics: dict[str, float] = field(default_factory=dict)
+    seq: int = 0  # position among the batch's create-only records (set by ``SinkLog.append``)
 
     def partitions_with(self, status: str) -> set[int]:
         return {p for p, s in self.status.items() if s == status}
@@ -41,11 +54,15 @@ class BatchRecord:
         empty = set(range(self.num_partitions)) - written
         return empty | self.partitions_with(PART_COMMITTED)
 
+    def records_of(self, sink_partition: int) -> int:
+        """Records the decision logged for one sink partition (0 when it had none)."""
+        return sum(h.records for h in self.handles if h.sink_partition == sink_partition)
+
     def with_status(self, updates: dict[int, str], state: str | None = None) -> "BatchRecord":
         return replace(self, status={**self.status, **updates}, state=state or self.state)
 
     def to_json(self) -> str:
-        return json.dumps({"v": LOG_FORMAT, "batch": self.batch_id, "state": self.state,
+        return json.dumps({"v": LOG_FORMAT, "batch": self.batch_id, "seq": self.seq, "state": self.state,
                            "num_partitions": self.num_partitions,
                            "handles": [h.to_dict() for h in self.handles],
                            "status": {str(k): v for k, v in sorted(self.status.items())},
@@ -59,44 +76,102 @@ class BatchRecord:
                                "this kafka-eos build cannot recover it (use the build that wrote it)")
         return cls(batch_id=data["batch"], state=data["state"], num_partitions=data["num_partitions"],
                    handles=tuple(TxnHandle.from_dict(h) for h in data["handles"]),
-                   status={int(k): v for k, v in data["status"].items()}, metrics=data.get("metrics", {}))
+                   status={int(k): v for k, v in data["status"].items()}, metrics=data.get("metrics", {}),
+                   seq=data["seq"])
 
 
-class SinkLog:
-    """Batch records of one sink; the only writer is the driver of the one live query."""
+class SinkLogReader:
+    """Reads a sink log; creates nothing (a missing location reads as an empty log)."""
 
-    def __init__(self, location: str, prefix: str) -> None:
-        self.store = LogStore(location)
-        self._check_meta(prefix)
+    def __init__(self, location: str) -> None:
+        self.store = LogStore(location, create=False)
 
-    def _check_meta(self, prefix: str) -> None:
-        text = self.store.read("_meta.json")
-        if text is None:
-            self.store.write_atomic("_meta.json", json.dumps({"v": LOG_FORMAT, "prefix": prefix}))
-            return
-        meta = json.loads(text)
-        if meta.get("v") != LOG_FORMAT:
-            raise SinkLogError(f"{self.store.location}: sink log format {meta.get('v')!r} is not {LOG_FORMAT}")
-        if meta.get("prefix") != prefix:
-            raise SinkLogError(
-                f"{self.store.location} belongs to transactional.id.prefix {meta.get('prefix')!r}, not "
-                f"{prefix!r}: changing the prefix of a running pipeline would orphan its decided "
-                "transactions. Keep the old prefix, or start from a new checkpoint location.")
+    def meta(self) -> dict | None:
+        text = self.store.read(META)
+        return json.loads(text) if text else None
+
+    def _records(self) -> dict[int, int]:
+        """batch id -> newest seq."""
+        newest: dict[int, int] = {}
+        for name in self.store.names():
+            match = _RECORD.match(name)
+            if match:
+                batch, seq = int(match[1]), int(match[2])
+                newest[batch] = max(seq, newest.get(batch, -1))
+        return newest
 
     def batch_ids(self) -> list[int]:
-        return sorted(int(n[:-5]) for n in self.store.names() if n.endswith(".json") and n[:-5].isdigit())
+        return sorted(self._records())
+
+    def latest_batch_id(self) -> int | None:
+        ids = self.batch_ids()
+        return ids[-1] if ids else None
 
     def get(self, batch_id: int) -> BatchRecord | None:
-        text = self.store.read(f"{batch_id}.json")
-        return BatchRecord.from_json(text, f"{self.store.location}/{batch_id}.json") if text else None
+        """The newest state of a batch, or None."""
+        seq = self._records().get(batch_id)
+        if seq is None:
+            return None
+        name = record_name(batch_id, seq)
+        text = self.store.read(name)
+        return BatchRecord.from_json(text, f"{self.store.location}/{name}") if text else None
 
     def latest(self) -> BatchRecord | None:
-        ids = self.batch_ids()
-        return self.get(ids[-1]) if ids else None
+        batch_id = self.latest_batch_id()
+        return None if batch_id is None else self.get(batch_id)
 
-    def write(self, record: BatchRecord) -> None:
-        self.store.write_atomic(f"{record.batch_id}.json", record.to_json())
+
+class SinkLog(SinkLogReader):
+    """Batch records of one sink, written by the driver of the one live query of its checkpoint."""
+
+    def __init__(self, location: str, prefix: str, query_id: str | None = None) -> None:
+        self.store = LogStore(location)
+        self._check_meta(prefix, query_id)
+
+    def _check_meta(self, prefix: str, query_id: str | None) -> None:
+        meta = self.meta()
+        if meta is None:
+            try:
+                self.store.create(META, json.dumps({"v": LOG_FORMAT, "prefix": prefix, "query_id": query_id}))
+            except FileExistsError:
+                pass  # another driver created it at the same moment: check what it pinned
+            meta = self.meta()
+        where = self.store.location
+        if meta.get("v") != LOG_FORMAT:
+            raise SinkLogError(
+                f"{where}: sink log format {meta.get('v')!r} is not {LOG_FORMAT} (this build writes create-only "
+                "records bound to the checkpoint's query id). Let the old build finish its last batch, then "
+                "start this build with a new checkpointLocation (or sink option sinkLogLocation) and a new "
+                "transactional.id.prefix.")
+        if meta.get("prefix") != prefix:
+            raise SinkLogError(
+                f"{where} belongs to transactional.id.prefix {meta.get('prefix')!r}, not "
+                f"{prefix!r}: changing the prefix of a running pipeline would orphan its decided "
+                "transactions. Keep the old prefix, or start from a new checkpoint location.")
+        pinned = meta.get("query_id")
+        if pinned and query_id and pinned != query_id:
+            raise SinkLogError(
+                f"{where} belongs to the query {pinned} (the id in its checkpoint's 'metadata' file), not to "
+                f"{query_id}: a sink log reused by another checkpoint would mistake that query's batch ids "
+                "for its own. Point sink option sinkLogLocation at a new directory (or drop it to use "
+                "<checkpointLocation>/kafka-eos-sink), or restart from the checkpoint that wrote this log.")
+
+    def append(self, record: BatchRecord, base: BatchRecord | None) -> BatchRecord:
+        """Create the next state of a batch after ``base`` (the state this writer read or wrote
+        last; None: the batch has none). Raises SinkLogConflictError when another run wrote it."""
+        record = replace(record, seq=0 if base is None else base.seq + 1)
+        name = record_name(record.batch_id, record.seq)
+        try:
+            self.store.create(name, record.to_json())
+        except FileExistsError:
+            raise SinkLogConflictError(
+                f"{self.store.location}/{name} already exists: another run of this query (same checkpoint "
+                f"and sink log) wrote batch {record.batch_id} meanwhile and took over. This run stops "
+                "without touching it; run one query per checkpoint at a time.") from None
+        return record
 
     def prune(self, keep: int = KEEP_BATCHES) -> None:
-        for batch_id in self.batch_ids()[:-keep]:
-            self.store.delete(f"{batch_id}.json")
+        records = self._records()
+        for batch_id in sorted(records)[:-keep]:
+            for seq in range(records[batch_id] + 1):
+                self.store.delete(record_name(batch_id, seq))

@@ -6,7 +6,7 @@
 Invariants:
 - A line is printed once per batch that ran (progress with ``addBatch``), in batch order; idle
   triggers (no batch ran) print nothing.
-- Counts of records written come from the sink log (``<batch>.json`` ``metrics`` and the
+- Counts of records written come from the sink log (the batch's record ``metrics`` and the
   per-topic counts of its handles), which the sink writes before Spark reports the batch; when a
   batch has no sink record (nothing to commit) the line shows Spark's numbers only.
 - Lines go through the redactor: they hold names only, but the pipeline name is user text.
@@ -21,8 +21,7 @@ from config.model import PipelineConfig
 from config.redact import Redactor
 from connectors.pipeline.builder import scans_per_batch, writer_options
 from connectors.sink.options import sink_log_location as sink_options_log_location
-from txn.sink_log import BatchRecord
-from txn.log_store import LogStore
+from txn.sink_log import BatchRecord, SinkLogReader
 
 
 def sink_log_location(cfg: PipelineConfig) -> str:
@@ -82,8 +81,7 @@ class ProgressReporter:
 
     def _record(self, batch_id: int) -> BatchRecord | None:
         try:
-            text = LogStore(self.location).read(f"{batch_id}.json")
-            return BatchRecord.from_json(text, self.location) if text else None
+            return SinkLogReader(self.location).get(batch_id)
         except Exception:  # noqa: BLE001 - progress is best effort; the sink itself reports failures
             return None
 
