@@ -5,12 +5,13 @@ import json
 
 import pytest
 
-from txn.errors import ReplayMismatchError, SinkConfigError, SinkLogError
+from txn.errors import ReplayMismatchError, SinkConfigError, SinkLogConflictError, SinkLogError
+from txn.faults import FaultPlan
 from txn.handle import TxnHandle
 from txn.kafka_committer import COMMITTED, LOST
 from txn.protocol import TwoPhaseCommitProtocol
 from txn.sink_config import SinkConfig
-from txn.sink_log import DECIDED, LOST as LOG_LOST, BatchRecord, SinkLog
+from txn.sink_log import DECIDED, LOST as LOG_LOST, BatchRecord, SinkLog, SinkLogReader
 from txn.timeouts import check_transaction_timeout
 from txn.transactional_ids import TransactionalIdFactory
 
@@ -97,14 +98,18 @@ class FakeCommitter:
 
 
 class NoAborter:
+    def __init__(self):
+        self.calls = 0
+
     def abort_lingering(self, keep=frozenset()):
+        self.calls += 1
         return []
 
 
-def protocol(tmp_path, answers=None) -> TwoPhaseCommitProtocol:
+def protocol(tmp_path, answers=None, faults=None, query_id=None) -> TwoPhaseCommitProtocol:
     cfg = SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
                      log_location=str(tmp_path))
-    proto = TwoPhaseCommitProtocol(cfg)
+    proto = TwoPhaseCommitProtocol(cfg, faults or FaultPlan(), query_id)
     proto.committer, proto.aborter = FakeCommitter(answers), NoAborter()
     return proto
 
@@ -116,7 +121,7 @@ def test_replay_rewrites_only_lost_partitions(tmp_path):
     plan = protocol(tmp_path).recover()
     assert plan.skip(7, 0) and plan.skip(7, 2) and not plan.skip(7, 1)
     second = protocol(tmp_path)
-    replay = [TxnHandle.empty(0, skipped=True), handle(1, epoch=1), TxnHandle.empty(2, skipped=True)]
+    replay = [TxnHandle.empty(0, skipped=True, records=5), handle(1, epoch=1), TxnHandle.empty(2, True, 5)]
     record = second.commit_batch(7, replay)
     assert second.committer.committed == [1] and record.state == "committed"
     assert record.handles[0] == handle(0) and record.handles[1] == handle(1, epoch=1)
@@ -125,8 +130,81 @@ def test_replay_rewrites_only_lost_partitions(tmp_path):
 def test_replay_with_another_shape_is_refused(tmp_path):
     with pytest.raises(Exception):
         protocol(tmp_path, {1: LOST}).commit_batch(3, [handle(0), handle(1)])
-    with pytest.raises(ReplayMismatchError, match="2 sink partitions but its replay has 3"):
+    with pytest.raises(ReplayMismatchError, match=r"it has 3 sink partitions \(decided: 2\)"):
         protocol(tmp_path).commit_batch(3, [handle(0), handle(1), handle(2)])
+
+
+@pytest.mark.parametrize("replay,named", [
+    ([TxnHandle.empty(0, True, 5), handle(1, records=6), TxnHandle.empty(2, True, 4)],   # rows moved
+     "sink partition 1: decided 5, replay 6; sink partition 2: decided 5, replay 4"),
+    ([TxnHandle.empty(0, True, 5), handle(1), TxnHandle.empty(2, True, 5), handle(3, records=1)],  # shape
+     "it has 4 sink partitions (decided: 3) and other record counts (sink partition 3: decided 0, replay 1)"),
+])
+def test_replay_with_other_rows_per_partition_is_refused_and_commits_nothing(tmp_path, replay, named):
+    with pytest.raises(Exception):
+        protocol(tmp_path, {1: LOST}).commit_batch(7, [handle(0), handle(1), handle(2)])
+    refused = protocol(tmp_path)
+    with pytest.raises(ReplayMismatchError, match=r"batch 7 .*\[1\].*non-deterministic") as error:
+        refused.commit_batch(7, replay)
+    assert named in str(error.value)
+    assert refused.committer.committed == [] and sorted(refused.committer.aborted) == sorted(
+        h.sink_partition for h in replay if h.has_transaction)
+    assert SinkLogReader(str(tmp_path)).get(7).partitions_with(LOG_LOST) == {1}
+
+
+def test_replay_counts_partitions_that_were_empty_in_the_decision(tmp_path):
+    with pytest.raises(Exception):
+        protocol(tmp_path, {1: LOST}).commit_batch(2, [TxnHandle.empty(0), handle(1), handle(2)])
+    with pytest.raises(ReplayMismatchError, match="sink partition 0: decided 0, replay 3"):
+        protocol(tmp_path).commit_batch(2, [TxnHandle.empty(0, True, 3), handle(1, epoch=1), TxnHandle.empty(2, True, 5)])
+
+
+class TakeOverAt:
+    """A fault plan whose ``before_decision`` lets another run commit the same batch first."""
+
+    def __init__(self, other):
+        self.other, self.point = other, None
+
+    def hit(self, point, batch_id):
+        if point == "before_decision":
+            self.other()
+
+
+def test_a_run_that_lost_the_race_to_a_decision_stops_without_overwriting(tmp_path):
+    other = lambda: protocol(tmp_path).commit_batch(1, [handle(0, epoch=1), handle(1, epoch=1)])
+    stalled = protocol(tmp_path, faults=TakeOverAt(other))
+    with pytest.raises(SinkLogConflictError, match="took over"):
+        stalled.commit_batch(1, [handle(0), handle(1)])
+    assert stalled.committer.committed == []
+    record = SinkLogReader(str(tmp_path)).get(1)
+    assert record.state == "committed" and record.handles[0].producer_epoch == 1
+
+
+def test_sink_log_is_pinned_to_the_checkpoint_query_and_refuses_the_old_format(tmp_path):
+    SinkLog(str(tmp_path / "a"), "p", "query-1")
+    SinkLog(str(tmp_path / "a"), "p", "query-1")
+    with pytest.raises(SinkLogError, match="belongs to the query query-1.*sinkLogLocation"):
+        SinkLog(str(tmp_path / "a"), "p", "query-2")
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "_meta.json").write_text(json.dumps({"v": 1, "prefix": "p"}))
+    with pytest.raises(SinkLogError, match="format 1 is not 2"):
+        SinkLog(str(tmp_path / "old"), "p", "query-1")
+
+
+def test_reader_creates_nothing(tmp_path):
+    reader = SinkLogReader(str(tmp_path / "none"))
+    assert reader.latest_batch_id() is None and reader.get(0) is None and reader.meta() is None
+    assert not (tmp_path / "none").exists()
+
+
+def test_query_start_cleans_up_after_recovery_only(tmp_path):
+    SinkLog(str(tmp_path), "p").append(BatchRecord(9, DECIDED, 1, (handle(0),), {0: "pending"}), None)
+    proto = protocol(tmp_path)
+    proto.recover(query_start=True)
+    assert proto.committer.committed == [0] and proto.aborter.calls == 1
+    later = protocol(tmp_path)
+    later.recover()
+    assert later.aborter.calls == 0
 
 
 def test_replay_of_a_committed_batch_commits_nothing_and_aborts_rewrites(tmp_path):
@@ -153,7 +231,7 @@ def test_recovery_records_lost_handles_and_plans_their_rewrite(tmp_path):
     plan = proto.recover()  # must not raise: the replay that follows re-writes partition 1
     assert plan.skip(4, 0) and plan.skip(4, 2) and not plan.skip(4, 1)
     assert log.get(4).status == {0: "committed", 1: "lost", 2: "committed"}
-    record = protocol(tmp_path).commit_batch(4, [TxnHandle.empty(0, True), handle(1, epoch=2), TxnHandle.empty(2, True)])
+    record = protocol(tmp_path).commit_batch(4, [TxnHandle.empty(0, True, 5), handle(1, epoch=2), TxnHandle.empty(2, True, 5)])
     assert record.state == "committed"
 
 

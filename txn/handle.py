@@ -3,9 +3,10 @@
 Invariants:
 - A handle is serialisable (a plain dict with a format version) and self-sufficient: the
   driver commits it from the handle alone, in a process that never saw the producer.
-- ``records == 0`` means no transaction was opened (nothing was produced): such a handle is
+- A handle without a transactional id (or with ``records == 0``) has no transaction: it is
   never committed nor aborted. ``skipped`` means the task did not write because its data for
-  this batch is already durable (a replay of a committed sink partition).
+  this batch is already durable (a replay of a committed sink partition); its ``records`` are
+  the rows the replay had for that partition (counted, not written: the replay check).
 """
 from __future__ import annotations
 
@@ -40,5 +41,5 @@ class TxnHandle:
         return cls(**{k: v for k, v in data.items() if k != "v"})
 
     @classmethod
-    def empty(cls, sink_partition: int, skipped: bool = False) -> "TxnHandle":
-        return cls(sink_partition=sink_partition, skipped=skipped)
+    def empty(cls, sink_partition: int, skipped: bool = False, records: int = 0) -> "TxnHandle":
+        return cls(sink_partition=sink_partition, skipped=skipped, records=records)

@@ -4,8 +4,11 @@ Executors pre-commit (``KafkaWriter``); the driver then runs ``commit_batch``:
   1. a batch already committed (a replay after a crash before the engine's commit log)
      commits nothing again: duplicate transactions of the replay are aborted;
   2. merge with a previous decision of this batch (a replay after lost transactions): keep
-     durable partitions, take the re-written ones; the shapes must match (ReplayMismatchError);
-  3. record the decision (batch id + every handle) durably in the sink log;
+     durable partitions, take the re-written ones; the replay must have the decided rows: as
+     many sink partitions and, per sink partition (empty ones too), the decided record count,
+     else its transactions are aborted and ReplayMismatchError stops the query;
+  3. record the decision (batch id + every handle) durably in the sink log, create-only: a
+     record another run wrote meanwhile stops this one (SinkLogConflictError), never overwritten;
   4. EndTxn(commit) every pending handle, in parallel, with retries;
   5. a handle the broker aborted meanwhile is recorded as lost and TransactionLostError stops
      the query: the restart replays the batch and re-writes exactly the lost partitions;
@@ -14,7 +17,9 @@ Executors pre-commit (``KafkaWriter``); the driver then runs ``commit_batch``:
 ``recover`` runs before any task of a batch starts: it finishes a decided batch (step 4-6;
 handles the broker aborted meanwhile are recorded lost, not raised) and returns the
 ReplayPlan that tells tasks which sink partitions are already durable: the engine's replay of
-that batch re-writes exactly the others.
+that batch re-writes exactly the others (tasks of durable partitions write nothing but count
+their rows, for step 2's check). At query start, once recovery is done, step 7's cleanup also
+runs (a dead run's open transactions would hold back read_committed readers until they time out).
 """
 from __future__ import annotations
 
@@ -44,14 +49,22 @@ class ReplayPlan:
 
 
 class TwoPhaseCommitProtocol:
-    def __init__(self, config: SinkConfig, faults: FaultPlan = FaultPlan()) -> None:
+    def __init__(self, config: SinkConfig, faults: FaultPlan = FaultPlan(), query_id: str | None = None) -> None:
         self.config, self.faults = config, faults
-        self.log = SinkLog(config.log_location, config.transactional_id_prefix)
+        self.log = SinkLog(config.log_location, config.transactional_id_prefix, query_id)
         self.committer = KafkaCommitter(config.client_conf(), config.commit_timeout_s)
         self.aborter = TransactionAborter(config.client_conf(), config.ids, config.commit_timeout_s)
 
     # -- recovery ------------------------------------------------------------------------
-    def recover(self) -> ReplayPlan:
+    def recover(self, query_start: bool = False) -> ReplayPlan:
+        """Finish the last decided batch; at ``query_start`` (no task of this run has started)
+        then abort lingering transactions under the prefix (best effort, step 7's cleanup)."""
+        plan = self._recover()
+        if query_start:
+            self.aborter.abort_lingering()
+        return plan
+
+    def _recover(self) -> ReplayPlan:
         last = self.log.latest()
         if last is None:
             return ReplayPlan()
@@ -91,11 +104,7 @@ class TwoPhaseCommitProtocol:
         if previous is None:
             status = {h.sink_partition: PENDING for h in handles if h.has_transaction}
             return BatchRecord(batch_id, DECIDED, len(handles), tuple(handles), status)
-        if len(handles) != previous.num_partitions:
-            raise ReplayMismatchError(
-                f"batch {batch_id} was decided with {previous.num_partitions} sink partitions but its replay "
-                f"has {len(handles)}; lost partitions {sorted(previous.partitions_with(LOST))} cannot be "
-                "re-written exactly once. Keep the query's partitioning deterministic for a replay.")
+        self._check_replay(batch_id, handles, previous)
         durable = previous.durable_partitions()
         self._abort_duplicates(handles, durable)
         kept = {h.sink_partition: h for h in previous.handles if h.sink_partition in durable}
@@ -104,6 +113,32 @@ class TwoPhaseCommitProtocol:
                   **{h.sink_partition: PENDING for h in merged
                      if h.sink_partition not in durable and h.has_transaction}}
         return BatchRecord(batch_id, DECIDED, len(handles), merged, status)
+
+    def _check_replay(self, batch_id: int, handles: list[TxnHandle], previous: BatchRecord) -> None:
+        """Step 2: a replay re-writes a decided batch's lost partitions only if it has the decided
+        rows: as many sink partitions, and per sink partition (empty ones too) as many records."""
+        rewrite = sorted(set(range(previous.num_partitions)) - previous.durable_partitions())
+        if len(handles) == previous.num_partitions and not rewrite:
+            return
+        replay = {h.sink_partition: h.records for h in handles}
+        differ = [p for p in range(max(previous.num_partitions, len(handles)))
+                  if replay.get(p, 0) != previous.records_of(p)]
+        if len(handles) == previous.num_partitions and not differ:
+            return
+        self.committer.abort([h for h in handles if h.has_transaction])
+        counts = "; ".join(f"sink partition {p}: decided {previous.records_of(p)}, replay {replay.get(p, 0)}"
+                           for p in differ[:20])
+        raise ReplayMismatchError(
+            f"batch {batch_id} cannot be re-written exactly once: sink partitions {rewrite} of its decision "
+            f"({sum(previous.records_of(p) for p in rewrite)} records) were lost and must be re-written, but "
+            f"the replay of the same offsets does not give the decided rows - it has {len(handles)} sink "
+            f"partitions (decided: {previous.num_partitions}) and other record counts ({counts}). Likely cause: "
+            "a non-deterministic partitioning before the sink (coalesce after a shuffle, a round-robin "
+            "repartition(n), rand()/uuid() in a partitioning expression, a stream-static join on a table "
+            "that changed). Nothing of this replay was committed (its transactions are aborted). Fix: make "
+            "the plan deterministic (e.g. repartition(n, <key columns>)) and restart from the checkpoint; if "
+            "the decided layout cannot be reproduced, the lost records (the source offsets of this batch "
+            "are in the checkpoint's offsets/<batch id>) must be restored by hand before starting anew.")
 
     def _end(self, record: BatchRecord) -> BatchRecord:
         pending = [h for h in record.handles if record.status.get(h.sink_partition) == PENDING]

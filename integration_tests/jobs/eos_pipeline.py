@@ -25,6 +25,9 @@ def main() -> None:
     p.add_argument("--fault-dir", default="")
     p.add_argument("--transaction-timeout-ms", type=int, default=300_000)
     p.add_argument("--repartition", type=int, default=0)
+    p.add_argument("--layout", default="", choices=["", "rand"],
+                   help="rand: repartition(4) on a rand()-based column (a non-deterministic replay layout)")
+    p.add_argument("--sink-log-location", default="", help="sink option sinkLogLocation (default: beside the checkpoint)")
     a = p.parse_args()
 
     spark = SparkSession.builder.getOrCreate()
@@ -36,11 +39,15 @@ def main() -> None:
     df = reader.load().selectExpr("key", "CONCAT('out-', CAST(value AS STRING)) AS value")
     if a.repartition:
         df = df.repartition(a.repartition, "key")
+    if a.layout == "rand":
+        df = df.selectExpr("key", "value", "CAST(FLOOR(rand() * 1000) AS INT) AS r").repartition(4, "r").drop("r")
     writer = (df.writeStream.format("kafka-eos").option("kafka.bootstrap.servers", a.bootstrap)
               .option("topic", a.output).option("transactional.id.prefix", a.prefix)
               .option("checkpointLocation", a.checkpoint)
               .option("kafka.transaction.timeout.ms", a.transaction_timeout_ms)
               .option("batch.margin.ms", 1000))
+    if a.sink_log_location:
+        writer = writer.option("sinkLogLocation", a.sink_log_location)
     if a.fault:
         writer = writer.option("faultInjection", a.fault).option("faultInjectionDir", a.fault_dir)
     if a.trigger == "available_now":

@@ -1,0 +1,68 @@
+"""One writer per sink log, bound to its checkpoint (issue 10, point 4).
+
+Two drivers on one checkpoint must not both decide a batch: the sink log's records are
+create-only, so the run that comes second to a batch's record stops (SinkLogConflictError)
+instead of overwriting the other's decision. A sink log met with another checkpoint (a new
+query id) is refused before anything is written. Real broker, real spark-submit.
+"""
+from __future__ import annotations
+
+import pytest
+
+from integration_tests.kafka_tools import create_topic, unique
+from integration_tests.pipeline_runs import (exactly_once_report, kill_group, output_ids, run_to_completion,
+                                             seed_input, start_job, tail, wait_for)
+
+IDS = 3000
+
+
+@pytest.fixture
+def names(bootstrap):
+    found = {"input": unique("in"), "output": unique("out"), "prefix": unique("writers")}
+    seed_input(bootstrap, found["input"], IDS)
+    return found
+
+
+def job_args(bootstrap, names, checkpoint, *extra: str) -> list[str]:
+    return ["--bootstrap", bootstrap, "--input", names["input"], "--output", names["output"],
+            "--checkpoint", str(checkpoint), "--prefix", names["prefix"], "--max-offsets", "1000", *extra]
+
+
+def faults(tmp_path, name: str, point: str) -> list[str]:
+    directory = tmp_path / name  # a fault point fires once per directory: one directory per run
+    directory.mkdir()
+    return ["--fault", point, "--fault-dir", str(directory)]
+
+
+def test_a_stalled_run_cannot_overwrite_the_decision_of_a_run_that_took_over(bootstrap, names, tmp_path):
+    args = job_args(bootstrap, names, tmp_path / "checkpoint")
+    log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
+    run_a = start_job(args + faults(tmp_path, "faults-a", "before_decision@1"), log_a)
+    wait_for((tmp_path / "faults-a", "before_decision.*"), run_a, 300, log_a)
+    run_b = start_job(args + faults(tmp_path, "faults-b", "after_end_txns@1"), log_b)
+    wait_for((tmp_path / "faults-b", "after_end_txns.*"), run_b, 300, log_b)
+    kill_group(run_b)                              # B committed batch 1, died before Spark's commit log
+    (tmp_path / "faults-a" / "release").write_text("go")
+    try:
+        rc_a = run_a.wait(300)
+    finally:
+        kill_group(run_a)
+    run_to_completion(args, tmp_path / "clean.log")
+    report = exactly_once_report(output_ids(bootstrap, names["output"]), IDS)
+    assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report
+    assert rc_a != 0 and "took over" in log_a.read_text(errors="replace"), tail(log_a)
+
+
+def test_a_new_checkpoint_with_an_old_sink_log_is_refused_before_anything_is_written(bootstrap, names, tmp_path):
+    sink_log = str(tmp_path / "shared-sink-log")
+    run_to_completion(job_args(bootstrap, names, tmp_path / "ck1", "--sink-log-location", sink_log),
+                      tmp_path / "first.log")
+    second = {**names, "output": create_topic(bootstrap, unique("out2"), partitions=2)}
+    log = tmp_path / "second.log"
+    proc = start_job(job_args(bootstrap, second, tmp_path / "ck2", "--sink-log-location", sink_log), log)
+    try:
+        rc = proc.wait(400)
+    finally:
+        kill_group(proc)
+    assert rc != 0 and "belongs to the query" in log.read_text(errors="replace"), tail(log)
+    assert sum(output_ids(bootstrap, second["output"], "read_uncommitted").values()) == 0
