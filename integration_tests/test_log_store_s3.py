@@ -1,0 +1,126 @@
+"""The sink log on an S3 API (issue 10, point 5): moto's server on loopback, pyarrow's S3 client.
+
+What holds there: ``s3a://`` locations (Hadoop's name, which the docs use) are accepted (mapped to
+``s3://`` for pyarrow); records are create-only (a second create of a name raises, never
+replaces); a process killed between two writes leaves the first record whole, and recovery
+reads it and goes on. Store-level: no Spark here, the committer is a stand-in.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from txn.errors import SinkLogConflictError, SinkLogError
+from txn.handle import TxnHandle
+from txn.log_store import LogStore, pyarrow_uri
+from txn.protocol import TwoPhaseCommitProtocol
+from txn.sink_config import SinkConfig
+from txn.sink_log import DECIDED, BatchRecord, SinkLog, SinkLogReader
+
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+               "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    pytest.importorskip("moto.server", reason="moto[server] is in the test extra: pip install -e .[test]")
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 1).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        server.kill()
+        pytest.fail("moto server did not start within 60 s")
+    yield f"127.0.0.1:{port}"
+    server.terminate()
+    server.wait(30)
+
+
+@pytest.fixture
+def location(endpoint, monkeypatch, request):
+    for key, value in CREDENTIALS.items():
+        monkeypatch.setenv(key, value)
+    from pyarrow import fs
+    bucket = f"ck-{request.node.name.replace('_', '-')[:40].lower()}"
+    fs.S3FileSystem(endpoint_override=endpoint, scheme="http", region="us-east-1",
+                    allow_bucket_creation=True).create_dir(bucket)
+    return f"s3a://{bucket}/checkpoint/kafka-eos-sink?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+
+
+def handle(k: int) -> TxnHandle:
+    return TxnHandle(sink_partition=k, transactional_id=f"p-{k}-0", producer_id=10 + k, producer_epoch=0, records=4)
+
+
+def test_s3a_is_mapped_for_pyarrow():
+    assert pyarrow_uri("s3a://b/ck") == "s3://b/ck" and pyarrow_uri("s3n://b/ck") == "s3://b/ck"
+    assert pyarrow_uri("hdfs://nn/ck") == "hdfs://nn/ck"
+
+
+def test_records_are_create_only_and_pinned_on_s3(location):
+    assert SinkLogReader(location).latest_batch_id() is None
+    log = SinkLog(location, "p", "query-1")
+    decided = log.append(BatchRecord(3, DECIDED, 2, (handle(0), handle(1)), {0: "pending", 1: "pending"}), None)
+    committed = log.append(BatchRecord(3, "committed", 2, decided.handles, {0: "committed", 1: "committed"}), decided)
+    assert SinkLogReader(location).get(3) == committed and SinkLogReader(location).latest_batch_id() == 3
+    with pytest.raises(SinkLogConflictError, match="took over"):
+        log.append(BatchRecord(3, "committed", 2, ()), decided)  # a stale writer: the name is taken
+    assert SinkLogReader(location).get(3) == committed
+    with pytest.raises(FileExistsError):
+        LogStore(location).create("3.0.json", "{}")
+    with pytest.raises(SinkLogError, match="belongs to the query query-1"):
+        SinkLog(location, "p", "query-2")
+
+
+_DECIDE_THEN_DIE = """
+import os, signal, sys
+from txn.handle import TxnHandle
+from txn.sink_log import DECIDED, BatchRecord, SinkLog
+handles = tuple(TxnHandle(sink_partition=k, transactional_id=f"p-{k}-0", producer_id=10 + k, producer_epoch=0,
+                          records=4) for k in range(3))
+SinkLog(sys.argv[1], "p", "query-1").append(BatchRecord(5, DECIDED, 3, handles, {k: "pending" for k in range(3)}), None)
+os.kill(os.getpid(), signal.SIGKILL)  # the driver dies between the decision and the commit record
+"""
+
+
+class Committer:
+    def __init__(self):
+        self.committed = []
+
+    def commit(self, handles):
+        self.committed += [h.sink_partition for h in handles]
+        return {h.sink_partition: "committed" for h in handles}
+
+    def abort(self, handles):
+        return {}
+
+
+def test_a_driver_killed_after_its_decision_is_recovered_from_s3(location):
+    child = subprocess.run([sys.executable, "-c", _DECIDE_THEN_DIE, location], env={**os.environ}, timeout=120)
+    assert child.returncode == -signal.SIGKILL
+    assert SinkLogReader(location).get(5).state == DECIDED
+    config = SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
+                        log_location=location)
+    protocol = TwoPhaseCommitProtocol(config, query_id="query-1")
+    protocol.committer = Committer()
+    plan = protocol.recover()
+    assert protocol.committer.committed == [0, 1, 2] and all(plan.skip(5, k) for k in range(3))
+    record = SinkLogReader(location).get(5)
+    assert record.state == "committed" and record.seq == 1
