@@ -3,7 +3,6 @@ from its checkpoint; every input id must end up exactly once in the read_committ
 and nothing from aborted input transactions. Runs through real spark-submit (local[2,3])."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 
@@ -12,6 +11,7 @@ import pytest
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_runs import (exactly_once_report, kill_group, output_ids, run_to_completion,
                                              seed_input, start_job, wait_for)
+from txn.sink_log import SinkLogReader
 
 IDS = 3000
 
@@ -30,9 +30,12 @@ def pipeline(bootstrap, tmp_path):
     return names
 
 
+def sink_log(tmp_path) -> SinkLogReader:
+    return SinkLogReader(str(tmp_path / "checkpoint" / "kafka-eos-sink"))
+
+
 def batch_records(tmp_path, batch: int) -> int:
-    record = json.loads((tmp_path / "checkpoint" / "kafka-eos-sink" / f"{batch}.json").read_text())
-    return sum(h["records"] for h in record["handles"])
+    return sum(h.records for h in sink_log(tmp_path).get(batch).handles)
 
 
 @pytest.mark.parametrize("point", ["task_write", "before_decision", "after_decision",
@@ -83,8 +86,7 @@ def test_driver_down_longer_than_the_transaction_timeout_loses_nothing(tmp_path)
         kill_group(proc)
         time.sleep(20)  # > transaction.timeout.ms: the broker aborts batch 1's decided transactions
         run_to_completion(args, log)
-        record = json.loads((tmp_path / "checkpoint" / "kafka-eos-sink" / "1.json").read_text())
-        assert record["state"] == "committed"
+        assert sink_log(tmp_path).get(1).state == "committed"
         assert "was decided but not fully committed" in log.read_text()
         report = exactly_once_report(output_ids(broker.bootstrap, names["output"]), IDS)
         assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report
