@@ -66,3 +66,41 @@ def test_a_new_checkpoint_with_an_old_sink_log_is_refused_before_anything_is_wri
         kill_group(proc)
     assert rc != 0 and "belongs to the query" in log.read_text(errors="replace"), tail(log)
     assert sum(output_ids(bootstrap, second["output"], "read_uncommitted").values()) == 0
+
+
+def open_sink_partitions(bootstrap: str, prefix: str) -> set[int]:
+    """Sink partitions (``<prefix>-<sink partition>-...`` ids) with an Ongoing transaction."""
+    import re
+
+    from kafka import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        listings = admin.list_transactions(state_filters=["Ongoing"])
+    finally:
+        admin.close()
+    ids = [t.transactional_id for rows in listings.values() for t in rows]
+    return {int(m[1]) for m in (re.match(rf"^{re.escape(prefix)}-(\d+)-", i) for i in ids) if m}
+
+
+def test_a_dead_runs_open_transactions_are_aborted_at_query_start(bootstrap, names, tmp_path):
+    """A run with 4 sink partitions dies with batch 1 pre-committed; the restart has 2, so no task
+    of it re-initialises ids of sink partitions 2 and 3: the query-start cleanup must end them
+    before the first batch (they would hold back read_committed readers of those partitions)."""
+    args = job_args(bootstrap, names, tmp_path / "checkpoint")
+    first = start_job(args + ["--repartition", "4"] + faults(tmp_path, "faults-1", "before_decision@1"),
+                      tmp_path / "first.log")
+    wait_for((tmp_path / "faults-1", "before_decision.*"), first, 300, tmp_path / "first.log")
+    kill_group(first)
+    assert open_sink_partitions(bootstrap, names["prefix"]) == {0, 1, 2, 3}
+    log = tmp_path / "restart.log"
+    restart = start_job(args + ["--repartition", "2"] + faults(tmp_path, "faults-2", "before_decision@1"), log)
+    try:
+        wait_for((tmp_path / "faults-2", "before_decision.*"), restart, 300, log)
+        left = open_sink_partitions(bootstrap, names["prefix"])   # the restart's own batch 1 is open
+        assert left <= {0, 1}, left
+        (tmp_path / "faults-2" / "release").write_text("go")
+        assert restart.wait(300) == 0, tail(log)
+    finally:
+        kill_group(restart)
+    report = exactly_once_report(output_ids(bootstrap, names["output"]), IDS)
+    assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report

@@ -5,8 +5,8 @@ driver for every micro-batch, pickles it into the batch's tasks, and builds a *f
 ``commit``/``abort``. So:
 - ``__init__`` runs recovery (finishing a decided batch; idempotent) before the batch's tasks
   exist, and carries the ReplayPlan to them; it pins the sink log to the checkpoint's query id
-  (Spark's ``<checkpointLocation>/metadata``), so a sink log of another checkpoint is refused
-  before anything is written;
+  (Spark's ``<checkpointLocation>/metadata``; with the ``checkpointLocation`` option only), so a
+  sink log of another checkpoint is refused before anything is written;
 - the first ``__init__`` of the *write planning* path in a driver process (not the fresh one
   Spark builds for commit/abort, whose batch has pre-committed transactions open) also aborts
   lingering transactions under the prefix, once per sink log (query start);
