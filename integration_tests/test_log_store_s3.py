@@ -35,7 +35,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def endpoint():
-    pytest.importorskip("moto.server", reason="moto[server] is in the test extra: pip install -e .[test]")
+    import moto.server  # noqa: F401 - in the test extra (pip install -e .[test]): fail, never skip, without it
     port = _free_port()
     server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -4,7 +4,8 @@ Invariants this module enforces:
 - ``create`` never overwrites: it leaves the name either absent or holding the whole new
   content, and raises ``FileExistsError`` when the name already exists.
   Locally: write a temp file, fsync it, hard-link it to the name (``link`` fails atomically when
-  the name exists, like ``O_EXCL``, but the name never shows a partial file), fsync the directory.
+  the name exists, like ``O_EXCL``, but the name never shows a partial file), fsync the directory
+  (so a local location must be on a file system with hard links: any POSIX one, NFS included).
   ``s3://`` (and ``s3a://``/``s3n://``, mapped to ``s3://`` for pyarrow): one PUT of the whole
   object, so the name never shows a partial file; the exclusivity is a check before the PUT
   (pyarrow offers no conditional ``If-None-Match`` PUT), so two writers racing inside that
