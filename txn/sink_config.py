@@ -7,6 +7,9 @@ Invariants:
   no transaction: records are visible at once and a replayed batch is written again.
 - Secrets (passwords, keys, tokens) live in ``producer_conf`` but never in ``repr``/``str``.
 - Timeouts obey ``txn.timeouts.check_transaction_timeout``.
+- Keys land where Java clients (and Spark's built-in ``kafka`` sink) put them: the producer's
+  ``partitioner`` defaults to ``murmur2_random`` (librdkafka's own default, ``consistent_random``,
+  hashes with CRC32); a user's ``kafka.partitioner`` wins.
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ from txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
 
 SECRET_MARKERS = ("password", "secret", "jaas", "token", "ssl.key.pem", "private")
 FORCED = {"enable.idempotence": "true", "acks": "all"}
+DEFAULTS = {"linger.ms": "5", "batch.num.messages": "10000", "queue.buffering.max.messages": "500000",
+            "partitioner": "murmur2_random"}  # murmur2: the Java client's partitioner
 ACKS_ALL = {"all", "-1"}
 
 
@@ -58,8 +63,7 @@ class SinkConfig:
 
     def producer_settings(self, transactional_id: str) -> dict:
         """librdkafka settings of a task's producer; at-least-once producers get no transaction."""
-        settings = {"linger.ms": "5", "batch.num.messages": "10000", "queue.buffering.max.messages": "500000",
-                    **self.producer_conf, **FORCED}
+        settings = {**DEFAULTS, **self.producer_conf, **FORCED}
         if self.exactly_once:
             settings.update({"transactional.id": transactional_id,
                              "transaction.timeout.ms": str(self.transaction_timeout_ms)})

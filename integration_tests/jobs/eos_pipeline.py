@@ -28,6 +28,8 @@ def main() -> None:
     p.add_argument("--layout", default="", choices=["", "rand"],
                    help="rand: repartition(4) on a rand()-based column (a non-deterministic replay layout)")
     p.add_argument("--sink-log-location", default="", help="sink option sinkLogLocation (default: beside the checkpoint)")
+    p.add_argument("--sink-format", default="kafka-eos", choices=["kafka-eos", "kafka"],
+                   help="kafka: Spark's built-in Kafka sink (needs its jars; for comparisons)")
     a = p.parse_args()
 
     spark = SparkSession.builder.getOrCreate()
@@ -41,7 +43,7 @@ def main() -> None:
         df = df.repartition(a.repartition, "key")
     if a.layout == "rand":
         df = df.selectExpr("key", "value", "CAST(FLOOR(rand() * 1000) AS INT) AS r").repartition(4, "r").drop("r")
-    writer = (df.writeStream.format("kafka-eos").option("kafka.bootstrap.servers", a.bootstrap)
+    writer = (df.writeStream.format(a.sink_format).option("kafka.bootstrap.servers", a.bootstrap)
               .option("topic", a.output).option("transactional.id.prefix", a.prefix)
               .option("checkpointLocation", a.checkpoint)
               .option("kafka.transaction.timeout.ms", a.transaction_timeout_ms)
