@@ -1,11 +1,15 @@
 """Fault-injection points for the crash tests and the chaos suite (off unless configured).
 
 At a configured point the process writes ``<dir>/<point>.<pid>`` and then blocks until
-``<dir>/release`` appears (at most 10 minutes), so a test can SIGKILL it at exactly that step
-of the protocol, or pause it there while another run takes over. Each point fires once per directory,
-claimed atomically (``<dir>/claimed-<point>``): of tasks reaching it at once only one blocks, and a
-retried task or a restarted query passes it. Points: ``task_write`` (mid-write on an
+``<dir>/release`` (releases every point) or ``<dir>/release-<point>`` (that point only) appears
+(at most 10 minutes), so a test can SIGKILL it at exactly that step of the protocol, or pause it
+there while another run takes over. Each point fires once per directory, claimed atomically
+(``<dir>/claimed-<point>``): of tasks reaching it at once only one blocks, and a retried task or
+a restarted query passes it. Points: ``task_start`` (an executor's write task before its first
+row reaches the writer, i.e. before ``init_transactions``), ``task_write`` (mid-write on an
 executor), ``before_decision``, ``after_decision``, ``between_end_txns``, ``after_end_txns``.
+A spec names one or several points, comma-separated: ``point[@batch][,point[@batch]...]``
+(each point at most once); ``point``/``batch_id`` are the first of them.
 """
 from __future__ import annotations
 
@@ -13,8 +17,12 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator, TypeVar
 
-POINTS = ("task_write", "before_decision", "after_decision", "between_end_txns", "after_end_txns")
+T = TypeVar("T")
+
+POINTS = ("task_start", "task_write", "before_decision", "after_decision", "between_end_txns", "after_end_txns")
+RELEASE_ALL = "release"
 
 
 @dataclass(frozen=True)
@@ -22,19 +30,32 @@ class FaultPlan:
     point: str | None = None
     batch_id: int | None = None
     directory: str | None = None
+    more: tuple[tuple[str, int | None], ...] = ()  # further (point, batch) pairs of the spec
 
     @classmethod
     def parse(cls, spec: str | None, directory: str | None) -> "FaultPlan":
-        """``spec`` is ``point`` or ``point@batch``."""
+        """``spec`` is ``point``, ``point@batch``, or several of them comma-separated."""
         if not spec:
             return cls()
-        point, _, batch = spec.partition("@")
+        targets = [cls._target(part.strip()) for part in spec.split(",") if part.strip()]
+        names = [point for point, _ in targets]
+        if len(set(names)) != len(names):
+            raise ValueError(f"fault spec {spec!r} names a point twice; each point fires once per directory")
+        (point, batch), *more = targets
+        return cls(point, batch, directory or "/tmp", tuple(more))
+
+    @staticmethod
+    def _target(part: str) -> tuple[str, int | None]:
+        point, _, batch = part.partition("@")
         if point not in POINTS:
             raise ValueError(f"unknown fault point {point!r}; one of {POINTS}")
-        return cls(point, int(batch) if batch else None, directory or "/tmp")
+        return point, int(batch) if batch else None
+
+    def targets(self) -> tuple[tuple[str, int | None], ...]:
+        return ((self.point, self.batch_id), *self.more) if self.point else ()
 
     def hit(self, point: str, batch_id: int) -> None:
-        if self.point != point or (self.batch_id is not None and self.batch_id != batch_id):
+        if not any(p == point and (b is None or b == batch_id) for p, b in self.targets()):
             return
         directory = Path(self.directory)
         try:  # atomic claim: of tasks reaching the point at once, exactly one fires
@@ -43,6 +64,16 @@ class FaultPlan:
             return
         marker = directory / f"{point}.{os.getpid()}"
         marker.write_text(str(batch_id))
+        releases = (directory / RELEASE_ALL, directory / f"release-{point}")
         deadline = time.monotonic() + 600
-        while not (directory / "release").exists() and time.monotonic() < deadline:
+        while not any(r.exists() for r in releases) and time.monotonic() < deadline:
             time.sleep(0.1)  # the test kills us here, or releases us
+
+
+def paused_before_first(batches: Iterator[T], plan: FaultPlan, point: str, batch_id: int) -> Iterator[T]:
+    """``batches`` unchanged, but ``plan.hit(point, batch_id)`` runs once the first item has been
+    received and before it is handed on (a task paused with its input read, before it writes)."""
+    for index, item in enumerate(batches):
+        if index == 0:
+            plan.hit(point, batch_id)
+        yield item

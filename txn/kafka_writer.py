@@ -1,24 +1,39 @@
 """KafkaWriter: one task's rows in one Kafka transaction, pre-committed (Flink's KafkaWriter).
 
-Steps for task (batch N, sink partition k):
+Steps for task attempt a of (batch N, sink partition k):
   1. nothing to write          -> no producer, no transaction, empty handle;
-  2. init_transactions on id(k, N) -> fences every older attempt on that id and aborts its txn;
-  3. begin, produce every row, flush (= pre-commit: all records acknowledged by the leaders);
-  4. read producer id + epoch from librdkafka's statistics (``eos`` object), return the handle;
-  5. drop the producer WITHOUT aborting: the transaction stays Ongoing until the driver ends it.
-A delivery error fails the task (the retry re-runs step 2 and fences this attempt).
+  2. guard: if a decision newer than the one this batch was planned after is in the sink log,
+     batch N is decided without us: write nothing (``StaleAttemptError``);
+  3. init_transactions on id(k, N, a) -> fences older users of that id and aborts their txn;
+     attempts of one task have distinct ids (``TransactionalIdFactory``), so they never fence
+     each other; the driver commits the handle of the attempt that finished first;
+  4. begin, produce every row, flush (= pre-commit: all records acknowledged by the leaders);
+  5. guard again: decided meanwhile -> abort our own transaction (nothing open holds back
+     read_committed readers) and raise ``StaleAttemptError``;
+  6. read producer id + epoch from librdkafka's statistics (``eos`` object), return the handle;
+  7. drop the producer WITHOUT aborting: the transaction stays Ongoing until the driver ends it.
+A delivery error fails the task (its retry writes under the next attempt's id).
+
+Remaining window (stated honestly): the guard is a check, not a lock. A straggler of batch N
+that passes step 2 and is then paused (GC, SIGSTOP) until batch N+2 has pre-committed on the
+same id can still fence N+2's transaction in step 3: the driver then finds it lost
+(``TransactionLostError``), the query stops and the restart re-writes those partitions (no loss,
+no duplicate, but a stop). Between step 5 and step 7 a straggler's transaction can stay open
+until the driver's lingering cleanup after the next batch, or ``transaction.timeout.ms``.
 """
 from __future__ import annotations
 
 import json
 import time
-from typing import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
 from confluent_kafka import KafkaException, Producer
 
 from txn.handle import TxnHandle
 from txn.sink_config import SinkConfig
+from txn.sink_log import SinkLogReader
 
 STATS_INTERVAL_MS = 50
 
@@ -27,10 +42,33 @@ class KafkaWriteError(RuntimeError):
     """A record could not be written; the message names it and the fix."""
 
 
+class StaleAttemptError(KafkaWriteError):
+    """This task attempt's batch was decided without it (a zombie or straggling attempt); it
+    wrote nothing that stays open. Spark ignores the failure of a task whose job is done."""
+
+
+@dataclass(frozen=True)
+class DecisionGuard:
+    """True once the sink log holds a decision newer than ``planned_after`` (the newest batch id
+    in the log when the driver planned this batch; None: the log was empty). Read-only."""
+    log_location: str
+    planned_after: int | None
+
+    def __call__(self) -> bool:
+        latest = SinkLogReader(self.log_location).latest_batch_id()
+        return latest is not None and latest > (-1 if self.planned_after is None else self.planned_after)
+
+
+def _never() -> bool:
+    return False
+
+
 class KafkaWriter:
-    def __init__(self, config: SinkConfig, batch_id: int, sink_partition: int) -> None:
+    def __init__(self, config: SinkConfig, batch_id: int, sink_partition: int, attempt: int = 0,
+                 decided: Callable[[], bool] = _never) -> None:
         self.config, self.batch_id, self.sink_partition = config, batch_id, sink_partition
-        self.transactional_id = config.ids.id_for(sink_partition, batch_id)
+        self.transactional_id = config.ids.id_for(sink_partition, batch_id, attempt)
+        self._decided = decided
         self._producer: Producer | None = None
         self._stats: list[str] = []
         self._errors: list[str] = []
@@ -44,7 +82,7 @@ class KafkaWriter:
             return TxnHandle.empty(self.sink_partition)
         return self._precommit()
 
-    # -- step 2/3 ------------------------------------------------------------------------
+    # -- steps 2-4 -----------------------------------------------------------------------
     def _open(self) -> Producer:
         settings = self.config.producer_settings(self.transactional_id)
         # Only failed deliveries are reported (per-record callbacks cost a quarter of the
@@ -52,6 +90,7 @@ class KafkaWriter:
         settings.update({"statistics.interval.ms": STATS_INTERVAL_MS, "stats_cb": self._stats.append,
                          "on_delivery": self._delivered, "delivery.report.only.error": True,
                          "error_cb": self._error})
+        self._check_not_decided("before init_transactions")
         producer = Producer(settings)
         if self.config.exactly_once:
             producer.init_transactions(max(30.0, self.config.transaction_timeout_ms / 1000))
@@ -105,7 +144,13 @@ class KafkaWriter:
         if err.fatal():
             self._errors.append(f"fatal producer error: {err.str()}")
 
-    # -- step 3/4 ------------------------------------------------------------------------
+    def _check_not_decided(self, when: str) -> None:
+        if self._decided():
+            raise StaleAttemptError(
+                f"{self.transactional_id}: batch {self.batch_id} was decided without this task attempt "
+                f"(found {when}); it writes nothing. A zombie or straggling attempt, nothing to fix.")
+
+    # -- steps 5-6 -----------------------------------------------------------------------
     def _precommit(self) -> TxnHandle:
         started = time.monotonic()
         producer = self._producer
@@ -114,6 +159,10 @@ class KafkaWriter:
             raise KafkaWriteError(
                 f"{self.transactional_id}: {remaining} records unacknowledged, delivery errors: "
                 f"{self._errors[:5]}; the task fails and its retry fences this attempt")
+        if self.config.exactly_once and self._decided():
+            producer.abort_transaction(max(30.0, self.config.transaction_timeout_ms / 1000))
+            self._producer = None
+            self._check_not_decided("after flush (its transaction is aborted)")
         seen = len(self._stats)
         deadline = time.monotonic() + 10
         while len(self._stats) == seen and time.monotonic() < deadline:
@@ -132,7 +181,7 @@ class KafkaWriter:
         if eos.get("txn_state") not in ("InTransaction", "BeginCommit"):
             raise KafkaWriteError(f"{self.transactional_id}: transaction is {eos.get('txn_state')} after flush "
                                   "(a record failed); the task fails and its retry fences this attempt")
-        self._producer = None  # step 5: dropped without abort; the transaction stays Ongoing
+        self._producer = None  # step 7: dropped without abort; the transaction stays Ongoing
         return TxnHandle(sink_partition=self.sink_partition, transactional_id=self.transactional_id,
                          producer_id=eos["producer_id"], producer_epoch=eos["producer_epoch"],
                          records=self._records, partitions=partitions,

@@ -1,4 +1,12 @@
-"""Checks the sink runs before its first transaction: schema and timeouts against the broker.
+"""Checks the sink runs before its first transaction: schema, timeouts against the broker, and
+no speculative execution.
+
+``spark.speculation=true`` is refused: a speculative copy of a write task would open a second
+transaction for the same rows; the driver commits the first finisher's, and the loser's stays
+open (holding back read_committed readers) until the lingering cleanup. Spark runs the writer's
+``__init__`` in a planner process that does not see the Spark configuration, so the check runs
+in every write task, before it opens a producer (Spark copies the session's settings into the
+tasks' local properties): the first batch fails with the message and nothing is written.
 
 The broker's ``transaction.max.timeout.ms`` is read with DescribeConfigs once per process.
 """
@@ -48,3 +56,12 @@ def check_timeouts(config: SinkConfig) -> None:
                                            config.batch_margin_ms, broker_max_timeout_ms(conf_key))
     if violations:
         raise SinkConfigError("; ".join(str(v) for v in violations))
+
+
+def check_speculation(speculation: str | None) -> None:
+    """Refuse ``spark.speculation=true`` (the value as Spark passes it to a task, None if unset)."""
+    if str(speculation).strip().lower() == "true":
+        raise SinkConfigError(
+            "spark.speculation=true is not supported by the kafka-eos sink: a speculative copy of a write "
+            "task opens a second Kafka transaction for the same rows, left open until cleanup and holding "
+            "back read_committed readers. Set spark.speculation=false for this application.")

@@ -27,9 +27,10 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 from pyspark.sql.types import StructType
 
 from connectors.sink.options import batch_log, fault_plan, sink_config
-from connectors.sink.startup_checks import check_schema, check_timeouts
+from connectors.sink.startup_checks import check_schema, check_speculation, check_timeouts
 from txn.handle import TxnHandle
-from txn.kafka_writer import KafkaWriter
+from txn.faults import paused_before_first
+from txn.kafka_writer import DecisionGuard, KafkaWriter
 from txn.log_store import LogStore
 from txn.protocol import TwoPhaseCommitProtocol
 
@@ -91,8 +92,11 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
         if self.plan.skip(batch_id, sink_partition):
             rows = sum(batch.num_rows for batch in iterator)  # counted for the replay check, not written
             return SinkCommitMessage(TxnHandle.empty(sink_partition, skipped=True, records=rows).to_dict())
-        writer = KafkaWriter(self.config, batch_id, sink_partition)
-        return SinkCommitMessage(writer.write(self._with_faults(iterator, batch_id)).to_dict())
+        check_speculation(context.getLocalProperty("spark.speculation"))
+        writer = KafkaWriter(self.config, batch_id, sink_partition, attempt=context.attemptNumber(),
+                             decided=DecisionGuard(self.config.log_location, planned_after=self.plan.batch_id))
+        rows = paused_before_first(self._with_faults(iterator, batch_id), self.faults, "task_start", batch_id)
+        return SinkCommitMessage(writer.write(rows).to_dict())
 
     def _with_faults(self, iterator: Iterator[pa.RecordBatch], batch_id: int) -> Iterator[pa.RecordBatch]:
         for index, batch in enumerate(iterator):

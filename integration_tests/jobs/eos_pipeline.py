@@ -30,9 +30,15 @@ def main() -> None:
     p.add_argument("--sink-log-location", default="", help="sink option sinkLogLocation (default: beside the checkpoint)")
     p.add_argument("--sink-format", default="kafka-eos", choices=["kafka-eos", "kafka"],
                    help="kafka: Spark's built-in Kafka sink (needs its jars; for comparisons)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting for the session (repeatable), e.g. spark.speculation=true")
     a = p.parse_args()
 
-    spark = SparkSession.builder.getOrCreate()
+    builder = SparkSession.builder
+    for setting in a.conf:
+        key, _, value = setting.partition("=")
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     connectors.register(spark)
     reader = (spark.readStream.format("kafka-eos").option("kafka.bootstrap.servers", a.bootstrap)
               .option("subscribe", a.input).option("startingOffsets", "earliest"))
