@@ -20,6 +20,10 @@ same id can still fence N+2's transaction in step 3: the driver then finds it lo
 (``TransactionLostError``), the query stops and the restart re-writes those partitions (no loss,
 no duplicate, but a stop). Between step 5 and step 7 a straggler's transaction can stay open
 until the driver's lingering cleanup after the next batch, or ``transaction.timeout.ms``.
+More slots would only move the fenced batch from N+2 to N+slots; the window is the time between
+the guard's read and ``init_transactions``, so the default stays at two slots.
+The guard needs executors to read the sink log (as Spark's state store reads the checkpoint);
+a failed read fails the task, which Spark retries.
 """
 from __future__ import annotations
 
