@@ -1,4 +1,4 @@
-"""TransactionalIdFactory: bounded ids, one per (sink partition, batch slot, task attempt)."""
+"""Transactional ids per task attempt, the writer's guard against stale attempts, multi-point fault plans."""
 from __future__ import annotations
 
 import pytest
