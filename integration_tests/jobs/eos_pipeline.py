@@ -19,6 +19,7 @@ def main() -> None:
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--prefix", required=True)
     p.add_argument("--max-offsets", type=int, default=0)
+    p.add_argument("--starting-offsets", default="earliest", help="source option startingOffsets")
     p.add_argument("--trigger", default="available_now", help="available_now or seconds")
     p.add_argument("--run-seconds", type=float, default=0, help="with a processing-time trigger")
     p.add_argument("--fault", default="")
@@ -41,7 +42,7 @@ def main() -> None:
     spark = builder.getOrCreate()
     connectors.register(spark)
     reader = (spark.readStream.format("kafka-eos").option("kafka.bootstrap.servers", a.bootstrap)
-              .option("subscribe", a.input).option("startingOffsets", "earliest"))
+              .option("subscribe", a.input).option("startingOffsets", a.starting_offsets))
     if a.max_offsets:
         reader = reader.option("maxOffsetsPerTrigger", a.max_offsets)
     df = reader.load().selectExpr("key", "CONCAT('out-', CAST(value AS STRING)) AS value")
