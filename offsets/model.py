@@ -4,6 +4,14 @@ Wire format (JSON, format version 1)::
 
     {"v": 1, "topics": {"orders": {"0": 42, "1": 7}}}
 
+Two optional keys carry the query's start, which Spark's offset log does not keep for a
+Python source (batch 0 is logged by its end only, and its start is asked for again with
+``initialOffset()`` on every replay):
+- ``"initial": true`` marks the start the source resolved in ``initialOffset()``;
+- ``"start": {topic: {partition: offset}}`` on the end of the first batch is the start that
+  batch was planned from. A replay of that batch reads from it, whatever a later
+  ``initialOffset()`` resolves (``planned_start``).
+
 Invariants:
 - An offset is the *next* offset to read: a batch ending at ``{"0": 42}`` has read every
   committed record of partition 0 below 42 and none at or above it.
@@ -30,8 +38,30 @@ class OffsetFormatError(ValueError):
     """A stored offset map is not one this version of kafka-eos can read."""
 
 
-def encode(offsets: Mapping[TopicPartition, int]) -> dict[str, Any]:
-    """Return the canonical, JSON-serialisable form of ``offsets`` (see module invariants)."""
+def encode(offsets: Mapping[TopicPartition, int], *, initial: bool = False,
+           start: Mapping[TopicPartition, int] | None = None) -> dict[str, Any]:
+    """Return the canonical, JSON-serialisable form of ``offsets`` (see module invariants);
+    ``initial`` marks a resolved start, ``start`` records the start of the first batch."""
+    stored: dict[str, Any] = {"v": FORMAT_VERSION, "topics": _topics(offsets)}
+    if initial:
+        stored["initial"] = True
+    if start is not None:
+        stored["start"] = _topics(start)
+    return stored
+
+
+def is_initial(stored: Mapping[str, Any]) -> bool:
+    """True for a start resolved by ``initialOffset()`` (not read from Spark's offset log)."""
+    return stored.get("initial") is True
+
+
+def planned_start(stored: Mapping[str, Any]) -> Offsets | None:
+    """The start recorded on the end of the first batch, or None (any other batch end)."""
+    start = stored.get("start")
+    return None if start is None else decode({"v": FORMAT_VERSION, "topics": start})
+
+
+def _topics(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
     topics: dict[str, dict[str, int]] = {}
     for topic, partition in sorted(offsets):
         offset = offsets[(topic, partition)]
@@ -39,7 +69,7 @@ def encode(offsets: Mapping[TopicPartition, int]) -> dict[str, Any]:
             raise OffsetFormatError(f"cannot store offset {offset} for {topic}-{partition}: "
                                     "partitions and offsets are non-negative")
         topics.setdefault(topic, {})[str(partition)] = int(offset)
-    return {"v": FORMAT_VERSION, "topics": topics}
+    return topics
 
 
 def decode(stored: Mapping[str, Any]) -> Offsets:

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from offsets.model import FORMAT_VERSION, OffsetFormatError, decode, encode
+from offsets.model import FORMAT_VERSION, OffsetFormatError, decode, encode, is_initial, planned_start
 
 
 def test_round_trip_and_canonical_order():
@@ -41,3 +41,13 @@ def test_version_error_says_what_to_do():
 def test_encode_refuses_negative():
     with pytest.raises(OffsetFormatError, match="a-0"):
         encode({("a", 0): -1})
+
+
+def test_the_start_of_the_first_batch_is_carried_by_its_end():
+    start = {("a", 0): 3, ("a", 1): 9}
+    initial = encode(start, initial=True)
+    assert is_initial(initial) and not is_initial(encode(start))
+    end = encode({("a", 0): 5, ("a", 1): 9}, start=decode(initial))
+    assert decode(end) == {("a", 0): 5, ("a", 1): 9}  # readers of format 1 see the end only
+    assert planned_start(end) == start
+    assert planned_start(encode(start)) is None

@@ -15,8 +15,9 @@ Invariants:
   order (output partitions first, then DLQ partitions). A replayed batch therefore gives the same
   rows to the same sink partition index, which the sink relies on to re-write lost partitions.
 - With a DLQ each batch's offset range is read and decoded twice (once per branch; Spark does not
-  share a streaming subplan). A fixed offset range read read_committed yields the same records
-  both times, so each record lands in exactly one branch.
+  share a streaming subplan). Both scans start at the same offsets (``pin_start``), and a fixed
+  offset range read read_committed yields the same records both times, so each record lands in
+  exactly one branch.
 - Errors name the YAML key to fix; option maps (they hold revealed secrets) are never logged.
 """
 from __future__ import annotations
@@ -34,6 +35,7 @@ from config.spark_options import sink_options, sink_select_exprs, source_options
 from connectors.serde import batch
 from connectors.serde.codecs import ValueSerde
 from connectors.serde.resolve import sink_serde, source_serde
+from connectors.source.start import pin_start
 
 SOURCE_VIEW = "source"
 
@@ -49,8 +51,12 @@ def scans_per_batch(cfg: PipelineConfig) -> int:
 
 
 def read_source(spark: SparkSession, cfg: PipelineConfig) -> DataFrame:
+    """The source stream; a plan of several scans gets one start for all (``pin_start``)."""
     connectors.register(spark)
-    return spark.readStream.format("kafka-eos").options(**source_options(cfg)).load()
+    options = source_options(cfg)
+    if scans_per_batch(cfg) > 1:
+        options = pin_start(options)
+    return spark.readStream.format("kafka-eos").options(**options).load()
 
 
 def decode(raw: DataFrame, cfg: PipelineConfig, serde: ValueSerde,

@@ -16,6 +16,11 @@ Invariants:
   available offset, and a vanished partition is dropped.
 - A partition discovered after the query started (new partition, new topic matching a pattern)
   enters the end offset at its earliest offset; the following batches read it from there.
+- The start is decided once. Spark asks ``initialOffset()`` again before batch 0 runs and on
+  every replay of batch 0, and its offset log keeps only batch 0's end; so the end of batch 0
+  carries the start it was planned from (``offsets.model``: an ``initial`` start makes
+  ``latestOffset`` record it as ``start``), and ``partitions`` reads batch 0 from that
+  recorded start, never from a newer ``latest`` or timestamp resolution.
 - ``partitions(start, end)`` depends only on its arguments, so a replayed batch reads the
   same records.
 """
@@ -73,7 +78,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tps = self.options.subscription.select(listing)
         start = resolve(self.options.starting, tps, self.kafka, self.options.timestamp_strategy)
         log.info("kafka-eos source %s starts at %s", self.options.subscription, start)
-        return model.encode(start)
+        return model.encode(start, initial=True)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.options.max_offsets_per_trigger
@@ -110,13 +115,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # earliest offset from the next batch on: this batch only records where that is
         end.update({tp: earliest[tp] for tp in new})
         end.update(reset)
-        return model.encode(end)
+        return model.encode(end, start=begin if model.is_initial(start) else None)
 
     def reportLatestOffset(self) -> dict | None:
         return model.encode(self._latest) if self._latest is not None else None
 
     def partitions(self, start: dict, end: dict):
-        return input_partitions(model.decode(start), model.decode(end), self.options.min_partitions)
+        begin = model.decode(start)
+        if model.is_initial(start):  # batch 0: read from the start it was planned with
+            begin = model.planned_start(end) or begin
+        return input_partitions(begin, model.decode(end), self.options.min_partitions)
 
     def read(self, partition):
         return read_partition(partition, self.options, arrow_schema(self.schema))

@@ -1,0 +1,38 @@
+"""One start for every scan of a plan: ``startingOffsets`` resolved once, in the driver.
+
+A pipeline with a DLQ reads its source in two scans (two sources in Spark's checkpoint, see
+``connectors.pipeline.builder.scans_per_batch``). Left to themselves, both scans resolve
+``latest`` or a timestamp in their own ``initialOffset()``, a moment apart, and could start at
+different offsets: a record between the two starts would reach one branch only (a poison
+record missing from the DLQ, or a good one missing from the output). ``pin_start`` resolves
+the start once and hands every scan the same explicit offsets.
+
+It matters only for a new query: a restarted one reads batch 0 from the start recorded in its
+offset log, and later batches from the log itself (see ``stream_reader``).
+"""
+from __future__ import annotations
+
+import json
+from typing import Mapping
+
+from connectors.source.options import parse_source_options
+from offsets import model
+from offsets.kafka_offsets import KafkaOffsets
+from offsets.spec import resolve
+
+_STARTING = ("startingoffsets", "startingtimestamp", "startingoffsetsbytimestamp",
+             "startingoffsetsbytimestampstrategy")
+
+
+def pin_start(options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` with the starting-offset options replaced by the offsets they resolve to now
+    (unchanged when no partition is read yet: the source then resolves as usual)."""
+    parsed = parse_source_options(options, streaming=True)
+    kafka = KafkaOffsets(parsed.admin_conf())
+    partitions = parsed.subscription.select(kafka.listing())
+    if not partitions:
+        return dict(options)
+    start = resolve(parsed.starting, partitions, kafka, parsed.timestamp_strategy)
+    pinned = {k: v for k, v in options.items() if k.lower() not in _STARTING}
+    pinned["startingOffsets"] = json.dumps(model.encode(start)["topics"])
+    return pinned
