@@ -123,17 +123,12 @@ def check(bootstrap: str, topic: str, output: str, batch0: set[int], checkpoint:
         f"{len(duplicated)} duplicated; first missing {missing[:10]}")
 
 
-def test_driver_killed_in_batch_0_of_a_latest_start_loses_nothing(bootstrap, live_input, tmp_path):
+@pytest.mark.parametrize("then", ["kill", "release"])
+def test_a_latest_start_with_input_arriving_is_exactly_once_from_its_planned_start(then, bootstrap, live_input,
+                                                                                 tmp_path):
+    """The driver is SIGKILLed in batch 0 and restarted ("kill"), or runs on ("release")."""
     topic, producer = live_input
-    batch0, output, args, log = start_paused_in_batch_0(bootstrap, tmp_path, topic, then="kill")
-    producer.finish()
-    run_to_completion(args, log)
-    check(bootstrap, topic, output, batch0, tmp_path / "checkpoint")
-
-
-def test_latest_start_without_a_crash_emits_batch_0_as_planned(bootstrap, live_input, tmp_path):
-    topic, producer = live_input
-    batch0, output, args, log = start_paused_in_batch_0(bootstrap, tmp_path, topic, then="release")
+    batch0, output, args, log = start_paused_in_batch_0(bootstrap, tmp_path, topic, then=then)
     producer.finish()
     run_to_completion(args, log)
     check(bootstrap, topic, output, batch0, tmp_path / "checkpoint")
