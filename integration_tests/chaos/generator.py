@@ -1,8 +1,11 @@
 """Input for chaos runs: ids 0..n-1 keyed by id % KEYS (so per-key order can be checked),
-in committed transactions and plain writes, with aborted transactions mixed in."""
+in committed transactions and plain writes, with aborted transactions mixed in. With
+``pause_s`` the chunks are spread over time, so the input can keep arriving while the query
+starts and while faults hit it."""
 from __future__ import annotations
 
 import random
+import time
 
 from confluent_kafka import KafkaException, Producer
 
@@ -12,9 +15,11 @@ from integration_tests.kafka_tools import create_topic, unique
 KEYS = 97
 
 
-def generate(bootstrap: str, topic: str, ids: int, partitions: int, rng: random.Random) -> None:
-    create_topic(bootstrap, topic, partitions=partitions)
-    plain = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+def generate(bootstrap: str, topic: str, ids: int, partitions: int, rng: random.Random,
+             pause_s: float = 0.0, create: bool = True) -> None:
+    if create:
+        create_topic(bootstrap, topic, partitions=partitions)
+    plain = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "log_level": 2})  # no connect noise
     txn_id = unique("chaos-in")
     txn = _transactional(bootstrap, txn_id)
     start = 0
@@ -40,9 +45,12 @@ def generate(bootstrap: str, topic: str, ids: int, partitions: int, rng: random.
             except KafkaException:  # a fatal abort: a new producer's init aborts it just the same
                 txn = _transactional(bootstrap, txn_id)
         start += size
+        if pause_s:
+            time.sleep(pause_s)
 
 
 def _transactional(bootstrap: str, transactional_id: str) -> Producer:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "transactional.id": transactional_id})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "transactional.id": transactional_id,
+                         "log_level": 2})
     producer.init_transactions(60)
     return producer

@@ -1,7 +1,11 @@
 """Chaos run: an exactly-once pipeline under seeded faults, restarted from its checkpoint after
 each crash, then checked id by id.
 
-    python -m integration_tests.chaos.runner --records 200000 --faults 20 --seed 7 [--brokers 3] [--standalone]
+    python -m integration_tests.chaos.runner --records 200000 --faults 20 --seed 7 [--brokers 3] [--standalone] [--live-start]
+
+With --live-start the input keeps arriving while the query starts with Spark's default
+``startingOffsets=latest`` and while the faults hit it; every committed input record at or after
+the query's planned start (read from the checkpoint) must then be in the output exactly once.
 
 Exit status 1 on any lost, duplicated, aborted-input or out-of-order record; the seed is printed
 first so a failing run can be replayed.
@@ -9,10 +13,12 @@ first so a failing run can be replayed.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -21,10 +27,13 @@ from pathlib import Path
 from connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
 from connectors.dev.standalone_spark import StandaloneSpark
 from integration_tests.chaos import injector
-from integration_tests.chaos.checker import Report, check
+from integration_tests.chaos.checker import Report, check, expected_ids
 from integration_tests.chaos.generator import generate
-from integration_tests.kafka_tools import unique
+from integration_tests.kafka_tools import create_topic, unique
 from integration_tests.pipeline_runs import kill_group, run_to_completion, start_job, tail
+
+
+JOB_START_S = 20.0  # spark-submit to the first batch on a 2-core machine
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,7 @@ class ChaosSettings:
     brokers: int = 1
     standalone: bool = False
     partitions: int = 3
+    live_start: bool = False  # startingOffsets=latest while the input is being written
 
     def kinds(self) -> tuple[str, ...]:
         return ("driver", "python_worker", "broker") + (("spark_worker",) if self.standalone else ())
@@ -54,7 +64,8 @@ class ChaosRun:
     def args(self, streaming: bool) -> list[str]:
         args = ["--bootstrap", self.kafka.bootstrap, "--input", self.input, "--output", self.output,
                 "--checkpoint", str(self.workdir / "checkpoint"), "--prefix", self.prefix,
-                "--max-offsets", str(max(500, self.s.records // 40)), "--transaction-timeout-ms", "60000"]
+                "--max-offsets", str(max(500, self.s.records // 40)), "--transaction-timeout-ms", "60000",
+                "--starting-offsets", "latest" if self.s.live_start else "earliest"]
         return args + (["--trigger", "1", "--run-seconds", "3600"] if streaming else [])
 
     def master(self) -> str:
@@ -104,25 +115,54 @@ class ChaosRun:
         except Exception:  # noqa: BLE001 - unknown yet: any node
             return 1
 
-    def run(self) -> Report:
+    def start_input(self, faults: list[injector.Fault]) -> threading.Thread | None:
+        """Write the input at once, or (live start) in a thread spread over most of the fault phase."""
         rng = random.Random(self.s.seed)
-        generate(self.kafka.bootstrap, self.input, self.s.records, self.s.partitions, rng)
+        if not self.s.live_start:
+            generate(self.kafka.bootstrap, self.input, self.s.records, self.s.partitions, rng)
+            return None
+        create_topic(self.kafka.bootstrap, self.input, partitions=self.s.partitions)
+        chunks = max(1, self.s.records // 1050)  # the generator's mean chunk size
+        pause = (JOB_START_S + 0.8 * sum(f.after_s for f in faults)) / chunks
+        writer = threading.Thread(target=generate, daemon=True, name="chaos-input",
+                                  args=(self.kafka.bootstrap, self.input, self.s.records, self.s.partitions, rng),
+                                  kwargs={"pause_s": pause, "create": False})
+        writer.start()
+        time.sleep(min(3.0, 4 * pause))  # some input exists before the query resolves 'latest'
+        return writer
+
+    def expected(self) -> set[int] | None:
+        if not self.s.live_start:
+            return None
+        start = planned_start(self.workdir / "checkpoint")
+        return expected_ids(self.kafka.bootstrap, self.input, start)
+
+    def run(self) -> Report:
         faults = injector.plan(self.s.seed, self.s.faults, self.s.kinds())
+        writer = self.start_input(faults)
         for number, fault in enumerate(faults, 1):
             self.ensure_job()
             time.sleep(fault.after_s)
             what = self.inject(fault)
             print(f"[chaos seed={self.s.seed}] fault {number}/{len(faults)} after {fault.after_s}s: {what}", flush=True)
+        if writer is not None:
+            writer.join()
         if self.job and self.job.poll() is None:
             kill_group(self.job)
         self.restarts += 1
         run_to_completion(self.args(streaming=False), self.log, timeout=900)
-        report = check(self.kafka.bootstrap, self.output, self.s.records)
+        report = check(self.kafka.bootstrap, self.output, self.s.records, self.expected())
         print(f"[chaos seed={self.s.seed}] {self.s.records} in, {report.line()}; {len(faults)} faults, "
               f"{self.restarts} pipeline restarts", flush=True)
         if not report.ok:
             print(tail(self.log, 80), file=sys.stderr)
         return report
+
+
+def planned_start(checkpoint: Path) -> dict[int, int]:
+    """partition -> first offset of the query, as batch 0's end in Spark's offset log records it."""
+    stored = json.loads((checkpoint / "offsets" / "0").read_text().splitlines()[-1])
+    return {int(p): o for parts in stored["start"].values() for p, o in parts.items()}
 
 
 def run(settings: ChaosSettings, workdir: Path | None = None) -> Report:
@@ -138,9 +178,11 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
     p.add_argument("--brokers", type=int, default=1, choices=[1, 3])
     p.add_argument("--standalone", action="store_true", help="a Spark standalone cluster (Master + 2 Workers)")
+    p.add_argument("--live-start", action="store_true",
+                   help="start the query with startingOffsets=latest while the input is being written")
     a = p.parse_args()
     print(f"[chaos] seed={a.seed} (replay with --seed {a.seed})", flush=True)
-    report = run(ChaosSettings(a.records, a.faults, a.seed, a.brokers, a.standalone))
+    report = run(ChaosSettings(a.records, a.faults, a.seed, a.brokers, a.standalone, live_start=a.live_start))
     sys.exit(0 if report.ok else 1)
 
 

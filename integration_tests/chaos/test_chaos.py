@@ -16,12 +16,18 @@ def assert_exactly_once(report) -> None:
 
 
 def test_short_chaos_run_is_exactly_once(tmp_path):
-    assert_exactly_once(run(ChaosSettings(records=20_000, faults=5, seed=SEED), tmp_path))
+    """CI's run: Spark's default startingOffsets=latest while the input is being written."""
+    assert_exactly_once(run(ChaosSettings(records=20_000, faults=5, seed=SEED, live_start=True), tmp_path))
 
 
 @pytest.mark.chaos
 def test_long_chaos_run_single_broker(tmp_path):
     assert_exactly_once(run(ChaosSettings(records=200_000, faults=20, seed=SEED), tmp_path))
+
+
+@pytest.mark.chaos
+def test_long_chaos_run_started_at_latest_while_input_arrives(tmp_path):
+    assert_exactly_once(run(ChaosSettings(records=200_000, faults=20, seed=SEED + 2, live_start=True), tmp_path))
 
 
 @pytest.mark.chaos
