@@ -18,7 +18,7 @@ from config.model import PipelineConfig
 from config.redact import Redactor
 from config.rules_safety import is_local, local_path
 from config.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs
-from txn.transactional_ids import DEFAULT_SLOTS
+from txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
 
 TopicOffsets = dict[str, dict[str, int]]
 
@@ -58,7 +58,7 @@ def plan(cfg: PipelineConfig) -> dict[str, Any]:
                       "sql": t.sql, "steps": [{st.kind: list(st.exprs)} for st in t.steps]},
         "sink": {"cluster": k.kafka.redacted(), "topic": k.topic, "topic_column": k.topic_column,
                  "columns": sink_select_exprs(cfg), "format": k.format.value, "schema": _schema(k.schema),
-                 "transactional_ids": f"{k.transactional_id_prefix}-<sink partition>-<0..{slots - 1}>"
+                 "transactional_ids": TransactionalIdFactory(k.transactional_id_prefix, slots).describe()
                  if cfg.exactly_once else None,
                  "transaction_timeout_ms": k.transaction_timeout_ms},
         "checkpoint": {"location": cfg.checkpoint.location, "trigger": str(trigger)},

@@ -60,7 +60,7 @@ def test_describe_prints_the_resolved_plan(tmp_path, capsys):
     assert main(["describe", "--offline", "--json", str(path)]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["source"]["topics"] == ["in"] and plan["source"]["starting_offsets"] == "earliest"
-    assert plan["sink"]["transactional_ids"] == "t-eos-<sink partition>-<0..1>"
+    assert plan["sink"]["transactional_ids"] == "t-eos-<sink partition>-<0..7>"
     assert plan["transform"]["sql"].startswith("SELECT key, value FROM source")
     assert plan["spark"]["sink_options"]["transactional.id.prefix"] == "t-eos"
     assert plan["checkpoint_state"] is None

@@ -45,6 +45,10 @@ class TransactionalIdFactory:
     def id_for(self, sink_partition: int, batch_id: int, attempt: int = 0) -> str:
         return f"{self.prefix}-{sink_partition}-{self.slot(batch_id, attempt)}"
 
+    def describe(self) -> str:
+        """Every id this factory can hand out, as ``<prefix>-<sink partition>-<0..n>``."""
+        return f"{self.prefix}-<sink partition>-<0..{self.slots * ATTEMPT_IDS - 1}>"
+
     def owns(self, transactional_id: str) -> bool:
         return self.pattern().match(transactional_id) is not None
 
