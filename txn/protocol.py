@@ -155,10 +155,12 @@ class TwoPhaseCommitProtocol:
             records = sum(h.records for h in record.handles if h.sink_partition in lost)
             raise TransactionLostError(
                 f"batch {record.batch_id}: the broker aborted the transactions of sink partitions "
-                f"{sorted(lost)} ({records} records) before they were committed (transaction.timeout.ms "
-                f"{self.config.transaction_timeout_ms} ms elapsed). Nothing is lost for good: restart the "
-                "query from its checkpoint; it replays this batch and re-writes exactly those partitions. "
-                "Raise transaction.timeout.ms (within the broker's transaction.max.timeout.ms) to avoid this.")
+                f"{sorted(lost)} ({records} records) before they were committed: transaction.timeout.ms "
+                f"({self.config.transaction_timeout_ms} ms) elapsed, the ids expired, or another writer of the "
+                "ids fenced them (a straggling task attempt, a second run of the query). Nothing is lost for "
+                "good: restart the query from its checkpoint; it replays this batch and re-writes exactly "
+                "those partitions. If the timeout elapsed, raise transaction.timeout.ms (within the broker's "
+                "transaction.max.timeout.ms).")
         metrics = {"records": float(sum(h.records for h in record.handles)),
                    "transactions": float(len(pending)), "commit_ms": commit_ms,
                    "precommit_max_ms": max((h.precommit_ms for h in record.handles), default=0.0)}
