@@ -4,17 +4,21 @@ Invariants:
 - ``latest`` is the last stable offset: ``list_offsets`` with READ_COMMITTED. A batch never
   ends past it, so every offset below a batch end belongs to a decided transaction (or none).
 - Every lookup answers for exactly the partitions asked, or raises ``KafkaLookupError``
-  naming them; transient (retriable) broker errors are retried until the timeout.
+  naming them. Transient failures (timeouts, transport errors, brokers down, leader moves:
+  ``_transient``) are retried with backoff within ONE deadline per call (``timeout_s``);
+  partitions already answered are not asked again. A non-transient error fails at once.
 - Nothing here reads committed consumer-group offsets: ``commit_group`` only writes them, for
   monitoring (lag tools); recovery always uses Spark's offset log.
 """
 from __future__ import annotations
 
 import time
-from typing import Iterable, Mapping
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Callable, Iterable, Mapping, TypeVar
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition as KafkaTP
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition as KafkaTP
 from confluent_kafka.admin import AdminClient, OffsetSpec
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from offsets.model import Offsets, TopicPartition, describe
 from offsets.subscription import Subscription
@@ -22,6 +26,39 @@ from offsets.subscription import Subscription
 
 class KafkaLookupError(RuntimeError):
     """Kafka did not answer a metadata or offset lookup."""
+
+
+T = TypeVar("T")
+# librdkafka codes that a broker outage or a leader move produce; retried whatever retriable() says
+# (librdkafka's admin results mark _TIMED_OUT / _TRANSPORT as not retriable).
+_TRANSIENT_CODES = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
+                    KafkaError._WAIT_COORD, KafkaError.REQUEST_TIMED_OUT,
+                    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                    KafkaError.BROKER_NOT_AVAILABLE, KafkaError.REPLICA_NOT_AVAILABLE,
+                    KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.FENCED_LEADER_EPOCH,
+                    KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE,
+                    KafkaError.NETWORK_EXCEPTION}
+_PER_ATTEMPT_S = 10.0  # one attempt never uses the whole deadline: a dead leader gets retried
+
+
+def _transient(exc: BaseException) -> bool:
+    """True for a failure a broker outage or a leader move explains."""
+    if isinstance(exc, _Unanswered):
+        return all(_transient(e) for e in exc.errors.values())
+    if isinstance(exc, (TimeoutError, FutureTimeout, ConnectionError)):
+        return True
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        error = exc.args[0]
+        return not error.fatal() and (error.retriable() or error.code() in _TRANSIENT_CODES)
+    return False
+
+
+class _Unanswered(Exception):
+    """Some partitions of a ListOffsets call failed (``errors``: partition -> exception)."""
+
+    def __init__(self, errors: dict[TopicPartition, BaseException]) -> None:
+        super().__init__(errors)
+        self.errors = errors
 
 
 class KafkaOffsets:
@@ -34,10 +71,10 @@ class KafkaOffsets:
     def listing(self) -> dict[str, list[int]]:
         """topic -> sorted partition ids, for every topic Kafka lists without error."""
         try:
-            meta = self._admin.list_topics(timeout=self._timeout_s)
-        except KafkaException as exc:
-            raise KafkaLookupError(f"could not list Kafka topics: {exc}. Check kafka.bootstrap.servers "
-                                   "and that the brokers are reachable.") from None
+            meta = self._retrying(lambda remaining: self._admin.list_topics(timeout=remaining))
+        except (KafkaException, TimeoutError, FutureTimeout, ConnectionError) as exc:
+            raise KafkaLookupError(f"could not list Kafka topics within {self._timeout_s:.0f}s: {exc!r}. Check "
+                                   "kafka.bootstrap.servers and that the brokers are reachable.") from None
         return {name: sorted(t.partitions) for name, t in meta.topics.items() if t.error is None}
 
     def partitions(self, subscription: Subscription) -> set[TopicPartition]:
@@ -64,31 +101,48 @@ class KafkaOffsets:
         for future in futures.values():
             future.result(timeout_s)
 
+    def _retrying(self, attempt: Callable[[float], T]) -> T:
+        """Run ``attempt(seconds left for this attempt)`` until it succeeds, a non-transient error
+        or the call's one deadline (``timeout_s``) passes; the last error is re-raised."""
+        deadline = time.monotonic() + self._timeout_s
+        retrying = Retrying(stop=stop_after_delay(self._timeout_s), reraise=True,
+                            wait=wait_exponential(multiplier=0.1, max=2.0), retry=retry_if_exception(_transient))
+        for try_ in retrying:
+            with try_:
+                return attempt(max(0.5, min(_PER_ATTEMPT_S, deadline - time.monotonic())))
+        raise AssertionError("unreachable")  # pragma: no cover - tenacity re-raises or returns
+
     def _list(self, request: Mapping[TopicPartition, OffsetSpec], what: str) -> Offsets:
         pending = dict(request)
         out: Offsets = {}
+
+        def attempt(seconds: float) -> Offsets:
+            self._list_once(pending, out, seconds)
+            return out
         if not pending:
             return out
-        deadline = time.monotonic() + self._timeout_s
-        while pending:
-            futures = self._admin.list_offsets({KafkaTP(t, p): spec for (t, p), spec in pending.items()},
-                                               isolation_level=IsolationLevel.READ_COMMITTED,
-                                               request_timeout=self._timeout_s)
-            failed: dict[TopicPartition, str] = {}
-            retriable = True
-            for ktp, future in futures.items():
-                tp = (ktp.topic, ktp.partition)
-                try:
-                    out[tp] = future.result(self._timeout_s).offset
-                    pending.pop(tp, None)
-                except KafkaException as exc:
-                    failed[tp] = str(exc)
-                    retriable = retriable and exc.args[0].retriable()
-            if not failed:
-                break
-            if not retriable or time.monotonic() > deadline:
-                listed = "; ".join(f"{describe(tp)}: {err}" for tp, err in sorted(failed.items()))
-                raise KafkaLookupError(f"could not look up {what} offsets of {listed}. Check that the "
-                                       "topics exist and the brokers are reachable.")
-            time.sleep(0.2)
-        return out
+        try:
+            return self._retrying(attempt)
+        except _Unanswered as exc:
+            listed = "; ".join(f"{describe(tp)}: {err!r}" for tp, err in sorted(exc.errors.items()))
+        except (KafkaException, TimeoutError, FutureTimeout, ConnectionError) as exc:
+            listed = f"{', '.join(describe(tp) for tp in sorted(pending))}: {exc!r}"
+        raise KafkaLookupError(f"could not look up {what} offsets within {self._timeout_s:.0f}s of {listed}. "
+                               "Check that the topics exist, their leaders are available and "
+                               "kafka.bootstrap.servers is reachable.")
+
+    def _list_once(self, pending: dict[TopicPartition, OffsetSpec], out: Offsets, seconds: float) -> None:
+        """One ListOffsets call for ``pending``; answered partitions move to ``out``."""
+        futures = self._admin.list_offsets({KafkaTP(t, p): spec for (t, p), spec in pending.items()},
+                                           isolation_level=IsolationLevel.READ_COMMITTED,
+                                           request_timeout=seconds)
+        errors: dict[TopicPartition, BaseException] = {}
+        for ktp, future in futures.items():
+            tp = (ktp.topic, ktp.partition)
+            try:
+                out[tp] = future.result(seconds + 1.0).offset
+                pending.pop(tp, None)
+            except (KafkaException, TimeoutError, FutureTimeout, ConnectionError) as exc:
+                errors[tp] = exc
+        if errors:
+            raise _Unanswered(errors)
