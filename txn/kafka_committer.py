@@ -9,6 +9,12 @@ Invariants:
 - PRODUCER_FENCED / INVALID_PRODUCER_EPOCH / INVALID_TXN_STATE on commit is resolved with
   DescribeTransactions: the same producer id and epoch in CompleteCommit means committed,
   anything else means the broker aborted it (timeout) or a newer writer fenced it: LOST.
+- The control plane degrades, it does not fail: a round that raises (FindCoordinator answering
+  COORDINATOR_NOT_AVAILABLE / LOAD_IN_PROGRESS / NOT_COORDINATOR, a connection refused or
+  timed out while a broker is down) forgets the coordinators it knew and is retried within
+  ``timeout_s`` (commit.timeout.ms); only non-retriable errors (ACLs, ...) fail at once.
+- INVALID_PRODUCER_ID_MAPPING / TRANSACTIONAL_ID_NOT_FOUND (the id expired during a long outage)
+  on a decided handle is LOST (the batch is re-written), on an abort it is ABORTED.
 """
 from __future__ import annotations
 
@@ -31,6 +37,17 @@ _RETRY = {-1, Errors.RequestTimedOutError.errno, Errors.CoordinatorLoadInProgres
 _MOVED = {-1, Errors.CoordinatorNotAvailableError.errno, Errors.NotCoordinatorError.errno}
 _NOT_OURS = {Errors.ProducerFencedError.errno, Errors.InvalidProducerEpochError.errno,
              Errors.InvalidTxnStateError.errno}
+_EXPIRED = {Errors.InvalidProducerIdMappingError.errno, Errors.TransactionalIdNotFoundError.errno}
+
+
+def transient(exc: BaseException) -> bool:
+    """True for a control-plane failure a broker outage or a coordinator move explains."""
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return True
+    if isinstance(exc, Errors.KafkaError):
+        return bool(getattr(exc, "retriable", False)) or isinstance(
+            exc, (Errors.KafkaConnectionError, Errors.BrokerNotAvailableError, Errors.NodeNotReadyError))
+    return False
 
 
 class _RoundIncomplete(Exception):
@@ -62,12 +79,28 @@ class KafkaCommitter:
         try:
             for attempt in retrying:
                 with attempt:
-                    self._round(client, pending, outcomes, commit)
+                    self._guarded_round(client, pending, outcomes, commit)
         except _RoundIncomplete:
             raise TwoPhaseCommitError(
                 f"EndTxn({'commit' if commit else 'abort'}) did not complete within {self._timeout_s:.0f}s "
                 f"for {sorted(pending)}; the transactions stay decided and are retried on restart") from None
         return outcomes
+
+    def _guarded_round(self, client, pending: dict[str, TxnHandle], outcomes: dict[int, str], commit: bool) -> None:
+        """One round; a transient failure of the round itself (FindCoordinator, connection) retries it."""
+        try:
+            self._round(client, pending, outcomes, commit)
+        except (_RoundIncomplete, TwoPhaseCommitError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - classified below
+            if not transient(exc):
+                raise TwoPhaseCommitError(
+                    f"EndTxn for {sorted(pending)} failed: {exc!r}; check the principal's TransactionalId "
+                    "WRITE/DESCRIBE ACLs, the connection settings and the broker log") from exc
+            log.warning("kafka-eos: EndTxn round for %d transaction(s) failed (%r); retrying within %.0fs "
+                        "(commit.timeout.ms)", len(pending), exc, self._timeout_s)
+            client.forget_coordinators(list(pending))
+            raise _RoundIncomplete() from exc
 
     def _round(self, client, pending: dict[str, TxnHandle], outcomes: dict[int, str], commit: bool) -> None:
         codes = client.end_txn_round([(h.transactional_id, h.producer_id, h.producer_epoch)
@@ -83,6 +116,8 @@ class KafkaCommitter:
             elif code in _NOT_OURS:
                 not_ours.append(handle)
                 continue
+            elif code in _EXPIRED:
+                outcomes[handle.sink_partition] = self._expired(handle, code, commit)
             elif code in _RETRY:
                 continue
             else:
@@ -97,10 +132,23 @@ class KafkaCommitter:
             raise _RoundIncomplete()
 
     @staticmethod
+    def _expired(handle: TxnHandle, code: int, commit: bool) -> str:
+        if not commit:
+            return ABORTED
+        log.error("transactional id %s (producer %d epoch %d) expired on the broker (%s): the decided "
+                  "transaction cannot be committed any more; its %d records are LOST and re-written by the "
+                  "replay", handle.transactional_id, handle.producer_id, handle.producer_epoch,
+                  Errors.for_code(code).__name__, handle.records)
+        return LOST
+
+    @staticmethod
     def _resolve_not_ours(client, handle: TxnHandle, commit: bool) -> str:
         if not commit:
             return ABORTED
-        described = client.describe_transactions([handle.transactional_id])[handle.transactional_id]
+        try:
+            described = client.describe_transactions([handle.transactional_id])[handle.transactional_id]
+        except (Errors.TransactionalIdNotFoundError, Errors.InvalidProducerIdMappingError) as exc:
+            return KafkaCommitter._expired(handle, exc.errno, commit)
         same = (described.producer_id, described.producer_epoch) == (handle.producer_id, handle.producer_epoch)
         if same and described.state.value == "CompleteCommit":
             return COMMITTED

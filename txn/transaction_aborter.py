@@ -4,6 +4,9 @@ A dead task attempt or a crashed run can leave a transaction Ongoing; it holds b
 stable offset of its partitions (read_committed readers stall) until transaction.timeout.ms.
 Invariant: this runs only when no live transaction under the prefix may still be committed,
 i.e. after a batch's handles are all committed and before the next batch's tasks start.
+Cleanup is best effort: ``abort_lingering`` never raises (a broker down must not fail a batch
+that is already committed); what it could not clean is logged as a warning, with the reason,
+and is tried again at the next call (or ends on transaction.timeout.ms).
 """
 from __future__ import annotations
 
@@ -36,17 +39,29 @@ class TransactionAborter:
         return sorted(t.transactional_id for t in rows if self._ids.owns(t.transactional_id))
 
     def abort_lingering(self, keep: set[str] = frozenset()) -> list[str]:
-        """Abort every Ongoing transaction under the prefix except ``keep``; return the ids."""
-        ids = [tid for tid in self.ongoing() if tid not in keep]
-        if not ids:
+        """Abort every Ongoing transaction under the prefix except ``keep``; return the ids aborted.
+        Never raises: a failure is logged (what was not cleaned and why) and ``[]`` returned."""
+        not_cleaned = f"the transactions under prefix {self._ids.pattern().pattern}"
+        try:
+            ids = [tid for tid in self.ongoing() if tid not in keep]
+            if not ids:
+                return []
+            not_cleaned = ", ".join(ids)
+            handles = self._handles(ids)
+            KafkaCommitter(self._conf, self._timeout_s).abort(handles)
+        except Exception as exc:  # noqa: BLE001 - best effort by contract
+            log.warning("kafka-eos: lingering-transaction cleanup failed, not cleaned: %s (%r); tried again "
+                        "at the next call, or the broker aborts them at transaction.timeout.ms (read_committed "
+                        "readers of their partitions wait until then)", not_cleaned, exc)
             return []
-        described = control_plane(self._conf).describe_transactions(ids)
-        handles = [TxnHandle(sink_partition=i, transactional_id=tid, producer_id=d.producer_id,
-                             producer_epoch=d.producer_epoch, records=1)
-                   for i, (tid, d) in enumerate(sorted(described.items()))
-                   if d.state.value == "Ongoing"]
-        KafkaCommitter(self._conf, self._timeout_s).abort(handles)
         if handles:
             log.warning("kafka-eos: aborted %d lingering transaction(s): %s", len(handles),
                         ", ".join(h.transactional_id for h in handles))
         return [h.transactional_id for h in handles]
+
+    def _handles(self, ids: list[str]) -> list[TxnHandle]:
+        described = control_plane(self._conf).describe_transactions(ids)
+        return [TxnHandle(sink_partition=i, transactional_id=tid, producer_id=d.producer_id,
+                          producer_epoch=d.producer_epoch, records=1)
+                for i, (tid, d) in enumerate(sorted(described.items()))
+                if d.state.value == "Ongoing"]
