@@ -61,10 +61,14 @@ class ControlPlaneClient(KafkaAdminClient):
         return codes
 
     def forget_coordinators(self, transactional_ids: list[str]) -> None:
-        coordinators = self._manager.cluster._coordinators
+        """Drop the cached coordinators of these ids and ask for fresh metadata, so the next
+        round's FindCoordinator goes to a live broker (the one we knew may be down)."""
+        cluster = self._manager.cluster
+        coordinators = cluster._coordinators
         for tid in transactional_ids:
             for key in [k for k in coordinators if k[1] == tid]:
                 coordinators.pop(key, None)
+        cluster.request_update()
 
 
 def control_plane(conf: Mapping[str, str]) -> ControlPlaneClient:
