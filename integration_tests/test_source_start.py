@@ -89,8 +89,19 @@ def test_batch_0_is_read_from_its_planned_start_whatever_initial_offset_says_lat
         assert ranges == [(10, 17)], f"batch 0 planned [10, 17) but would read {ranges}"
 
 
+def test_no_new_data_after_batch_0_is_the_same_offset_text(bootstrap):
+    """Spark runs a batch when the end's JSON text differs from the start's: batch 0's end
+    (which records its start) must come back unchanged when nothing new arrived."""
+    topic = create_topic(bootstrap, unique("start-idle"), partitions=1)
+    produce(bootstrap, topic, [(None, b"before")] * 3)
+    source = KafkaStreamReader({"kafka.bootstrap.servers": bootstrap, "subscribe": topic,
+                                "startingOffsets": "earliest"}, source_schema())
+    end0 = json.loads(json.dumps(source.latestOffset(source.initialOffset(), ReadAllAvailable())))
+    assert json.dumps(source.latestOffset(end0, ReadAllAvailable())) == json.dumps(end0)
+
+
 def start_paused_in_batch_0(bootstrap, tmp_path, topic: str, then: str) -> tuple[set[int], str, list[str], Path]:
-    """Run the query (latest start, 1 s trigger, at most 5000 offsets a batch) to batch 0's
+    """Run the query (latest start, 1 s trigger, 90 s, at most 5000 offsets a batch) to batch 0's
     decision, note what batch 0 pre-committed, then kill the driver or let it run on. Returns
     batch 0's ids, the output topic, the job's arguments and its log."""
     output, log = unique("start-out"), tmp_path / "job.log"
@@ -98,7 +109,7 @@ def start_paused_in_batch_0(bootstrap, tmp_path, topic: str, then: str) -> tuple
     faults.mkdir()
     args = ["--bootstrap", bootstrap, "--input", topic, "--output", output, "--checkpoint", str(checkpoint),
             "--prefix", unique("start"), "--starting-offsets", "latest"]
-    proc = start_job(args + ["--trigger", "1", "--run-seconds", "45", "--max-offsets", "5000",
+    proc = start_job(args + ["--trigger", "1", "--run-seconds", "90", "--max-offsets", "5000",
                              "--fault", "before_decision@0", "--fault-dir", str(faults)], log)
     wait_for((faults, "before_decision.*"), proc, 300, log)
     batch0 = set(output_ids(bootstrap, output, "read_uncommitted"))

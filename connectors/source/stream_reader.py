@@ -20,7 +20,10 @@ Invariants:
   every replay of batch 0, and its offset log keeps only batch 0's end; so the end of batch 0
   carries the start it was planned from (``offsets.model``: an ``initial`` start makes
   ``latestOffset`` record it as ``start``), and ``partitions`` reads batch 0 from that
-  recorded start, never from a newer ``latest`` or timestamp resolution.
+  recorded start, never from a newer ``latest`` or timestamp resolution. Without new data
+  ``latestOffset`` returns its start unchanged, so Spark (which compares the JSON text) sees
+  no new data after batch 0 either; a new query's batch 0 always runs (possibly empty), which
+  writes its start to the offset log at once, as Spark's own Kafka source persists its start.
 - ``partitions(start, end)`` depends only on its arguments, so a replayed batch reads the
   same records.
 """
@@ -115,6 +118,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # earliest offset from the next batch on: this batch only records where that is
         end.update({tp: earliest[tp] for tp in new})
         end.update(reset)
+        if end == begin and not model.is_initial(start):
+            return dict(start)  # no new data: the same JSON text as the start (batch 0's end keeps "start")
         return model.encode(end, start=begin if model.is_initial(start) else None)
 
     def reportLatestOffset(self) -> dict | None:
