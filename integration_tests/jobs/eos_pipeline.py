@@ -22,6 +22,7 @@ def main() -> None:
     p.add_argument("--starting-offsets", default="earliest", help="source option startingOffsets")
     p.add_argument("--trigger", default="available_now", help="available_now or seconds")
     p.add_argument("--run-seconds", type=float, default=0, help="with a processing-time trigger")
+    p.add_argument("--stop-file", default="", help="with a processing-time trigger: stop when this file exists")
     p.add_argument("--fault", default="")
     p.add_argument("--fault-dir", default="")
     p.add_argument("--transaction-timeout-ms", type=int, default=300_000)
@@ -64,7 +65,14 @@ def main() -> None:
         query.awaitTermination()
     else:
         query = writer.trigger(processingTime=f"{a.trigger} seconds").start()
-        query.awaitTermination(a.run_seconds or None)
+        if a.stop_file:
+            import os
+            import time
+            deadline = time.monotonic() + (a.run_seconds or float("inf"))
+            while query.isActive and not os.path.exists(a.stop_file) and time.monotonic() < deadline:
+                query.awaitTermination(1)
+        else:
+            query.awaitTermination(a.run_seconds or None)
         query.stop()
     if query.exception():
         raise SystemExit(f"query failed: {query.exception()}")
