@@ -25,7 +25,7 @@ unit: $(STAMP)
 	$(BIN)/pytest -q tests
 
 chaos: setup
-	$(BIN)/pytest -q -m chaos integration_tests/chaos
+	$(BIN)/pytest -q -m chaos integration_tests
 
 bench: setup
 	$(BIN)/python -m bench.run

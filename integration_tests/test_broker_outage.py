@@ -77,7 +77,7 @@ def wait_complete(bootstrap: str, topic: str, ids: int, proc) -> bool:
     return False
 
 
-@pytest.mark.slow
+@pytest.mark.chaos  # ~7.5 min, so in make chaos; make test has the expired-id run and the retry unit tests
 def test_query_survives_each_broker_killed_in_turn(tmp_path):
     run_seconds = 900  # an upper bound: the test stops the query with --stop-file once the output is complete
     with local_broker(ClusterSettings(nodes=3)) as broker:
