@@ -1,6 +1,7 @@
 """`kafka-eos dev kafka up|down` and the clear errors for a broken environment."""
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from connectors.dev.background import state_file
 from connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
 from connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster, check_port_free
 from integration_tests.kafka_tools import create_topic, produce, read_all, unique
@@ -21,16 +23,18 @@ def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
                           env={**os.environ, **(env or {})})
 
 
-def java_pids() -> set[str]:
+def broker_pids_alive(pids: list[int]) -> list[int]:
+    """The ones of ``pids`` that are still a running Kafka broker."""
     out = subprocess.run(["pgrep", "-f", "kafka.Kafka"], capture_output=True, text=True).stdout
-    return set(out.split())
+    return sorted(set(pids) & {int(p) for p in out.split()})
 
 
 def test_dev_kafka_up_then_down_leaves_nothing(tmp_path):
     env = {"KAFKA_EOS_CACHE": os.environ.get("KAFKA_EOS_CACHE", str(Path.home() / ".cache" / "kafka-eos"))}
-    before = java_pids()
     up = run_cli("dev", "kafka", "up", env=env)
     assert up.returncode == 0, up.stderr
+    started = json.loads(state_file().read_text())["pids"]  # only this broker: other tests may run brokers
+    assert broker_pids_alive(started) == sorted(started)
     line = up.stdout.strip().splitlines()[-1]
     assert line.startswith("bootstrap=127.0.0.1:")
     bootstrap = line.split("=", 1)[1]
@@ -42,7 +46,7 @@ def test_dev_kafka_up_then_down_leaves_nothing(tmp_path):
     finally:
         down = run_cli("dev", "kafka", "down", env=env)
     assert down.returncode == 0 and "stopped" in down.stdout
-    assert java_pids() == before
+    assert broker_pids_alive(started) == [] and not state_file().exists()
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", int(bootstrap.rsplit(":", 1)[1])), timeout=1)
 
