@@ -1,6 +1,7 @@
 """Run the test job through real spark-submit as its own process group, and kill it on cue."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from connectors.spark_harness import SMALL_CONF, python_env, spark_submit_binary
 from integration_tests.kafka_tools import create_topic, produce, read_all, unique
+from offsets import model
 
 JOB = Path(__file__).parent / "jobs" / "eos_pipeline.py"
 ABORTED_BASE = 1_000_000
@@ -85,3 +87,12 @@ def exactly_once_report(counts: Counter, ids: int) -> dict[str, int]:
             "duplicated": sum(c - 1 for i, c in counts.items() if c > 1),
             "aborted_input": sum(c for i, c in counts.items() if i >= ABORTED_BASE),
             "unexpected": sum(c for i, c in counts.items() if ids <= i < ABORTED_BASE)}
+
+
+def planned_start(checkpoint: Path) -> dict[int, int]:
+    """partition -> first offset of the query, as batch 0's end in Spark's offset log records it
+    (one source; ``offsets.model.planned_start``)."""
+    stored = json.loads((checkpoint / "offsets" / "0").read_text().splitlines()[-1])
+    start = model.planned_start(stored)
+    assert start is not None, f"batch 0's end does not record the start it was planned with: {stored}"
+    return {partition: offset for (_, partition), offset in start.items()}

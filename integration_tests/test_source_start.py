@@ -24,7 +24,8 @@ from connectors.schema import source_schema
 from connectors.source.stream_reader import KafkaStreamReader
 from integration_tests.kafka_tools import create_topic, produce, read_all, unique
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos
-from integration_tests.pipeline_runs import kill_group, output_ids, run_to_completion, start_job, wait_for
+from integration_tests.pipeline_runs import (kill_group, output_ids, planned_start, run_to_completion, start_job,
+                                             wait_for)
 
 PARTITIONS = 3
 
@@ -59,13 +60,6 @@ def live_input(bootstrap):
     producer.start()
     yield topic, producer
     producer.finish()
-
-
-def planned_start(checkpoint: Path) -> dict[int, int]:
-    """Batch 0's start per partition as its end in Spark's offset log records it."""
-    stored = json.loads((checkpoint / "offsets" / "0").read_text().splitlines()[-1])
-    assert "start" in stored, f"batch 0's end does not record the start it was planned with: {stored}"
-    return {int(p): o for parts in stored["start"].values() for p, o in parts.items()}
 
 
 def expected_ids(bootstrap: str, topic: str, start: dict[int, int]) -> set[int]:

@@ -1,7 +1,8 @@
 """Chaos run: an exactly-once pipeline under seeded faults, restarted from its checkpoint after
 each crash, then checked id by id.
 
-    python -m integration_tests.chaos.runner --records 200000 --faults 20 --seed 7 [--brokers 3] [--standalone] [--live-start]
+    python -m integration_tests.chaos.runner --records 200000 --faults 20 --seed 7 \
+        [--brokers 3] [--standalone] [--live-start]
 
 With --live-start the input keeps arriving while the query starts with Spark's default
 ``startingOffsets=latest`` and while the faults hit it; every committed input record at or after
@@ -13,7 +14,6 @@ first so a failing run can be replayed.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import subprocess
 import sys
@@ -30,7 +30,7 @@ from integration_tests.chaos import injector
 from integration_tests.chaos.checker import Report, check, expected_ids
 from integration_tests.chaos.generator import generate
 from integration_tests.kafka_tools import create_topic, unique
-from integration_tests.pipeline_runs import kill_group, run_to_completion, start_job, tail
+from integration_tests.pipeline_runs import kill_group, planned_start, run_to_completion, start_job, tail
 
 
 JOB_START_S = 20.0  # spark-submit to the first batch on a 2-core machine
@@ -157,12 +157,6 @@ class ChaosRun:
         if not report.ok:
             print(tail(self.log, 80), file=sys.stderr)
         return report
-
-
-def planned_start(checkpoint: Path) -> dict[int, int]:
-    """partition -> first offset of the query, as batch 0's end in Spark's offset log records it."""
-    stored = json.loads((checkpoint / "offsets" / "0").read_text().splitlines()[-1])
-    return {int(p): o for parts in stored["start"].values() for p, o in parts.items()}
 
 
 def run(settings: ChaosSettings, workdir: Path | None = None) -> Report:
