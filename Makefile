@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP)
-	$(BIN)/python -c "from connectors.dev.java_env import java_binary, broker_classpath; java_binary(); broker_classpath()"
+	$(BIN)/python -c "from kafka_eos.connectors.dev.java_env import java_binary, broker_classpath; java_binary(); broker_classpath()"
 
 run: setup
 	$(BIN)/kafka-eos demo

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from connectors.spark_harness import SMALL_CONF, python_env, spark_submit_binary
+from kafka_eos.connectors.spark_harness import SMALL_CONF, python_env, spark_submit_binary
 
 RESULTS = Path(__file__).parent / "results"
 SPARK_KAFKA_POM = Path(__file__).parent / "spark_kafka" / "pom.xml"
@@ -22,7 +22,7 @@ SPARK_KAFKA_POM = Path(__file__).parent / "spark_kafka" / "pom.xml"
 
 def spark_kafka_jars() -> str:
     """Comma-separated jars of Spark's built-in Kafka connector, resolved once with Maven."""
-    from connectors.dev.java_env import cache_root
+    from kafka_eos.connectors.dev.java_env import cache_root
     target = cache_root() / "jars" / "spark-sql-kafka-4.2.0"
     if not (target / ".complete").exists():
         subprocess.run(["mvn", "-B", "-q", "-f", str(SPARK_KAFKA_POM),
@@ -116,7 +116,7 @@ def machine() -> dict:
     """The machine and the versions under test (printed with every result)."""
     import confluent_kafka
     import pyspark
-    from connectors.dev.java_env import java_binary, kafka_version
+    from kafka_eos.connectors.dev.java_env import java_binary, kafka_version
     pom = SPARK_KAFKA_POM.read_text()
     connector = re.search(r"spark-sql-kafka-0-10_2.13</artifactId>\s*<version>([^<]+)", pom)
     clients = re.search(r"kafka-clients</artifactId>\s*<version>([^<]+)", pom)

@@ -98,7 +98,7 @@ def main() -> None:
     spark = SparkSession.builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     if "kafka-eos" in (a.source_format, a.sink_format):
-        import connectors
+        from kafka_eos import connectors
         connectors.register(spark)
     root = f"{a.checkpoint}/run-{os.getpid()}"  # a retried job starts from a fresh checkpoint
     warmup = None

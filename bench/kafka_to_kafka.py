@@ -11,7 +11,7 @@ import argparse
 
 from bench import commit, throughput
 from bench.common import load_avg, write_result
-from connectors.dev.local_kafka import LocalKafkaCluster
+from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ import time
 from bench import commit, latency, throughput
 from bench.common import RESULTS, load_avg, machine, write_result
 from bench.plot import plot
-from connectors.dev.local_kafka import LocalKafkaCluster
+from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
 
 
 def options() -> argparse.Namespace:

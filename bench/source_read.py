@@ -30,7 +30,7 @@ def job(argv: list[str]) -> None:
     spark = SparkSession.builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     if a.format == "kafka-eos":
-        import connectors
+        from kafka_eos import connectors
         connectors.register(spark)
 
     def read(topic: str) -> tuple[int, int, int, float]:
@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=2)
     args = parser.parse_args()
     from bench.common import produce_bulk, run_job, write_result
-    from connectors.dev.local_kafka import LocalKafkaCluster
+    from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
     from integration_tests.kafka_tools import create_topic, unique
 
     with LocalKafkaCluster() as cluster:

@@ -14,11 +14,11 @@ from typing import Any
 
 import yaml
 
-from config.model import PipelineConfig
-from config.redact import Redactor
-from config.rules_safety import is_local, local_path
-from config.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs
-from txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
+from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.redact import Redactor
+from kafka_eos.config.rules_safety import is_local, local_path
+from kafka_eos.config.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs
+from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
 
 TopicOffsets = dict[str, dict[str, int]]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from config.violations import Violation
+from kafka_eos.config.violations import Violation
 
 _TOKEN = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$\{")
 _SECRET_VAR = re.compile(r"PASSWORD|SECRET|TOKEN|KEY|CREDENTIAL|AUTH", re.I)

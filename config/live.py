@@ -15,8 +15,9 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
-from config.model import KafkaCluster, PipelineConfig
-from config.violations import UNREACHABLE, Context, Violation
+from kafka_eos import KafkaEosError
+from kafka_eos.config.model import KafkaCluster, PipelineConfig
+from kafka_eos.config.violations import UNREACHABLE, Context, Violation
 
 MAX_TIMEOUT_KEY = "transaction.max.timeout.ms"
 _TRANSIENT = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
@@ -28,7 +29,7 @@ def _transient(exc: BaseException) -> bool:
 
 
 @dataclass
-class ClusterProblem(Exception):
+class ClusterProblem(KafkaEosError):
     violation: Violation
 
 

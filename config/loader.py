@@ -4,7 +4,7 @@ Invariants:
 - ``load_file``/``load_text`` never raise on bad content: they return the config (None only
   when the file cannot be read or parsed, or names an unsupported format version) together
   with every structural violation (unknown keys with "did you mean", wrong types, unset
-  variables, unreadable schema files). Semantic rules live in ``config.rules``.
+  variables, unreadable schema files). Semantic rules live in ``kafka_eos.config.rules``.
 - Relative schema files are resolved against the YAML file's directory.
 - Values of secret-looking keys and of secret-named variables become ``Secret``.
 """
@@ -18,12 +18,12 @@ from typing import Any, Mapping
 
 import yaml
 
-from config.interpolate import Interpolator
-from config.model import (FORMAT_VERSION, CheckpointSpec, DataFormat, ErrorsSpec, Guarantee, KafkaCluster,
+from kafka_eos.config.interpolate import Interpolator
+from kafka_eos.config.model import (FORMAT_VERSION, CheckpointSpec, DataFormat, ErrorsSpec, Guarantee, KafkaCluster,
                           OnDecodeError, PipelineConfig, Registry, SchemaRef, Secret, SinkSpec, SourceSpec, Step,
                           TransformSpec, Trigger, Watermark, props)
-from config.sections import Section, did_you_mean
-from config.violations import Violation
+from kafka_eos.config.sections import Section, did_you_mean
+from kafka_eos.config.violations import Violation
 
 STEP_KINDS = ("filter", "select", "key")
 Loaded = tuple[PipelineConfig | None, list[Violation]]

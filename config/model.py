@@ -6,66 +6,22 @@ Invariants:
   ``Secret``; their ``repr``/``str`` is ``***``. Only ``Secret.reveal()`` (called when a Kafka
   client or a Spark option map is built) returns the value.
 - The model holds what the YAML says, with defaults filled in; it does not decide whether the
-  settings are safe: ``config.rules`` does, and reports every violation at once. Fields the
+  settings are safe: ``kafka_eos.config.rules`` does, and reports every violation at once. Fields the
   rules require (bootstrap servers, checkpoint location, transactional-id prefix) may be None
   here so that a file with several mistakes still loads and all of them are reported.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Mapping, Union
+from typing import Mapping
 
-from txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_eos.secrets import SECRET_KEY, Secret, Value, is_secret_key, reveal
+from kafka_eos.serde.formats import DataFormat, OnDecodeError, Registry
+from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
 FORMAT_VERSION = 1
-SECRET_KEY = re.compile(r"password|secret|jaas|token|credential|ssl\.key|private|basic\.auth", re.I)
-
-
-class Secret:
-    """A secret string: ``***`` in repr/str/format; ``reveal()`` gives the value."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        object.__setattr__(self, "_value", str(value))
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("Secret is immutable")
-
-    def __repr__(self) -> str:
-        return "***"
-
-    __str__ = __repr__
-
-    def __format__(self, spec: str) -> str:
-        return "***"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(("Secret", self._value))
-
-    def __reduce__(self):  # pickles (Spark closures) keep the value; only text forms hide it
-        return (Secret, (self._value,))
-
-
-Value = Union[str, Secret]
 Props = tuple[tuple[str, Value], ...]
-
-
-def reveal(value: Value | None) -> str | None:
-    return value.reveal() if isinstance(value, Secret) else value
-
-
-def is_secret_key(key: str) -> bool:
-    """Whether a client setting holds a secret (e.g. ``sasl.password``, ``ssl.key.pem``)."""
-    return SECRET_KEY.search(key) is not None
 
 
 def props(mapping: Mapping[str, object]) -> Props:
@@ -74,22 +30,9 @@ def props(mapping: Mapping[str, object]) -> Props:
                          else str(v)) for k, v in mapping.items()))
 
 
-class DataFormat(str, Enum):
-    BYTES = "bytes"
-    STRING = "string"
-    JSON = "json"
-    AVRO = "avro"
-
-
 class Guarantee(str, Enum):
     EXACTLY_ONCE = "exactly_once"
     AT_LEAST_ONCE = "at_least_once"
-
-
-class OnDecodeError(str, Enum):
-    FAIL = "fail"
-    SKIP = "skip"
-    DLQ = "dlq"
 
 
 @dataclass(frozen=True)
@@ -110,20 +53,6 @@ class KafkaCluster:
 
     def redacted(self) -> dict[str, str]:
         return {"bootstrap.servers": self.bootstrap_servers or "", **{k: str(v) for k, v in self.properties}}
-
-
-@dataclass(frozen=True)
-class Registry:
-    """A Confluent schema registry; with it Avro uses the wire format (magic byte + schema id)."""
-    url: str
-    subject: str | None = None
-    basic_auth_user_info: Secret | None = None
-
-    def client_conf(self) -> dict[str, str]:
-        conf = {"url": self.url}
-        if self.basic_auth_user_info is not None:
-            conf["basic.auth.user.info"] = self.basic_auth_user_info.reveal()
-        return conf
 
 
 @dataclass(frozen=True)
@@ -230,7 +159,7 @@ class PipelineConfig:
         return self.guarantee is Guarantee.EXACTLY_ONCE
 
     def secrets(self) -> list[Secret]:
-        """Every secret the configuration holds (what ``config.redact`` must hide)."""
+        """Every secret the configuration holds (what ``kafka_eos.config.redact`` must hide)."""
         found = list(self.env_secrets)
         found += [v for cluster in (self.source.kafka, self.sink.kafka) for _, v in cluster.properties
                  if isinstance(v, Secret)]

@@ -14,7 +14,7 @@ import logging
 import re
 from typing import Iterable
 
-from config.model import Secret
+from kafka_eos.config.model import Secret
 
 MASK = "***"
 _KEY_VALUE = re.compile(

@@ -1,18 +1,18 @@
 """Validation rules over one ``PipelineConfig``: small functions, every violation reported at once.
 
 Each rule is ``rule(config, context) -> list[Violation]`` and knows nothing of the others;
-``check`` runs them all. Safety rules for exactly-once live in ``config.rules_safety``; the last
-step (``config.rules_connectors``) asks the connectors' own option parsers, so a file that
+``check`` runs them all. Safety rules for exactly-once live in ``kafka_eos.config.rules_safety``; the last
+step (``kafka_eos.config.rules_connectors``) asks the connectors' own option parsers, so a file that
 validates is one the source and the sink accept.
 """
 from __future__ import annotations
 
 import re
 
-from config.model import DataFormat, KafkaCluster, OnDecodeError, PipelineConfig, SchemaRef
-from config.rules_connectors import connectors_accept
-from config.rules_safety import SAFETY_RULES
-from config.violations import Context, Rule, Violation
+from kafka_eos.config.model import DataFormat, KafkaCluster, OnDecodeError, PipelineConfig, SchemaRef
+from kafka_eos.config.rules_connectors import connectors_accept
+from kafka_eos.config.rules_safety import SAFETY_RULES
+from kafka_eos.config.violations import Context, Rule, Violation
 
 SQL_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 
@@ -52,7 +52,7 @@ def subscription(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
 
 
 def _schema(schema: SchemaRef | None, fmt: DataFormat, path: str, required: bool) -> list[Violation]:
-    from connectors.serde.arrow_types import SchemaError, arrow_type, parse_schema
+    from kafka_eos.serde.arrow_types import SchemaError, arrow_type, parse_schema
     typed = fmt in (DataFormat.JSON, DataFormat.AVRO)
     if schema is None:
         return [Violation(f"{path}.schema", f"format {fmt.value} needs a schema",

@@ -1,4 +1,4 @@
-"""The last rule: the connectors' own option parsers must accept the options ``config.spark_options``
+"""The last rule: the connectors' own option parsers must accept the options ``kafka_eos.config.spark_options``
 builds, so a file that validates is one the kafka-eos source and sink accept when the query starts.
 
 Invariant: a section that already has violations is not asked again (its first problem is
@@ -7,11 +7,11 @@ already reported with a YAML path); the connector's message is reported under ``
 """
 from __future__ import annotations
 
-from config.model import PipelineConfig
-from config.spark_options import sink_options, source_options
-from config.violations import Violation
-from connectors.sink.options import sink_config
-from connectors.source.options import SourceOptionError, parse_source_options
+from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.spark_options import sink_options, source_options
+from kafka_eos.config.violations import Violation
+from kafka_eos.connectors.sink.options import sink_config
+from kafka_eos.connectors.source.options import SourceOptionError, parse_source_options
 
 
 def _source(cfg: PipelineConfig) -> list[Violation]:

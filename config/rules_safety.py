@@ -1,5 +1,5 @@
 """Rules that keep ``guarantee: exactly_once`` true: isolation, producer safety, transaction
-timeouts (``txn.timeouts.check_transaction_timeout``), the transactional-id prefix and the
+timeouts (``kafka_eos.txn.timeouts.check_transaction_timeout``), the transactional-id prefix and the
 checkpoint. Rules that only matter for exactly-once return nothing for ``at_least_once``.
 """
 from __future__ import annotations
@@ -8,12 +8,12 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
-from config.model import PipelineConfig
-from config.violations import Context, Rule, Violation
-from txn.sink_log import SinkLogReader
-from txn.timeouts import check_transaction_timeout
+from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.violations import Context, Rule, Violation
+from kafka_eos.txn.sink_log import SinkLogReader
+from kafka_eos.txn.timeouts import check_transaction_timeout
 
-SINK_LOG_DIR = "kafka-eos-sink"   # where the sink keeps its commit log (connectors.sink.options)
+SINK_LOG_DIR = "kafka-eos-sink"   # where the sink keeps its commit log (kafka_eos.connectors.sink.options)
 _REFUSED_PRODUCER = {
     "transactional.id": "remove it and set sink.transactional_id_prefix (kafka-eos owns the ids)",
     "transaction.timeout.ms": "remove it and set sink.transaction_timeout_ms",
@@ -68,8 +68,8 @@ def transactional_id_prefix(cfg: PipelineConfig, ctx: Context) -> list[Violation
         return [Violation("sink.transactional_id_prefix", "the transactional-id prefix is missing",
                           "set a name unique to this pipeline and kept across restarts, e.g. "
                           f"transactional_id_prefix: {cfg.name or 'orders-enricher'}")]
-    from txn.errors import SinkConfigError
-    from txn.transactional_ids import TransactionalIdFactory
+    from kafka_eos.txn.errors import SinkConfigError
+    from kafka_eos.txn.transactional_ids import TransactionalIdFactory
     try:
         TransactionalIdFactory(prefix)
     except SinkConfigError as exc:

@@ -12,9 +12,9 @@ import difflib
 from enum import Enum
 from typing import Any, TypeVar
 
-from config.durations import parse_duration_ms
-from config.interpolate import child_path
-from config.violations import Violation
+from kafka_eos.config.durations import parse_duration_ms
+from kafka_eos.config.interpolate import child_path
+from kafka_eos.config.violations import Violation
 
 E = TypeVar("E", bound=Enum)
 _MISSING = object()

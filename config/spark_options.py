@@ -6,7 +6,7 @@ Invariants:
   ``kafka.*`` passthrough); sink options the kafka-eos sink's (``kafka.*``, ``topic``,
   ``transactional.id.prefix``, ``kafka.transaction.timeout.ms``, ``trigger.interval.ms``,
   ``batch.margin.ms``, ``checkpointLocation``). ``source.options``/``sink.options`` pass through.
-- Secrets are revealed here (Spark needs them): never log these maps; use ``config.redact``.
+- Secrets are revealed here (Spark needs them): never log these maps; use ``kafka_eos.config.redact``.
 - With a DLQ the ``topic`` option is left out (it would override the rows' topic column): every
   row then carries its topic, as ``sink_select_exprs`` selects it.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from config.model import KafkaCluster, OnDecodeError, PipelineConfig, Props, reveal
+from kafka_eos.config.model import KafkaCluster, OnDecodeError, PipelineConfig, Props, reveal
 
 
 def _kafka(cluster: KafkaCluster) -> dict[str, str]:

@@ -10,12 +10,12 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
-from config.loader import load_file
-from config.model import PipelineConfig
-from config.redact import Redactor
-from config.rules import check
-from config.rules_safety import across_pipelines
-from config.violations import Context, InvalidPipeline, Violation, exit_code
+from kafka_eos.config.loader import load_file
+from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.redact import Redactor
+from kafka_eos.config.rules import check
+from kafka_eos.config.rules_safety import across_pipelines
+from kafka_eos.config.violations import Context, InvalidPipeline, Violation, exit_code
 
 
 @dataclass
@@ -44,7 +44,7 @@ class Report:
 def validate_config(cfg: PipelineConfig, offline: bool, timeout_s: float = 10.0) -> list[Violation]:
     ctx, problems = Context(), []
     if not offline:
-        from config.live import live_context
+        from kafka_eos.config.live import live_context
         ctx, problems = live_context(cfg, timeout_s)
     return [replace(v, file=cfg.origin) for v in problems + check(cfg, ctx)]
 

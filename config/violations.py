@@ -8,8 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable
 
+from kafka_eos import KafkaEosError
+
 if TYPE_CHECKING:
-    from config.model import PipelineConfig
+    from kafka_eos.config.model import PipelineConfig
 
 INVALID = "invalid"
 UNREACHABLE = "unreachable"
@@ -40,8 +42,8 @@ class Context:
 Rule = Callable[["PipelineConfig", Context], list[Violation]]
 
 
-class InvalidPipeline(ValueError):
-    """Raised by ``config.validate.load_valid``; carries every violation."""
+class InvalidPipeline(KafkaEosError, ValueError):
+    """Raised by ``kafka_eos.config.validate.load_valid``; carries every violation."""
 
     def __init__(self, violations: list[Violation]) -> None:
         self.violations = violations

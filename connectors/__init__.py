@@ -3,5 +3,5 @@
 
 def register(spark) -> None:
     """Register the ``kafka-eos`` data source in ``spark``."""
-    from connectors.datasource import register as _register
+    from kafka_eos.connectors.datasource import register as _register
     _register(spark)

@@ -4,11 +4,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from connectors.dev.java_env import BrokerEnvironmentError
+from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError
 
 
 def _dev_kafka(args: argparse.Namespace) -> int:
-    from connectors.dev import background
+    from kafka_eos.connectors.dev import background
     if args.action == "up":
         print(f"bootstrap={background.up(args.nodes, args.transaction_max_timeout_ms)}")
     elif args.action == "down":
@@ -20,7 +20,7 @@ def _dev_kafka(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from connectors.demo import demo
+    from kafka_eos.connectors.demo import demo
     return demo(args.records, poison=args.poison)
 
 
@@ -36,9 +36,9 @@ def _conf(pairs: list[str]) -> dict[str, str]:
 
 def _run(args: argparse.Namespace) -> int:
     """Validate (exit 1/2 with every violation), then run in-process or through spark-submit."""
-    from config.redact import install
-    from config.validate import load_valid
-    from config.violations import InvalidPipeline, exit_code
+    from kafka_eos.config.redact import install
+    from kafka_eos.config.validate import load_valid
+    from kafka_eos.config.violations import InvalidPipeline, exit_code
     conf = _conf(args.conf)
     try:
         cfg = load_valid(args.pipeline, timeout_s=args.timeout)
@@ -47,9 +47,9 @@ def _run(args: argparse.Namespace) -> int:
         return exit_code(exc.violations)
     redactor = install(cfg.secrets())
     if args.master:
-        from connectors.pipeline.submit import submit
+        from kafka_eos.connectors.pipeline.submit import submit
         return submit(args.pipeline, args.master, redactor, args.once, conf, name=f"kafka-eos {cfg.name}")
-    from connectors.pipeline.runner import PipelineFailed, run_local
+    from kafka_eos.connectors.pipeline.runner import PipelineFailed, run_local
     try:
         run_local(cfg, args.once, conf=conf, emit=lambda line: print(line, flush=True))
     except PipelineFailed as exc:
@@ -59,15 +59,15 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from config.validate import validate_files
+    from kafka_eos.config.validate import validate_files
     report = validate_files(args.pipelines, offline=args.offline, timeout_s=args.timeout)
     print(report.render(), file=sys.stdout if report.exit_code == 0 else sys.stderr)
     return report.exit_code
 
 
 def _describe(args: argparse.Namespace) -> int:
-    from config import describe
-    from config.validate import validate_files
+    from kafka_eos.config import describe
+    from kafka_eos.config.validate import validate_files
     report = validate_files([args.pipeline], offline=True)
     if not report.configs:
         print(report.render(), file=sys.stderr)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from connectors.schema import source_schema
+from kafka_eos.connectors.schema import source_schema
 
 
 class KafkaEosDataSource(DataSource):
@@ -22,15 +22,15 @@ class KafkaEosDataSource(DataSource):
         return source_schema(include_headers=str(self.options.get("includeHeaders", "false")).lower() == "true")
 
     def reader(self, schema: StructType):
-        from connectors.source.batch_reader import KafkaBatchReader
+        from kafka_eos.connectors.source.batch_reader import KafkaBatchReader
         return KafkaBatchReader(dict(self.options), schema)
 
     def streamReader(self, schema: StructType):
-        from connectors.source.stream_reader import KafkaStreamReader
+        from kafka_eos.connectors.source.stream_reader import KafkaStreamReader
         return KafkaStreamReader(dict(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool):
-        from connectors.sink.stream_writer import KafkaEosStreamWriter
+        from kafka_eos.connectors.sink.stream_writer import KafkaEosStreamWriter
         return KafkaEosStreamWriter(dict(self.options), schema)
 
 

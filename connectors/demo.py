@@ -24,7 +24,7 @@ TOPICS = {"orders": 3, "orders-priced": 3, "orders-dlq": 1}
 
 
 def example_path() -> Path:
-    import config
+    from kafka_eos import config
     return Path(config.__file__).resolve().parent / "pipelines" / "orders-json.yaml"
 
 
@@ -47,8 +47,8 @@ def _say(text: str) -> None:
 
 
 def _run_example(bootstrap: str, checkpoints: str) -> None:
-    from config.validate import load_valid
-    from connectors.pipeline.runner import run_local
+    from kafka_eos.config.validate import load_valid
+    from kafka_eos.connectors.pipeline.runner import run_local
     with _environment(KAFKA_BOOTSTRAP_SERVERS=bootstrap, KAFKA_EOS_CHECKPOINTS=checkpoints):
         cfg = load_valid(example_path())
         _say(f"running {example_path().name} with --once (availableNow) ...")
@@ -57,8 +57,8 @@ def _run_example(bootstrap: str, checkpoints: str) -> None:
 
 def _check_dlq(bootstrap: str, run: str, poison: int) -> tuple[dict[str, int], int]:
     """(id counts of orders-dlq by key, DLQ records without the error headers)."""
-    from connectors.demo_data import count_ids, read_committed
-    from connectors.serde.decode_errors import ERROR_HEADER, OFFSET_HEADER, PARTITION_HEADER, TOPIC_HEADER
+    from kafka_eos.connectors.demo_data import count_ids, read_committed
+    from kafka_eos.serde.decode_errors import ERROR_HEADER, OFFSET_HEADER, PARTITION_HEADER, TOPIC_HEADER
     messages = read_committed(bootstrap, "orders-dlq")
     counts = count_ids([m.key().decode() for m in messages], [f"{run}-poison-{i}" for i in range(poison)])
     wanted = {ERROR_HEADER, TOPIC_HEADER, PARTITION_HEADER, OFFSET_HEADER}
@@ -67,8 +67,8 @@ def _check_dlq(bootstrap: str, run: str, poison: int) -> tuple[dict[str, int], i
 
 
 def demo(records: int = 100_000, poison: int = 10) -> int:
-    from connectors.demo_data import create_topics, order_report, produce_orders
-    from connectors.dev.local_kafka import LocalKafkaCluster
+    from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
+    from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
     _say("starting a local Kafka broker ...")
     with LocalKafkaCluster() as cluster, tempfile.TemporaryDirectory(prefix="kafka-eos-demo-") as checkpoints:
         bootstrap = cluster.bootstrap

@@ -33,7 +33,7 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def spark():
-    from connectors.spark_harness import local_session
+    from kafka_eos.connectors.spark_harness import local_session
     session = local_session()
     yield session
     session.stop()

@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from connectors.spark_harness import python_env
+from kafka_eos.connectors.spark_harness import python_env
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "config" / "pipelines"
@@ -29,7 +29,7 @@ def kafka_eos(args: list[str], bootstrap: str, checkpoints: Path, timeout: float
     ``${KAFKA_EOS_CHECKPOINTS}`` pointing at the test broker and a test directory."""
     full_env = {**python_env(), "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "KAFKA_EOS_CHECKPOINTS": str(checkpoints),
                 **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "connectors.cli", *args], env=full_env, cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "kafka_eos.connectors.cli", *args], env=full_env, cwd=REPO,
                           capture_output=True, text=True, timeout=timeout)
     return CliRun(proc.returncode, proc.stdout, proc.stderr)
 
@@ -40,5 +40,5 @@ def progress_lines(run: CliRun, pipeline: str) -> list[str]:
 
 def small_spark_conf() -> list[str]:
     """``--conf`` pairs sizing spark-submit runs for a 2-core test machine."""
-    from connectors.spark_harness import SMALL_CONF
+    from kafka_eos.connectors.spark_harness import SMALL_CONF
     return [arg for key, value in SMALL_CONF.items() for arg in ("--conf", f"{key}={value}")]

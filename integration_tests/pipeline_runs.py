@@ -9,9 +9,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from connectors.spark_harness import SMALL_CONF, python_env, spark_submit_binary
+from kafka_eos.connectors.spark_harness import SMALL_CONF, python_env, spark_submit_binary
 from integration_tests.kafka_tools import create_topic, produce, read_all, unique
-from offsets import model
+from kafka_eos.offsets import model
 
 JOB = Path(__file__).parent / "jobs" / "eos_pipeline.py"
 ABORTED_BASE = 1_000_000
@@ -91,7 +91,7 @@ def exactly_once_report(counts: Counter, ids: int) -> dict[str, int]:
 
 def planned_start(checkpoint: Path) -> dict[int, int]:
     """partition -> first offset of the query, as batch 0's end in Spark's offset log records it
-    (one source; ``offsets.model.planned_start``)."""
+    (one source; ``kafka_eos.offsets.model.planned_start``)."""
     stored = json.loads((checkpoint / "offsets" / "0").read_text().splitlines()[-1])
     start = model.planned_start(stored)
     assert start is not None, f"batch 0's end does not record the start it was planned with: {stored}"

@@ -2,7 +2,7 @@
 
 1. ``KAFKA_BOOTSTRAP_SERVERS`` set -> that external cluster, used as is.
 2. a Docker engine answers          -> testcontainers' Kafka container (apache/kafka 4.x, KRaft).
-3. otherwise                         -> the local Maven-jar KRaft broker (connectors.dev.local_kafka).
+3. otherwise                         -> the local Maven-jar KRaft broker (kafka_eos.connectors.dev.local_kafka).
 
 ``KAFKA_EOS_BROKER=external|docker|local`` forces one. Every provider yields a ``Broker``;
 ``local`` is the only one that can be restarted or reconfigured by a test.
@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
-from connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
+from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
 
 KAFKA_IMAGE = os.environ.get("KAFKA_EOS_KAFKA_IMAGE", "apache/kafka:4.2.1")
 

@@ -13,7 +13,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from connectors.dev.local_kafka import ClusterSettings
+from kafka_eos.connectors.dev.local_kafka import ClusterSettings
 from integration_tests.kafka_tools import create_topic, unique
 from integration_tests.pipeline_runs import exactly_once_report, kill_group, output_ids, start_job, tail
 from integration_tests.providers import local_broker

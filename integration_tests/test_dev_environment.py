@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from connectors.dev.background import state_file
-from connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
-from connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster, check_port_free
+from kafka_eos.connectors.dev.background import state_file
+from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
+from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster, check_port_free
 from integration_tests.kafka_tools import create_topic, produce, read_all, unique
 
-CLI = [sys.executable, "-m", "connectors.cli"]
+CLI = [sys.executable, "-m", "kafka_eos.connectors.cli"]
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -2,8 +2,8 @@
 submitted with spark-submit), with the Worker running a write task killed mid-batch."""
 from __future__ import annotations
 
-from connectors.dev.standalone_spark import StandaloneSpark
-from connectors.dev.processes import descendants
+from kafka_eos.connectors.dev.standalone_spark import StandaloneSpark
+from kafka_eos.connectors.dev.processes import descendants
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_runs import exactly_once_report, output_ids, seed_input, start_job, wait_for
 

@@ -16,12 +16,12 @@ import time
 
 import pytest
 
-from txn.errors import SinkLogConflictError, SinkLogError
-from txn.handle import TxnHandle
-from txn.log_store import LogStore, pyarrow_uri
-from txn.protocol import TwoPhaseCommitProtocol
-from txn.sink_config import SinkConfig
-from txn.sink_log import DECIDED, BatchRecord, SinkLog, SinkLogReader
+from kafka_eos.txn.errors import SinkLogConflictError, SinkLogError
+from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.log_store import LogStore, pyarrow_uri
+from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
+from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.sink_log import DECIDED, BatchRecord, SinkLog, SinkLogReader
 
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
@@ -91,8 +91,8 @@ def test_records_are_create_only_and_pinned_on_s3(location):
 
 _DECIDE_THEN_DIE = """
 import os, signal, sys
-from txn.handle import TxnHandle
-from txn.sink_log import DECIDED, BatchRecord, SinkLog
+from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.sink_log import DECIDED, BatchRecord, SinkLog
 handles = tuple(TxnHandle(sink_partition=k, transactional_id=f"p-{k}-0", producer_id=10 + k, producer_epoch=0,
                           records=4) for k in range(3))
 SinkLog(sys.argv[1], "p", "query-1").append(BatchRecord(5, DECIDED, 3, handles, {k: "pending" for k in range(3)}), None)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from connectors.demo_data import create_topics, order_report, produce_orders
-from connectors.dev.standalone_spark import StandaloneSpark
+from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
+from kafka_eos.connectors.dev.standalone_spark import StandaloneSpark
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, progress_lines, small_spark_conf
 from integration_tests.test_pipeline_run import ORDER_TOPICS, check_dlq, poison_positions
 

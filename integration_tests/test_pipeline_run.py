@@ -14,7 +14,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from connectors.demo_data import count_ids, create_topics, order_report, produce_orders, read_committed
+from kafka_eos.connectors.demo_data import count_ids, create_topics, order_report, produce_orders, read_committed
 from integration_tests.kafka_tools import produce, unique
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, progress_lines
 

@@ -15,7 +15,7 @@ import signal
 import time
 from pathlib import Path
 
-from connectors.dev.processes import cmdline
+from kafka_eos.connectors.dev.processes import cmdline
 from integration_tests.kafka_tools import create_topic, read_all, unique
 from integration_tests.pipeline_runs import (exactly_once_report, kill_group, output_ids, seed_input, start_job,
                                              tail, wait_for)

@@ -11,7 +11,7 @@ import pytest
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_runs import (exactly_once_report, kill_group, output_ids, run_to_completion,
                                              seed_input, start_job, wait_for)
-from txn.sink_log import SinkLogReader
+from kafka_eos.txn.sink_log import SinkLogReader
 
 IDS = 3000
 
@@ -72,7 +72,7 @@ def test_driver_down_longer_than_the_transaction_timeout_loses_nothing(tmp_path)
     finds them lost and re-writes exactly those sink partitions from the same offsets."""
     import time
 
-    from connectors.dev.local_kafka import ClusterSettings
+    from kafka_eos.connectors.dev.local_kafka import ClusterSettings
     from integration_tests.providers import local_broker
 
     with local_broker(ClusterSettings(transaction_max_timeout_ms=20_000)) as broker:

@@ -5,7 +5,7 @@ import pytest
 
 from pyspark.errors import StreamingQueryException
 
-import connectors
+from kafka_eos import connectors
 from integration_tests.kafka_tools import create_topic, unique
 from integration_tests.pipeline_runs import (exactly_once_report, kill_group, output_ids, run_to_completion,
                                              seed_input, start_job, wait_for)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import time
 
-from connectors.dev.local_kafka import ClusterSettings
+from kafka_eos.connectors.dev.local_kafka import ClusterSettings
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_runs import (exactly_once_report, kill_group, output_ids, run_to_completion,
                                              seed_input, start_job, wait_for)
 from integration_tests.providers import local_broker
-from txn.sink_log import SinkLogReader
+from kafka_eos.txn.sink_log import SinkLogReader
 
 IDS = 3000
 EXPIRY = ClusterSettings(transaction_max_timeout_ms=15_000, extra=(

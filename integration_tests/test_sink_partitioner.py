@@ -7,7 +7,7 @@ in the same partition number in both.
 from __future__ import annotations
 
 from bench.common import spark_kafka_jars
-from connectors.spark_harness import spark_submit
+from kafka_eos.connectors.spark_harness import spark_submit
 from integration_tests.kafka_tools import create_topic, read_all, unique
 from integration_tests.pipeline_runs import JOB, seed_input
 

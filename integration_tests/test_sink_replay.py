@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from connectors.dev.local_kafka import ClusterSettings
+from kafka_eos.connectors.dev.local_kafka import ClusterSettings
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_runs import (exactly_once_report, kill_group, output_ids, seed_input, start_job,
                                              tail, wait_for)
@@ -40,7 +40,7 @@ def test_non_deterministic_rewrite_of_a_lost_batch_is_exactly_once_or_refused(tm
         if rc == 0:
             assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report
             return
-        from txn.sink_log import SinkLogReader
+        from kafka_eos.txn.sink_log import SinkLogReader
         text = log.read_text(errors="replace")
         assert "ReplayMismatchError" in text and "batch 1" in text, tail(log)
         assert "non-deterministic" in text, tail(log)

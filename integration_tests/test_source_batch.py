@@ -7,8 +7,8 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from connectors import register
-from connectors.schema import source_schema
+from kafka_eos.connectors import register
+from kafka_eos.connectors.schema import source_schema
 from integration_tests.kafka_tools import create_topic, produce, read_all, unique
 
 

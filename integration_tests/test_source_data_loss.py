@@ -9,15 +9,15 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from connectors.schema import source_schema
-from connectors.source.arrow_rows import arrow_schema
-from connectors.source.options import parse_source_options
-from connectors.source.partition_reader import read_partition
-from connectors.source.planning import KafkaDataLossError, KafkaInputPartition
-from connectors.source.stream_reader import KafkaStreamReader
+from kafka_eos.connectors.schema import source_schema
+from kafka_eos.connectors.source.arrow_rows import arrow_schema
+from kafka_eos.connectors.source.options import parse_source_options
+from kafka_eos.connectors.source.partition_reader import read_partition
+from kafka_eos.connectors.source.planning import KafkaDataLossError, KafkaInputPartition
+from kafka_eos.connectors.source.stream_reader import KafkaStreamReader
 from integration_tests.kafka_tools import create_topic, produce, unique
 from integration_tests.test_source_support import run_stream
-from offsets.ranges import OffsetRange
+from kafka_eos.offsets.ranges import OffsetRange
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 
@@ -60,7 +60,7 @@ def test_driver_warns_with_the_facts(bootstrap, caplog):
     produce(bootstrap, topic, values(20))
     delete_below(bootstrap, topic, 12)
     start = {"v": 1, "topics": {topic: {"0": 4}}}
-    with caplog.at_level(logging.WARNING, logger="kafka_eos.source"):
+    with caplog.at_level(logging.WARNING, logger="kafka_eos.connectors.source"):
         end = reader(bootstrap, topic, fail=False).latestOffset(start, ReadAllAvailable())
     assert end == {"v": 1, "topics": {topic: {"0": 20}}}
     [warning] = [r.getMessage() for r in caplog.records if "data loss" in r.getMessage()]
@@ -74,7 +74,7 @@ def test_driver_offsets_went_backwards_and_partition_gone(bootstrap, caplog):
     topic = create_topic(bootstrap, unique("src-reset"), 1)
     produce(bootstrap, topic, values(3))
     ahead = {"v": 1, "topics": {topic: {"0": 50}, "vanished-topic": {"0": 7}}}
-    with caplog.at_level(logging.WARNING, logger="kafka_eos.source"):
+    with caplog.at_level(logging.WARNING, logger="kafka_eos.connectors.source"):
         source = reader(bootstrap, topic, fail=False)
         end = source.latestOffset(ahead, ReadAllAvailable())
         assert end == {"v": 1, "topics": {topic: {"0": 0}}}  # restart the partition at its earliest offset
@@ -98,7 +98,7 @@ def test_executor_read_when_offsets_vanish_after_planning(bootstrap, caplog, fai
         with pytest.raises(KafkaDataLossError, match=rf"'{topic}' partition 0.*offset 2.*\[6, 10\)"):
             read()
     else:
-        with caplog.at_level(logging.WARNING, logger="kafka_eos.source"):
+        with caplog.at_level(logging.WARNING, logger="kafka_eos.connectors.source"):
             rows = read()
         assert [r["offset"] for r in rows] == [6, 7, 8, 9]
         assert any("continuing from offset 6" in r.getMessage() for r in caplog.records)
@@ -106,7 +106,7 @@ def test_executor_read_when_offsets_vanish_after_planning(bootstrap, caplog, fai
 
 @pytest.mark.parametrize("fail", [True, False])
 def test_batch_read_from_deleted_offsets(spark, bootstrap, fail):
-    from connectors import register
+    from kafka_eos.connectors import register
     register(spark)
     topic = create_topic(bootstrap, unique("src-bloss"), 1)
     produce(bootstrap, topic, values(10))

@@ -6,13 +6,13 @@ import time
 
 import pytest
 
-from connectors.schema import source_schema
-from connectors.source.arrow_rows import arrow_schema
-from connectors.source.options import parse_source_options
-from connectors.source.partition_reader import read_partition
-from connectors.source.planning import KafkaInputPartition
+from kafka_eos.connectors.schema import source_schema
+from kafka_eos.connectors.source.arrow_rows import arrow_schema
+from kafka_eos.connectors.source.options import parse_source_options
+from kafka_eos.connectors.source.partition_reader import read_partition
+from kafka_eos.connectors.source.planning import KafkaInputPartition
 from integration_tests.kafka_tools import committed_end_offsets, create_topic, produce, unique
-from offsets.ranges import OffsetRange
+from kafka_eos.offsets.ranges import OffsetRange
 
 SCHEMA = arrow_schema(source_schema())
 

@@ -148,7 +148,7 @@ def test_live_stream_with_concurrent_transactions(spark, bootstrap, tmp_path):
     import threading
     import time
 
-    from connectors import register
+    from kafka_eos.connectors import register
     register(spark)
     topic = create_topic(bootstrap, unique("src-live"), 2)
     seen: dict[int, list[bytes]] = {}

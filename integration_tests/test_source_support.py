@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Producer
 
-from connectors import register
+from kafka_eos.connectors import register
 
 
 @dataclass

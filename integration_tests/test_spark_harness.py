@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import textwrap
 
-from connectors.spark_harness import spark_submit
+from kafka_eos.connectors.spark_harness import spark_submit
 
 
 def test_session_runs_python_udf_in_workers(spark):

@@ -6,16 +6,16 @@ import time
 import pyarrow as pa
 import pytest
 
-from connectors.dev.local_kafka import ClusterSettings
+from kafka_eos.connectors.dev.local_kafka import ClusterSettings
 from integration_tests.kafka_tools import committed_end_offsets, create_topic, read_all, unique
 from integration_tests.providers import local_broker
-from txn.errors import TransactionLostError
-from txn.handle import TxnHandle
-from txn.kafka_committer import COMMITTED, LOST, KafkaCommitter
-from txn.kafka_writer import KafkaWriter
-from txn.protocol import TwoPhaseCommitProtocol
-from txn.sink_config import SinkConfig
-from txn.transaction_aborter import TransactionAborter
+from kafka_eos.txn.errors import TransactionLostError
+from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.kafka_committer import COMMITTED, LOST, KafkaCommitter
+from kafka_eos.txn.kafka_writer import KafkaWriter
+from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
+from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.transaction_aborter import TransactionAborter
 
 
 def config(bootstrap: str, topic: str, tmp_path, **kw) -> SinkConfig:

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from config.live import transaction_max_timeout_ms
-from config.loader import load_file
-from connectors.cli import main
-from connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster, free_port
+from kafka_eos.config.live import transaction_max_timeout_ms
+from kafka_eos.config.loader import load_file
+from kafka_eos.connectors.cli import main
+from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster, free_port
 from integration_tests.kafka_tools import create_topic, produce, unique
 from tests.test_config_support import valid, write
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from offsets.model import Offsets, TopicPartition
+from kafka_eos.offsets.model import Offsets, TopicPartition
 
 
 def plan_limit(start: Mapping[TopicPartition, int], available_end: Mapping[TopicPartition, int],

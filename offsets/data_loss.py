@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Literal, Mapping
 
-from offsets.model import TopicPartition
+from kafka_eos.offsets.model import TopicPartition
 
 Kind = Literal["offsets-deleted", "offsets-reset", "partition-gone", "new-partition-truncated"]
 

@@ -20,11 +20,12 @@ from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPar
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
-from offsets.model import Offsets, TopicPartition, describe
-from offsets.subscription import Subscription
+from kafka_eos import KafkaEosError
+from kafka_eos.offsets.model import Offsets, TopicPartition, describe
+from kafka_eos.offsets.subscription import Subscription
 
 
-class KafkaLookupError(RuntimeError):
+class KafkaLookupError(KafkaEosError, RuntimeError):
     """Kafka did not answer a metadata or offset lookup."""
 
 

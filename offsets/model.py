@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from kafka_eos import KafkaEosError
+
 TopicPartition = tuple[str, int]
 """(topic, partition): the key of every offset map in kafka-eos."""
 
@@ -34,7 +36,7 @@ Offsets = dict[TopicPartition, int]
 FORMAT_VERSION = 1
 
 
-class OffsetFormatError(ValueError):
+class OffsetFormatError(KafkaEosError, ValueError):
     """A stored offset map is not one this version of kafka-eos can read."""
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from offsets.model import TopicPartition
+from kafka_eos.offsets.model import TopicPartition
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Iterable, Literal, Mapping, Protocol
 
-from offsets.model import Offsets, TopicPartition, describe
+from kafka_eos import KafkaEosError
+from kafka_eos.offsets.model import Offsets, TopicPartition, describe
 
 EARLIEST = -2
 LATEST = -1
@@ -26,12 +27,12 @@ LATEST = -1
 Kind = Literal["earliest", "latest", "offsets", "timestamps", "timestamp"]
 
 
-class OffsetSpecError(ValueError):
+class OffsetSpecError(KafkaEosError, ValueError):
     """An offset option is malformed or does not match the partitions being read."""
 
 
 class OffsetLookup(Protocol):
-    """The Kafka lookups resolution needs (``offsets.kafka_offsets.KafkaOffsets`` in production)."""
+    """The Kafka lookups resolution needs (``kafka_eos.offsets.kafka_offsets.KafkaOffsets`` in production)."""
 
     def earliest(self, tps: Iterable[TopicPartition]) -> Offsets: ...
 

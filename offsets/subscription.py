@@ -14,14 +14,15 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Mapping, Sequence
 
-from offsets.model import TopicPartition
+from kafka_eos import KafkaEosError
+from kafka_eos.offsets.model import TopicPartition
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 Kind = Literal["subscribe", "subscribePattern", "assign"]
 
 
-class SubscriptionError(ValueError):
+class SubscriptionError(KafkaEosError, ValueError):
     """A subscribe / subscribePattern / assign option is malformed."""
 
 

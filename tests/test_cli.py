@@ -1,4 +1,4 @@
-from connectors.cli import build_parser
+from kafka_eos.connectors.cli import build_parser
 
 
 def test_dev_kafka_parses():
@@ -7,5 +7,5 @@ def test_dev_kafka_parses():
 
 
 def test_cluster_ids_never_look_like_an_option():
-    from connectors.dev.local_kafka import new_cluster_id
+    from kafka_eos.connectors.dev.local_kafka import new_cluster_id
     assert all(not new_cluster_id().startswith("-") for _ in range(2000))

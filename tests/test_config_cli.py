@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.cli import build_parser, main
+from kafka_eos.connectors.cli import build_parser, main
 from tests.test_config_support import valid, write
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "config" / "pipelines").glob("*.yaml"))

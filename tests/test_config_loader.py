@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from config.loader import load_file, load_text
-from config.model import DataFormat, Guarantee, OnDecodeError, Secret
+from kafka_eos.config.loader import load_file, load_text
+from kafka_eos.config.model import DataFormat, Guarantee, OnDecodeError, Secret
 from tests.test_config_support import ORDER_SCHEMA, load, paths, valid, write
 
 

@@ -7,9 +7,9 @@ import pickle
 import subprocess
 import sys
 
-from config.model import Secret
-from config.redact import RedactingFilter, Redactor
-from connectors.cli import main
+from kafka_eos.config.model import Secret
+from kafka_eos.config.redact import RedactingFilter, Redactor
+from kafka_eos.connectors.cli import main
 from tests.test_config_support import load, valid, write
 
 
@@ -63,7 +63,7 @@ def test_logging_filter_redacts_messages_arguments_and_tracebacks():
 
 
 def test_install_redacts_every_logger_of_the_process():
-    code = ("import logging, sys; from config.redact import install; install(['hunter2']);"
+    code = ("import logging, sys; from kafka_eos.config.redact import install; install(['hunter2']);"
             "logging.basicConfig(stream=sys.stdout, level=logging.INFO);"
             "logging.getLogger('any.library').info('token %s', 'hunter2')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

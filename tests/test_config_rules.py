@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from config import rules_safety
-from config.loader import load_text
-from config.rules import Context, check
-from config.rules_safety import across_pipelines
+from kafka_eos.config import rules_safety
+from kafka_eos.config.loader import load_text
+from kafka_eos.config.rules import Context, check
+from kafka_eos.config.rules_safety import across_pipelines
 from tests.test_config_support import load, paths, problems, valid
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from config.loader import load_text
-from config.rules import Context, check
+from kafka_eos.config.loader import load_text
+from kafka_eos.config.rules import Context, check
 
 ORDER_SCHEMA = {"type": "record", "name": "Order", "fields": [
     {"name": "id", "type": "long"}, {"name": "amount", "type": "double"}]}

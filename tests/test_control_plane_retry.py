@@ -11,15 +11,15 @@ import kafka.errors as Errors
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-import offsets.kafka_offsets as kafka_offsets
-import txn.kafka_committer as kafka_committer
-import txn.transaction_aborter as transaction_aborter
-from offsets.kafka_offsets import KafkaLookupError, KafkaOffsets
-from txn.errors import TwoPhaseCommitError
-from txn.handle import TxnHandle
-from txn.kafka_committer import ABORTED, COMMITTED, LOST, KafkaCommitter
-from txn.transaction_aborter import TransactionAborter
-from txn.transactional_ids import TransactionalIdFactory
+import kafka_eos.offsets.kafka_offsets as kafka_offsets
+import kafka_eos.txn.kafka_committer as kafka_committer
+import kafka_eos.txn.transaction_aborter as transaction_aborter
+from kafka_eos.offsets.kafka_offsets import KafkaLookupError, KafkaOffsets
+from kafka_eos.txn.errors import TwoPhaseCommitError
+from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.kafka_committer import ABORTED, COMMITTED, LOST, KafkaCommitter
+from kafka_eos.txn.transaction_aborter import TransactionAborter
+from kafka_eos.txn.transactional_ids import TransactionalIdFactory
 
 
 def handle(k: int) -> TxnHandle:

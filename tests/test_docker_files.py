@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from config.loader import load_file
+from kafka_eos.config.loader import load_file
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"
@@ -64,7 +64,7 @@ def image_files() -> dict[str, Path]:
 def test_dockerfile_copies_existing_sources_and_every_package():
     files = image_files()
     copied_roots = {Path(p).relative_to(ROOT).parts[0] for p in files.values()}
-    packages = {pattern.rstrip("*") for pattern in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]}
+    packages = set(PYPROJECT["tool"]["setuptools"]["package-dir"].values())
     assert packages <= copied_roots, f"pip install . needs every package: missing {packages - copied_roots}"
     assert {"pyproject.toml", PYPROJECT["project"]["readme"]} <= copied_roots
 

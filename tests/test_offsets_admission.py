@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from offsets.admission import plan_limit
+from kafka_eos.offsets.admission import plan_limit
 
 
 def admitted(start, end):

@@ -3,8 +3,8 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Message
 
-from connectors.schema import source_schema
-from connectors.source.arrow_rows import arrow_schema, binary_column, constant_string, to_record_batch
+from kafka_eos.connectors.schema import source_schema
+from kafka_eos.connectors.source.arrow_rows import arrow_schema, binary_column, constant_string, to_record_batch
 
 
 def msg(offset, key, value, ts=(1, 1_700_000_000_123), headers=None):

@@ -1,5 +1,5 @@
 """Data-loss findings name the partition, the offsets and the fix."""
-from offsets.data_loss import detect
+from kafka_eos.offsets.data_loss import detect
 
 EARLIEST = {("t", 0): 100, ("t", 1): 0}
 LATEST = {("t", 0): 200, ("t", 1): 10}

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from offsets.model import FORMAT_VERSION, OffsetFormatError, decode, encode, is_initial, planned_start
+from kafka_eos.offsets.model import FORMAT_VERSION, OffsetFormatError, decode, encode, is_initial, planned_start
 
 
 def test_round_trip_and_canonical_order():

@@ -3,7 +3,7 @@ import pickle
 
 import pytest
 
-from connectors.source.options import SourceOptionError, parse_source_options, redacted
+from kafka_eos.connectors.source.options import SourceOptionError, parse_source_options, redacted
 
 BASE = {"kafka.bootstrap.servers": "b:9092", "subscribe": "orders"}
 

@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from offsets.ranges import OffsetRange, ranges_between, split_ranges
+from kafka_eos.offsets.ranges import OffsetRange, ranges_between, split_ranges
 
 
 def covered(ranges):

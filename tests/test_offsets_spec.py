@@ -1,7 +1,7 @@
 """Start/end offset options: parsing and resolution against a fake lookup."""
 import pytest
 
-from offsets.spec import (OffsetSpecError, parse_global_timestamp, parse_offsets, parse_timestamps,
+from kafka_eos.offsets.spec import (OffsetSpecError, parse_global_timestamp, parse_offsets, parse_timestamps,
                           resolve)
 
 TPS = {("t", 0), ("t", 1)}

@@ -1,7 +1,7 @@
 """subscribe / subscribePattern / assign selection over a cluster listing."""
 import pytest
 
-from offsets.subscription import Subscription, SubscriptionError
+from kafka_eos.offsets.subscription import Subscription, SubscriptionError
 
 LISTING = {"orders": [0, 1], "orders-eu": [0], "payments": [0], "__consumer_offsets": [0, 1]}
 

@@ -8,12 +8,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from connectors.cli import build_parser
-from connectors.demo_data import count_ids, expected_total, order
-from connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint, checkpoint_sources
-from connectors.pipeline.progress import format_line, records_read, sink_log_location
-from connectors.pipeline.runner import error_summary
-from connectors.pipeline.submit import build_zip, submit_command
+from kafka_eos.connectors.cli import build_parser
+from kafka_eos.connectors.demo_data import count_ids, expected_total, order
+from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint, checkpoint_sources
+from kafka_eos.connectors.pipeline.progress import format_line, records_read, sink_log_location
+from kafka_eos.connectors.pipeline.runner import error_summary
+from kafka_eos.connectors.pipeline.submit import build_zip, submit_command
 from tests.test_config_support import load, valid
 
 OFFSETS_HEAD = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n'
@@ -83,7 +83,7 @@ def test_error_summary_keeps_the_python_exceptions_not_the_stack():
     text = ("org.apache.spark.SparkException: Job aborted\n\tat org.apache...\n"
             "pyspark.errors.exceptions.base.PythonException: boom\n"
             "  File \"x.py\", line 3, in run\n"
-            "connectors.serde.decode_errors.RecordDecodeError: record in-0@7 failed to decode: bad\n")
+            "kafka_eos.serde.decode_errors.RecordDecodeError: record in-0@7 failed to decode: bad\n")
     assert error_summary(text) == "RecordDecodeError: record in-0@7 failed to decode: bad"
     assert error_summary("just one line\nmore") == "just one line"
 
@@ -91,9 +91,25 @@ def test_error_summary_keeps_the_python_exceptions_not_the_stack():
 def test_zip_holds_the_packages_without_bytecode(tmp_path):
     with zipfile.ZipFile(build_zip(tmp_path)) as archive:
         names = archive.namelist()
-    assert {"connectors/__init__.py", "txn/protocol.py", "offsets/__init__.py",
-            "config/pipelines/orders-json.yaml", "connectors/pipeline/entry.py"} <= set(names)
+    assert {"kafka_eos/__init__.py", "kafka_eos/secrets.py", "kafka_eos/connectors/__init__.py",
+            "kafka_eos/txn/protocol.py", "kafka_eos/offsets/__init__.py", "kafka_eos/serde/batch.py",
+            "kafka_eos/config/pipelines/orders-json.yaml", "kafka_eos/connectors/pipeline/entry.py"} <= set(names)
     assert not [n for n in names if n.endswith(".pyc") or "__pycache__" in n]
+    assert not [n for n in names if not n.startswith("kafka_eos/")], "only the kafka_eos namespace ships"
+    assert not [n for n in names if n.startswith(("kafka_eos/connectors/dev/", "kafka_eos/connectors/demo"))]
+
+
+def test_zip_imports_without_the_checkout(tmp_path):
+    """The zip alone (as executors get it) imports the sink writer and the source reader."""
+    import subprocess
+    import sys
+    archive = build_zip(tmp_path)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import kafka_eos.connectors.sink.stream_writer, "
+            "kafka_eos.connectors.source.stream_reader, kafka_eos.txn.protocol as p; print(p.__file__)")
+    out = subprocess.run([sys.executable, "-S", "-c", code, str(archive)], capture_output=True, text=True,
+                         cwd=tmp_path, env={"PYTHONPATH": ":".join(p for p in sys.path if "site-packages" in p)})
+    assert out.returncode == 0, out.stderr
+    assert str(archive) in out.stdout
 
 
 def test_submit_command_line(tmp_path):
@@ -110,7 +126,7 @@ def test_run_arguments():
 
 
 def test_run_refuses_a_conf_that_is_not_key_value():
-    from connectors.cli import _conf
+    from kafka_eos.connectors.cli import _conf
     with pytest.raises(SystemExit, match="is not KEY=VALUE"):
         _conf(["spark.executor.memory"])
 
@@ -124,9 +140,9 @@ def test_demo_orders_and_counts():
 
 
 def test_pipelines_turn_the_sinks_own_batch_line_off(tmp_path):
-    from connectors.pipeline.builder import writer_options
-    from connectors.sink.options import batch_log
-    from txn.errors import SinkConfigError
+    from kafka_eos.connectors.pipeline.builder import writer_options
+    from kafka_eos.connectors.sink.options import batch_log
+    from kafka_eos.txn.errors import SinkConfigError
     options = writer_options(config(tmp_path, "dlq"), once=True)
     assert batch_log(options) is False and options["trigger.interval.ms"] == "0"
     assert batch_log({}) is True and batch_log({"BatchLog": "TRUE"}) is True

@@ -9,10 +9,10 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from config.model import DataFormat, Registry
-from connectors.serde.avro_serde import AvroDecoder, AvroEncoder
-from connectors.serde.codecs import ValueSerde, decoder, encoder
-from connectors.serde.wire_format import WireFormatError, frame, unframe
+from kafka_eos.config.model import DataFormat, Registry
+from kafka_eos.serde.avro_serde import AvroDecoder, AvroEncoder
+from kafka_eos.serde.codecs import ValueSerde, decoder, encoder
+from kafka_eos.serde.wire_format import WireFormatError, frame, unframe
 
 UTC = dt.timezone.utc
 V1 = {"type": "record", "name": "Click", "namespace": "t", "fields": [

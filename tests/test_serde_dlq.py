@@ -7,12 +7,12 @@ import json
 import pyarrow as pa
 import pytest
 
-from config.model import DataFormat, OnDecodeError
-from connectors.schema import source_schema
-from connectors.serde.batch import (decode_batch, decode_fn, decoded_schema, decoded_spark_schema, dlq_fn,
+from kafka_eos.config.model import DataFormat, OnDecodeError
+from kafka_eos.connectors.schema import source_schema
+from kafka_eos.serde.batch import (decode_batch, decode_fn, decoded_schema, decoded_spark_schema, dlq_fn,
                                     dlq_spark_schema, encode_fn)
-from connectors.serde.codecs import ValueSerde, decoder
-from connectors.serde.decode_errors import (DLQ_SCHEMA, ERROR_COLUMN, ERROR_HEADER, OFFSET_HEADER, PARTITION_HEADER,
+from kafka_eos.serde.codecs import ValueSerde, decoder
+from kafka_eos.serde.decode_errors import (DLQ_SCHEMA, ERROR_COLUMN, ERROR_HEADER, OFFSET_HEADER, PARTITION_HEADER,
                                             RAW_VALUE_COLUMN, TOPIC_HEADER, RecordDecodeError, dlq_batch)
 
 SCHEMA = json.dumps({"type": "record", "name": "E", "fields": [{"name": "id", "type": "long"}]})

@@ -8,8 +8,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from connectors.serde.arrow_types import SchemaError, arrow_type, parse_schema
-from connectors.serde.json_serde import JsonDecoder, JsonEncoder
+from kafka_eos.serde.arrow_types import SchemaError, arrow_type, parse_schema
+from kafka_eos.serde.json_serde import JsonDecoder, JsonEncoder
 
 UTC = dt.timezone.utc
 SCHEMA = json.dumps({"type": "record", "name": "Everything", "fields": [

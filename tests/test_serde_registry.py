@@ -10,11 +10,11 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from config.model import DataFormat, Registry, SchemaRef, SinkSpec, SourceSpec
-from connectors.serde import registry as registry_module
-from connectors.serde.codecs import decoder, encoder
-from connectors.serde.resolve import sink_serde, source_serde
-from connectors.serde.wire_format import frame, unframe
+from kafka_eos.config.model import DataFormat, Registry, SchemaRef, SinkSpec, SourceSpec
+from kafka_eos.serde import registry as registry_module
+from kafka_eos.serde.codecs import decoder, encoder
+from kafka_eos.connectors.pipeline.serde_resolve import sink_serde, source_serde
+from kafka_eos.serde.wire_format import frame, unframe
 
 SCHEMA = {"type": "record", "name": "P", "fields": [{"name": "amount", "type": "long"}]}
 REGISTRY = Registry(url="http://registry:8081")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.sink.options import sink_config
-from txn.errors import SinkConfigError
+from kafka_eos.connectors.sink.options import sink_config
+from kafka_eos.txn.errors import SinkConfigError
 
 BASE = {"kafka.bootstrap.servers": "b:9092", "transactional.id.prefix": "q1", "checkpointLocation": "/ck"}
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from txn.errors import SinkConfigError
-from txn.transactional_ids import ATTEMPT_IDS, TransactionalIdFactory
+from kafka_eos.txn.errors import SinkConfigError
+from kafka_eos.txn.transactional_ids import ATTEMPT_IDS, TransactionalIdFactory
 
 
 def test_attempt_zero_keeps_the_ids_of_earlier_releases():
@@ -57,10 +57,10 @@ def test_invalid_prefix_names_the_setting():
 # -- the writer's guard against stale attempts (pure logic: no producer is built) -----------------
 import pyarrow as pa  # noqa: E402
 
-from txn.faults import FaultPlan, paused_before_first  # noqa: E402
-from txn.kafka_writer import DecisionGuard, KafkaWriter, StaleAttemptError  # noqa: E402
-from txn.sink_config import SinkConfig  # noqa: E402
-from txn.sink_log import DECIDED, BatchRecord, SinkLog  # noqa: E402
+from kafka_eos.txn.faults import FaultPlan, paused_before_first  # noqa: E402
+from kafka_eos.txn.kafka_writer import DecisionGuard, KafkaWriter, StaleAttemptError  # noqa: E402
+from kafka_eos.txn.sink_config import SinkConfig  # noqa: E402
+from kafka_eos.txn.sink_log import DECIDED, BatchRecord, SinkLog  # noqa: E402
 
 
 def _config(tmp_path) -> SinkConfig:
@@ -136,7 +136,7 @@ def test_the_producer_partitions_keys_like_java_clients_unless_the_user_says_oth
 
 
 def test_speculation_is_refused_with_the_setting_named():
-    from connectors.sink.startup_checks import check_speculation
+    from kafka_eos.connectors.sink.startup_checks import check_speculation
     check_speculation(None)
     check_speculation("false")
     with pytest.raises(SinkConfigError, match="spark.speculation=false"):

@@ -5,15 +5,15 @@ import json
 
 import pytest
 
-from txn.errors import ReplayMismatchError, SinkConfigError, SinkLogConflictError, SinkLogError
-from txn.faults import FaultPlan
-from txn.handle import TxnHandle
-from txn.kafka_committer import COMMITTED, LOST
-from txn.protocol import TwoPhaseCommitProtocol
-from txn.sink_config import SinkConfig
-from txn.sink_log import DECIDED, LOST as LOG_LOST, BatchRecord, SinkLog, SinkLogReader
-from txn.timeouts import check_transaction_timeout
-from txn.transactional_ids import TransactionalIdFactory
+from kafka_eos.txn.errors import ReplayMismatchError, SinkConfigError, SinkLogConflictError, SinkLogError
+from kafka_eos.txn.faults import FaultPlan
+from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.kafka_committer import COMMITTED, LOST
+from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
+from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.sink_log import DECIDED, LOST as LOG_LOST, BatchRecord, SinkLog, SinkLogReader
+from kafka_eos.txn.timeouts import check_transaction_timeout
+from kafka_eos.txn.transactional_ids import TransactionalIdFactory
 
 
 def handle(k: int, records: int = 5, epoch: int = 0) -> TxnHandle:
@@ -236,7 +236,7 @@ def test_recovery_records_lost_handles_and_plans_their_rewrite(tmp_path):
 
 
 def _hit_at_once(directory: str, barrier) -> None:
-    from txn.faults import FaultPlan
+    from kafka_eos.txn.faults import FaultPlan
     barrier.wait()
     FaultPlan.parse("task_write@1", directory).hit("task_write", 1)
 

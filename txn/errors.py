@@ -1,8 +1,10 @@
 """Named exceptions for broken invariants of the commit protocol."""
 from __future__ import annotations
 
+from kafka_eos import KafkaEosError
 
-class TwoPhaseCommitError(RuntimeError):
+
+class TwoPhaseCommitError(KafkaEosError, RuntimeError):
     """Base class: something the exactly-once protocol cannot continue past."""
 
 

@@ -24,9 +24,9 @@ from typing import Iterable, Mapping
 import kafka.errors as Errors
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from txn.control_plane import control_plane
-from txn.errors import TwoPhaseCommitError
-from txn.handle import TxnHandle
+from kafka_eos.txn.control_plane import control_plane
+from kafka_eos.txn.errors import TwoPhaseCommitError
+from kafka_eos.txn.handle import TxnHandle
 
 log = logging.getLogger(__name__)
 COMMITTED, ABORTED, LOST = "committed", "aborted", "lost"

@@ -35,14 +35,15 @@ from typing import Callable, Iterable, Iterator
 import pyarrow as pa
 from confluent_kafka import KafkaException, Producer
 
-from txn.handle import TxnHandle
-from txn.sink_config import SinkConfig
-from txn.sink_log import SinkLogReader
+from kafka_eos import KafkaEosError
+from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.sink_log import SinkLogReader
 
 STATS_INTERVAL_MS = 50
 
 
-class KafkaWriteError(RuntimeError):
+class KafkaWriteError(KafkaEosError, RuntimeError):
     """A record could not be written; the message names it and the fix."""
 
 

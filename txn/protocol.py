@@ -27,15 +27,15 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from txn.errors import ReplayMismatchError, TransactionLostError
-from txn.faults import FaultPlan
-from txn.handle import TxnHandle
-from txn.kafka_committer import LOST, KafkaCommitter
-from txn.sink_config import SinkConfig
-from txn.sink_log import COMMITTED, DECIDED, PENDING, BatchRecord, SinkLog
-from txn.transaction_aborter import TransactionAborter
+from kafka_eos.txn.errors import ReplayMismatchError, TransactionLostError
+from kafka_eos.txn.faults import FaultPlan
+from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.kafka_committer import LOST, KafkaCommitter
+from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.sink_log import COMMITTED, DECIDED, PENDING, BatchRecord, SinkLog
+from kafka_eos.txn.transaction_aborter import TransactionAborter
 
-log = logging.getLogger("kafka_eos.sink")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

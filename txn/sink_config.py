@@ -6,7 +6,7 @@ Invariants:
 - ``exactly_once=False`` (guarantee at_least_once) writes with the same idempotent producer but
   no transaction: records are visible at once and a replayed batch is written again.
 - Secrets (passwords, keys, tokens) live in ``producer_conf`` but never in ``repr``/``str``.
-- Timeouts obey ``txn.timeouts.check_transaction_timeout``.
+- Timeouts obey ``kafka_eos.txn.timeouts.check_transaction_timeout``.
 - Keys land where Java clients (and Spark's built-in ``kafka`` sink) put them: the producer's
   ``partitioner`` defaults to ``murmur2_random`` (librdkafka's own default, ``consistent_random``,
   hashes with CRC32); a user's ``kafka.partitioner`` wins.
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
-from txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
+from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
 
 SECRET_MARKERS = ("password", "secret", "jaas", "token", "ssl.key.pem", "private")
 FORCED = {"enable.idempotence": "true", "acks": "all"}

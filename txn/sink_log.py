@@ -19,9 +19,9 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 
-from txn.errors import SinkLogConflictError, SinkLogError
-from txn.handle import TxnHandle
-from txn.log_store import LogStore
+from kafka_eos.txn.errors import SinkLogConflictError, SinkLogError
+from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.log_store import LogStore
 
 LOG_FORMAT = 2
 META = "_meta.json"

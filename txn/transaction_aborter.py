@@ -15,10 +15,10 @@ from typing import Mapping
 
 import kafka.errors as Errors
 
-from txn.control_plane import control_plane
-from txn.handle import TxnHandle
-from txn.kafka_committer import KafkaCommitter
-from txn.transactional_ids import TransactionalIdFactory
+from kafka_eos.txn.control_plane import control_plane
+from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.kafka_committer import KafkaCommitter
+from kafka_eos.txn.transactional_ids import TransactionalIdFactory
 
 log = logging.getLogger(__name__)
 

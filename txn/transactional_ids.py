@@ -30,7 +30,7 @@ class TransactionalIdFactory:
 
     def __post_init__(self) -> None:
         if not _PREFIX.match(self.prefix or ""):
-            from txn.errors import SinkConfigError
+            from kafka_eos.txn.errors import SinkConfigError
             raise SinkConfigError(
                 f"transactional.id.prefix {self.prefix!r} is invalid: use 1-200 characters of "
                 "letters, digits, '.', '_' or '-', unique per query (e.g. 'orders-enricher')")

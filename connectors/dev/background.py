@@ -12,8 +12,8 @@ import signal
 import time
 from pathlib import Path
 
-from connectors.dev.java_env import cache_root
-from connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
+from kafka_eos.connectors.dev.java_env import cache_root
+from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
 
 STATE_FORMAT = 1
 

@@ -15,11 +15,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from kafka_eos import KafkaEosError
+
 POM = Path(__file__).with_name("pom.xml")
 MIN_JAVA = 17
 
 
-class BrokerEnvironmentError(RuntimeError):
+class BrokerEnvironmentError(KafkaEosError, RuntimeError):
     """The machine lacks something the local broker needs (Java, Maven, jars, a port)."""
 
 

@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
+from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
 
 LOG4J = """status = warn
 appender.out.type = Console

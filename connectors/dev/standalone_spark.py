@@ -16,9 +16,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from connectors.dev.local_kafka import free_port
-from connectors.dev.processes import cmdline, descendants
-from connectors.spark_harness import python_env
+from kafka_eos.connectors.dev.local_kafka import free_port
+from kafka_eos.connectors.dev.processes import cmdline, descendants
+from kafka_eos.connectors.spark_harness import python_env
 
 
 def spark_class() -> str:

@@ -29,18 +29,19 @@ from pyspark.sql.functions import col, expr
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
-import connectors
-from config.model import DataFormat, PipelineConfig
-from config.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs, uses_dlq
-from connectors.serde import batch
-from connectors.serde.codecs import ValueSerde
-from connectors.serde.resolve import sink_serde, source_serde
-from connectors.source.start import pin_start
+from kafka_eos import KafkaEosError
+from kafka_eos import connectors
+from kafka_eos.config.model import DataFormat, PipelineConfig
+from kafka_eos.config.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs, uses_dlq
+from kafka_eos.serde import batch
+from kafka_eos.serde.codecs import ValueSerde
+from kafka_eos.connectors.pipeline.serde_resolve import sink_serde, source_serde
+from kafka_eos.connectors.source.start import pin_start
 
 SOURCE_VIEW = "source"
 
 
-class PipelineBuildError(ValueError):
+class PipelineBuildError(KafkaEosError, ValueError):
     """The pipeline cannot be turned into a query; the message names the YAML key and the fix."""
 
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from config.model import PipelineConfig
-from connectors.pipeline.builder import scans_per_batch
-from txn.log_store import LogStore
+from kafka_eos import KafkaEosError
+from kafka_eos.config.model import PipelineConfig
+from kafka_eos.connectors.pipeline.builder import scans_per_batch
+from kafka_eos.txn.log_store import LogStore
 
 
-class CheckpointShapeError(ValueError):
+class CheckpointShapeError(KafkaEosError, ValueError):
     """The checkpoint was written by a plan with another number of source scans."""
 
 

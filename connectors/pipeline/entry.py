@@ -4,9 +4,8 @@
         connectors/pipeline/entry.py --config pipeline.yaml [--once]
 
 Invariants:
-- Needs nothing but the zip (``--py-files``) and the cluster's third-party packages: it imports
-  kafka-eos only after dropping its own directory from ``sys.path`` (spark-submit puts the
-  script's directory first, where ``builder``/``runner`` would shadow same-named modules).
+- Needs nothing but the zip (``--py-files``, the ``kafka_eos`` namespace) and the cluster's
+  third-party packages.
 - Validates the file before starting Spark's query (exit 1 invalid, 2 broker unreachable, with
   every violation), then runs it like ``kafka-eos run``: one progress line per batch; exit 1 with
   the query's error (secrets redacted) when it fails, 0 when it stops cleanly.
@@ -14,11 +13,7 @@ Invariants:
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -31,15 +26,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from config.validate import load_valid
-    from config.violations import InvalidPipeline, exit_code
+    from kafka_eos.config.validate import load_valid
+    from kafka_eos.config.violations import InvalidPipeline, exit_code
     try:
         cfg = load_valid(args.config, timeout_s=args.timeout)
     except InvalidPipeline as exc:
         print(f"kafka-eos: {args.config}: nothing was started; {exc}", file=sys.stderr)
         return exit_code(exc.violations)
     from pyspark.sql import SparkSession
-    from connectors.pipeline.runner import RUN_CONF, PipelineFailed, run_query
+    from kafka_eos.connectors.pipeline.runner import RUN_CONF, PipelineFailed, run_query
     builder = SparkSession.builder.appName(f"kafka-eos {cfg.name}")
     for key, value in RUN_CONF.items():
         builder = builder.config(key, value)

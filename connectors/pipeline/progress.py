@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from config.model import PipelineConfig
-from config.redact import Redactor
-from connectors.pipeline.builder import scans_per_batch, writer_options
-from connectors.sink.options import sink_log_location as sink_options_log_location
-from txn.sink_log import BatchRecord, SinkLogReader
+from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.redact import Redactor
+from kafka_eos.connectors.pipeline.builder import scans_per_batch, writer_options
+from kafka_eos.connectors.sink.options import sink_log_location as sink_options_log_location
+from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
 
 
 def sink_log_location(cfg: PipelineConfig) -> str:

@@ -17,11 +17,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from config.model import OnDecodeError, PipelineConfig
-from config.redact import Redactor, install
-from connectors.pipeline import builder
-from connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint
-from connectors.pipeline.progress import ProgressReporter
+from kafka_eos import KafkaEosError
+from kafka_eos.config.model import OnDecodeError, PipelineConfig
+from kafka_eos.config.redact import Redactor, install
+from kafka_eos.connectors.pipeline import builder
+from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint
+from kafka_eos.connectors.pipeline.progress import ProgressReporter
 
 # Spark redacts data source options whose *names* match this in plans and logs (on top of
 # spark.redaction.regex): the Kafka client settings that hold secrets.
@@ -32,7 +33,7 @@ POLL_S = 1.0
 _PYTHON_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$")
 
 
-class PipelineFailed(RuntimeError):
+class PipelineFailed(KafkaEosError, RuntimeError):
     """The query stopped with an error; the message is redacted and names what failed."""
 
 
@@ -106,7 +107,7 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
 def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
               conf: dict[str, str] | None = None, emit: Callable[[str], None] = print) -> RunResult:
     """Run in a new local SparkSession of this process (what ``kafka-eos run`` does without --master)."""
-    from connectors.spark_harness import local_session
+    from kafka_eos.connectors.spark_harness import local_session
     spark = local_session(master, app=f"kafka-eos {cfg.name}", conf={**RUN_CONF, **(conf or {})})
     try:
         result = run_query(spark, cfg, once, emit)

@@ -4,8 +4,8 @@
         <site-packages>/connectors/pipeline/entry.py --config <pipeline.yaml> [--once]
 
 Invariants:
-- The zip holds the ``connectors``, ``txn``, ``offsets`` and ``config`` packages (sources and
-  package data, no bytecode), so executors import the same kafka-eos as the driver even where
+- The zip holds the ``kafka_eos`` namespace (``kafka_eos/txn``, ``kafka_eos/connectors``, …: sources
+  and package data, no bytecode, no dev tooling), so executors import the same kafka-eos as the driver even where
   it is not installed; third-party dependencies (pyspark, pyarrow, confluent-kafka, fastavro,
   pyyaml, kafka-python) must be on the cluster's Python (e.g. the docker/ job image).
 - The pipeline file is read by the driver (client deploy mode: this machine), with this
@@ -16,6 +16,7 @@ Invariants:
 """
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 import tempfile
@@ -24,27 +25,42 @@ import zipfile
 from pathlib import Path
 from typing import IO, Iterable, Mapping
 
-from config.redact import Redactor
-from connectors.spark_harness import python_env, spark_submit_binary
+from kafka_eos.config.redact import Redactor
+from kafka_eos.connectors.spark_harness import python_env, spark_submit_binary
 
-PACKAGES = ("connectors", "txn", "offsets", "config")
+PACKAGES = ("kafka_eos", "kafka_eos.txn", "kafka_eos.offsets", "kafka_eos.serde", "kafka_eos.config",
+            "kafka_eos.connectors")
+NOT_SHIPPED = ("kafka_eos.connectors.dev", "kafka_eos.connectors.demo", "kafka_eos.connectors.demo_data")
 ENTRY = Path(__file__).with_name("entry.py")
 
 
-def package_root() -> Path:
-    """The directory holding the kafka-eos packages (a checkout or site-packages)."""
-    import connectors
-    return Path(connectors.__file__).resolve().parent.parent
+def package_dir(package: str) -> Path:
+    """Where ``package`` is on disk (its folder in a checkout or in site-packages)."""
+    return Path(importlib.import_module(package).__file__).resolve().parent
+
+
+def _shipped(package: str, root: Path, path: Path) -> bool:
+    if not path.is_file() or "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo"):
+        return False
+    if any(part in (".pytest_cache",) for part in path.parts):
+        return False
+    module = ".".join((package, *path.relative_to(root).with_suffix("").parts))
+    return not any(module == skip or module.startswith(skip + ".") for skip in NOT_SHIPPED)
 
 
 def build_zip(directory: Path, packages: Iterable[str] = PACKAGES) -> Path:
-    """``<directory>/kafka_eos.zip`` with every file of ``packages``; deterministic order."""
-    root, target = package_root(), directory / "kafka_eos.zip"
+    """``<directory>/kafka_eos.zip``: each package's files under its dotted name (``kafka_eos/txn/…``),
+    dev tooling left out; deterministic order."""
+    target = directory / "kafka_eos.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for package in packages:
-            for path in sorted((root / package).rglob("*")):
-                if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo"):
-                    archive.write(path, path.relative_to(root).as_posix())
+            root, prefix = package_dir(package), Path(*package.split("."))
+            nested = {package_dir(p) for p in packages if p != package}
+            for path in sorted(root.rglob("*")):
+                if any(n == path or n in path.parents for n in nested if n != root):
+                    continue
+                if _shipped(package, root, path):
+                    archive.write(path, (prefix / path.relative_to(root)).as_posix())
     return target
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from txn.errors import SinkConfigError
-from txn.faults import FaultPlan
-from txn.sink_config import ACKS_ALL, SinkConfig
-from txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
-from txn.transactional_ids import DEFAULT_SLOTS
+from kafka_eos.txn.errors import SinkConfigError
+from kafka_eos.txn.faults import FaultPlan
+from kafka_eos.txn.sink_config import ACKS_ALL, SinkConfig
+from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS
 
 _REFUSED = {
     "transactional.id": "set the sink option 'transactional.id.prefix' instead; kafka-eos owns the ids",

@@ -16,9 +16,9 @@ import functools
 
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
 
-from txn.errors import SinkConfigError
-from txn.sink_config import SinkConfig
-from txn.timeouts import check_transaction_timeout
+from kafka_eos.txn.errors import SinkConfigError
+from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.timeouts import check_transaction_timeout
 
 _ALLOWED = {"key": (StringType, BinaryType), "value": (StringType, BinaryType), "topic": (StringType,),
             "partition": (IntegerType,)}
@@ -41,7 +41,7 @@ def check_schema(schema: StructType, config: SinkConfig) -> None:
 def broker_max_timeout_ms(conf_key: tuple) -> int | None:
     """The broker's transaction.max.timeout.ms (DescribeConfigs), or None if it does not say."""
     from kafka.admin import ConfigResource, ConfigResourceType
-    from txn.control_plane import control_plane
+    from kafka_eos.txn.control_plane import control_plane
     client = control_plane(dict(conf_key))
     broker_id = str(min(b.node_id for b in client._manager.cluster.brokers()))
     wanted = ConfigResource(ConfigResourceType.BROKER, broker_id, {"transaction.max.timeout.ms": None})

@@ -26,13 +26,13 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from connectors.sink.options import batch_log, fault_plan, sink_config
-from connectors.sink.startup_checks import check_schema, check_speculation, check_timeouts
-from txn.handle import TxnHandle
-from txn.faults import paused_before_first
-from txn.kafka_writer import DecisionGuard, KafkaWriter
-from txn.log_store import LogStore
-from txn.protocol import TwoPhaseCommitProtocol
+from kafka_eos.connectors.sink.options import batch_log, fault_plan, sink_config
+from kafka_eos.connectors.sink.startup_checks import check_schema, check_speculation, check_timeouts
+from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.faults import paused_before_first
+from kafka_eos.txn.kafka_writer import DecisionGuard, KafkaWriter
+from kafka_eos.txn.log_store import LogStore
+from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 
 _PLANNING_MODULE = "write_into_data_source.py"  # pyspark's worker that builds the writer for the tasks
 _started: set[str] = set()  # sink logs whose query-start cleanup ran in this process
@@ -64,7 +64,7 @@ def _log_to_stderr(batches: bool) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
-    logging.getLogger("kafka_eos.sink").setLevel(logging.INFO if batches else logging.WARNING)
+    logging.getLogger("kafka_eos.txn.protocol").setLevel(logging.INFO if batches else logging.WARNING)
 
 
 class SinkCommitMessage(WriterCommitMessage):

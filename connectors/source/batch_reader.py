@@ -14,17 +14,17 @@ import logging
 from pyspark.sql.datasource import DataSourceReader
 from pyspark.sql.types import StructType
 
-from connectors.source.arrow_rows import arrow_schema
-from connectors.source.options import parse_source_options
-from connectors.source.partition_reader import read_partition
-from connectors.source.planning import KafkaInputPartition, apply_data_loss_policy, input_partitions
-from offsets import model
-from offsets.data_loss import detect
-from offsets.kafka_offsets import KafkaOffsets
-from offsets.model import Offsets
-from offsets.spec import resolve
+from kafka_eos.connectors.source.arrow_rows import arrow_schema
+from kafka_eos.connectors.source.options import parse_source_options
+from kafka_eos.connectors.source.partition_reader import read_partition
+from kafka_eos.connectors.source.planning import KafkaInputPartition, apply_data_loss_policy, input_partitions
+from kafka_eos.offsets import model
+from kafka_eos.offsets.data_loss import detect
+from kafka_eos.offsets.kafka_offsets import KafkaOffsets
+from kafka_eos.offsets.model import Offsets
+from kafka_eos.offsets.spec import resolve
 
-log = logging.getLogger("kafka_eos.source")
+log = logging.getLogger(__name__)
 
 
 class KafkaBatchReader(DataSourceReader):

@@ -17,9 +17,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from offsets.spec import (OffsetSpec, OffsetSpecError, parse_global_timestamp, parse_offsets,
+from kafka_eos import KafkaEosError
+from kafka_eos.offsets.spec import (OffsetSpec, OffsetSpecError, parse_global_timestamp, parse_offsets,
                           parse_timestamps)
-from offsets.subscription import Subscription, SubscriptionError
+from kafka_eos.offsets.subscription import Subscription, SubscriptionError
 
 SECRET_KEY = re.compile(r"password|secret|jaas|token|credential|ssl\.key|\.pem|sasl\.username", re.I)
 
@@ -47,7 +48,7 @@ FETCH_DEFAULTS = {  # throughput defaults; any kafka.* option overrides them
 JAAS = re.compile(r'(Plain|Scram)LoginModule\s+required.*?username\s*=\s*"([^"]*)".*?password\s*=\s*"([^"]*)"', re.S)
 
 
-class SourceOptionError(ValueError):
+class SourceOptionError(KafkaEosError, ValueError):
     """A source option is missing, malformed or unsafe for exactly-once."""
 
 

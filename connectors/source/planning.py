@@ -2,7 +2,7 @@
 
 Invariants:
 - ``input_partitions(start, end)`` covers exactly the offsets in [start, end) of every
-  partition (see ``offsets.ranges``), one or more ``KafkaInputPartition`` per Kafka partition.
+  partition (see ``kafka_eos.offsets.ranges``), one or more ``KafkaInputPartition`` per Kafka partition.
 - ``apply_data_loss_policy`` either raises ``KafkaDataLossError`` (failOnDataLoss=true) or logs
   each finding's full message as a warning; it never swallows a finding silently.
 """
@@ -13,14 +13,15 @@ from typing import Iterable, Mapping
 
 from pyspark.sql.datasource import InputPartition
 
-from offsets.data_loss import DataLossFinding
-from offsets.model import TopicPartition
-from offsets.ranges import OffsetRange, ranges_between, split_ranges
+from kafka_eos import KafkaEosError
+from kafka_eos.offsets.data_loss import DataLossFinding
+from kafka_eos.offsets.model import TopicPartition
+from kafka_eos.offsets.ranges import OffsetRange, ranges_between, split_ranges
 
-log = logging.getLogger("kafka_eos.source")
+log = logging.getLogger(__name__)
 
 
-class KafkaDataLossError(RuntimeError):
+class KafkaDataLossError(KafkaEosError, RuntimeError):
     """Records the query should have read are gone (failOnDataLoss=true)."""
 
 

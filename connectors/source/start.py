@@ -1,7 +1,7 @@
 """One start for every scan of a plan: ``startingOffsets`` resolved once, in the driver.
 
 A pipeline with a DLQ reads its source in two scans (two sources in Spark's checkpoint, see
-``connectors.pipeline.builder.scans_per_batch``). Left to themselves, both scans resolve
+``kafka_eos.connectors.pipeline.builder.scans_per_batch``). Left to themselves, both scans resolve
 ``latest`` or a timestamp in their own ``initialOffset()``, a moment apart, and could start at
 different offsets: a record between the two starts would reach one branch only (a poison
 record missing from the DLQ, or a good one missing from the output). ``pin_start`` resolves
@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
-from connectors.source.options import parse_source_options
-from offsets import model
-from offsets.kafka_offsets import KafkaOffsets
-from offsets.spec import resolve
+from kafka_eos.connectors.source.options import parse_source_options
+from kafka_eos.offsets import model
+from kafka_eos.offsets.kafka_offsets import KafkaOffsets
+from kafka_eos.offsets.spec import resolve
 
 _STARTING = ("startingoffsets", "startingtimestamp", "startingoffsetsbytimestamp",
              "startingoffsetsbytimestampstrategy")

@@ -1,6 +1,6 @@
 """``spark.readStream.format("kafka-eos")``: micro-batches over exact, replayable offset ranges.
 
-Offsets as state: every offset this reader returns is the versioned map of ``offsets.model``
+Offsets as state: every offset this reader returns is the versioned map of ``kafka_eos.offsets.model``
 (``{"v": 1, "topics": {topic: {partition: next offset}}}``). Spark writes a batch's end to its
 offset log before the batch runs, and a restarted query replays or resumes from that log, so
 the log is the source's operator state. With ``kafka.group.id`` set, processed offsets are
@@ -10,7 +10,7 @@ Spark has finished) for lag monitoring only; they are never read.
 Invariants:
 - ``latestOffset`` never goes past the last stable offset (read_committed end), nor past the
   Trigger.AvailableNow target, and with a ``ReadMaxRows`` limit admits at most that many
-  offsets across all partitions (``offsets.admission``).
+  offsets across all partitions (``kafka_eos.offsets.admission``).
 - A partition never goes backwards except through the data-loss policy: with
   failOnDataLoss=false a partition whose offsets were deleted or reset resumes at the earliest
   available offset, and a vanished partition is dropped.
@@ -18,7 +18,7 @@ Invariants:
   enters the end offset at its earliest offset; the following batches read it from there.
 - The start is decided once. Spark asks ``initialOffset()`` again before batch 0 runs and on
   every replay of batch 0, and its offset log keeps only batch 0's end; so the end of batch 0
-  carries the start it was planned from (``offsets.model``: an ``initial`` start makes
+  carries the start it was planned from (``kafka_eos.offsets.model``: an ``initial`` start makes
   ``latestOffset`` record it as ``start``), and ``partitions`` reads batch 0 from that
   recorded start, never from a newer ``latest`` or timestamp resolution. Without new data
   ``latestOffset`` returns its start unchanged, so Spark (which compares the JSON text) sees
@@ -36,18 +36,18 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
-from connectors.source.arrow_rows import arrow_schema
-from connectors.source.options import parse_source_options
-from connectors.source.partition_reader import read_partition
-from connectors.source.planning import apply_data_loss_policy, input_partitions
-from offsets import model
-from offsets.admission import plan_limit
-from offsets.data_loss import detect
-from offsets.kafka_offsets import KafkaOffsets
-from offsets.model import Offsets
-from offsets.spec import resolve
+from kafka_eos.connectors.source.arrow_rows import arrow_schema
+from kafka_eos.connectors.source.options import parse_source_options
+from kafka_eos.connectors.source.partition_reader import read_partition
+from kafka_eos.connectors.source.planning import apply_data_loss_policy, input_partitions
+from kafka_eos.offsets import model
+from kafka_eos.offsets.admission import plan_limit
+from kafka_eos.offsets.data_loss import detect
+from kafka_eos.offsets.kafka_offsets import KafkaOffsets
+from kafka_eos.offsets.model import Offsets
+from kafka_eos.offsets.spec import resolve
 
-log = logging.getLogger("kafka_eos.source")
+log = logging.getLogger(__name__)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

@@ -7,7 +7,7 @@ import random
 import signal
 from dataclasses import dataclass
 
-from connectors.dev.processes import descendants
+from kafka_eos.connectors.dev.processes import descendants
 
 KINDS = ("driver", "python_worker", "broker", "spark_worker")
 

@@ -24,8 +24,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
-from connectors.dev.standalone_spark import StandaloneSpark
+from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
+from kafka_eos.connectors.dev.standalone_spark import StandaloneSpark
 from integration_tests.chaos import injector
 from integration_tests.chaos.checker import Report, check, expected_ids
 from integration_tests.chaos.generator import generate
@@ -108,7 +108,7 @@ class ChaosRun:
 
     def coordinator(self) -> int:
         from kafka.protocol.metadata import CoordinatorType
-        from txn.control_plane import control_plane
+        from kafka_eos.txn.control_plane import control_plane
         client = control_plane({"bootstrap.servers": self.kafka.bootstrap})
         try:
             return client._manager.run(client._find_coordinator_id, f"{self.prefix}-0-0", CoordinatorType.TRANSACTION)

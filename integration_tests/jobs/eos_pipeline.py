@@ -8,7 +8,7 @@ import argparse
 
 from pyspark.sql import SparkSession
 
-import connectors
+from kafka_eos import connectors
 
 
 def main() -> None:

@@ -17,9 +17,10 @@ import logging
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from config.model import OnDecodeError
+from kafka_eos import KafkaEosError
+from kafka_eos.serde.formats import OnDecodeError
 
-log = logging.getLogger("kafka_eos.serde")
+log = logging.getLogger(__name__)
 
 ERROR_HEADER = "kafka-eos.error"
 TOPIC_HEADER = "kafka-eos.source.topic"
@@ -33,7 +34,7 @@ DLQ_SCHEMA = pa.schema([pa.field("key", pa.binary()), pa.field("value", pa.binar
                         pa.field("topic", pa.string()), pa.field("headers", HEADER_TYPE)])
 
 
-class RecordDecodeError(ValueError):
+class RecordDecodeError(KafkaEosError, ValueError):
     """A record failed to decode under ``on_decode_error: fail``."""
 
 

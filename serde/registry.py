@@ -13,8 +13,8 @@ import functools
 import json
 from typing import Any
 
-from config.model import Registry
-from connectors.serde.arrow_types import parse_schema
+from kafka_eos.serde.formats import Registry
+from kafka_eos.serde.arrow_types import parse_schema
 
 
 MISSING_EXTRA = ("the schema registry client of confluent-kafka needs its extra packages (authlib, httpx, "

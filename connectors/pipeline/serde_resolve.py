@@ -8,8 +8,8 @@ Invariants:
 """
 from __future__ import annotations
 
-from config.model import SchemaRef, SinkSpec, SourceSpec
-from connectors.serde.codecs import ValueSerde
+from kafka_eos.config.model import SchemaRef, SinkSpec, SourceSpec
+from kafka_eos.serde.codecs import ValueSerde
 
 
 def default_subject(topic: str | None) -> str | None:
@@ -29,7 +29,7 @@ def source_serde(source: SourceSpec) -> ValueSerde:
         return ValueSerde(source.format)
     text = schema.text
     if text is None and schema.registry is not None:
-        from connectors.serde.registry import RegistrySchemas
+        from kafka_eos.serde.registry import RegistrySchemas
         topic = source.topics[0] if len(source.topics) == 1 else None
         text = RegistrySchemas(schema.registry).latest_text(_subject(schema, topic, "source"))
     return ValueSerde(source.format, text, schema.registry)
@@ -41,7 +41,7 @@ def sink_serde(sink: SinkSpec) -> ValueSerde:
         return ValueSerde(sink.format)
     text, schema_id = schema.text, None
     if schema.registry is not None:
-        from connectors.serde.registry import RegistrySchemas
+        from kafka_eos.serde.registry import RegistrySchemas
         registry = RegistrySchemas(schema.registry)
         subject = _subject(schema, sink.topic, "sink")
         text = text or registry.latest_text(subject)

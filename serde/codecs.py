@@ -2,7 +2,7 @@
 
 Invariants:
 - A ``ValueSerde`` carries only plain data (format, schema text, registry settings, writer id),
-  all resolved on the driver (``connectors.serde.resolve``), so it can be shipped to executors;
+  all resolved on the driver (``kafka_eos.connectors.pipeline.serde_resolve``), so it can be shipped to executors;
   codecs (and registry clients) are built there, once per Python worker.
 - Every decoder returns (typed array, per-row error or None) of the same length as its input;
   every encoder returns a binary array, null for null.
@@ -14,9 +14,9 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from config.model import DataFormat, Registry
-from connectors.serde.avro_serde import AvroDecoder, AvroEncoder
-from connectors.serde.json_serde import JsonDecoder, JsonEncoder
+from kafka_eos.serde.formats import DataFormat, Registry
+from kafka_eos.serde.avro_serde import AvroDecoder, AvroEncoder
+from kafka_eos.serde.json_serde import JsonDecoder, JsonEncoder
 
 
 class ValueDecoder(Protocol):
@@ -83,7 +83,7 @@ def decoder(serde: ValueSerde) -> ValueDecoder:
     if serde.format is DataFormat.AVRO:
         writers = None
         if serde.registry is not None:
-            from connectors.serde.registry import RegistrySchemas
+            from kafka_eos.serde.registry import RegistrySchemas
             writers = RegistrySchemas(serde.registry)
         return AvroDecoder(serde.schema_text or "", writers)
     return StringCodec() if serde.format is DataFormat.STRING else BytesCodec()

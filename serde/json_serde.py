@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from connectors.serde.arrow_types import RowDecodeError, arrow_type, coercer, decode_rows, parse_schema
+from kafka_eos.serde.arrow_types import RowDecodeError, arrow_type, coercer, decode_rows, parse_schema
 
 Decoded = tuple[pa.Array, list]
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import struct
 
+from kafka_eos import KafkaEosError
+
 MAGIC = 0
 HEADER = struct.Struct(">bI")
 MAX_ID = 2**31 - 1
 
 
-class WireFormatError(ValueError):
+class WireFormatError(KafkaEosError, ValueError):
     """Bytes that are not a Confluent-framed message."""
 
 

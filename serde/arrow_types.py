@@ -23,13 +23,15 @@ from typing import Any, Callable
 import fastavro
 import pyarrow as pa
 
+from kafka_eos import KafkaEosError
+
 Coerce = Callable[[Any], Any]
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _PRIMITIVE = {"boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
               "double": pa.float64(), "bytes": pa.binary(), "string": pa.string(), "null": pa.null()}
 
 
-class SchemaError(ValueError):
+class SchemaError(KafkaEosError, ValueError):
     """A schema cannot be parsed, or has a shape kafka-eos cannot map to Spark."""
 
 
@@ -218,7 +220,7 @@ def coercer(t: pa.DataType, path: str = "", json_input: bool = False) -> Coerce 
     return None
 
 
-class RowDecodeError(ValueError):
+class RowDecodeError(KafkaEosError, ValueError):
     """One row's bytes do not decode; the message says why (it becomes the row's error)."""
 
 

@@ -18,9 +18,9 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from config.model import OnDecodeError
-from connectors.serde.codecs import ValueDecoder, ValueEncoder, ValueSerde, decoder, encoder
-from connectors.serde.decode_errors import (DLQ_SCHEMA, ERROR_COLUMN, RAW_VALUE_COLUMN, apply_policy,
+from kafka_eos.serde.formats import OnDecodeError
+from kafka_eos.serde.codecs import ValueDecoder, ValueEncoder, ValueSerde, decoder, encoder
+from kafka_eos.serde.decode_errors import (DLQ_SCHEMA, ERROR_COLUMN, RAW_VALUE_COLUMN, apply_policy,
                                             dlq_batch)
 
 Batches = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
@@ -80,7 +80,7 @@ def encode_fn(serde: ValueSerde, column: str = "value") -> Batches:
 def decoded_spark_schema(serde: ValueSerde, policy: OnDecodeError, include_headers: bool = False):
     """The Spark schema ``decode_fn`` produces (driver side; needs pyspark, not a JVM)."""
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-    from connectors.schema import source_schema
+    from kafka_eos.connectors.schema import source_schema
     source = to_arrow_schema(source_schema(include_headers), timezone="UTC")
     return from_arrow_schema(decoded_schema(source, decoder(serde).arrow_type, policy))
 

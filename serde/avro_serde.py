@@ -16,8 +16,8 @@ from typing import Any, Callable
 import fastavro
 import pyarrow as pa
 
-from connectors.serde.arrow_types import RowDecodeError, arrow_type, coercer, decode_rows, parse_schema
-from connectors.serde.wire_format import frame, unframe
+from kafka_eos.serde.arrow_types import RowDecodeError, arrow_type, coercer, decode_rows, parse_schema
+from kafka_eos.serde.wire_format import frame, unframe
 
 WriterSchemas = Callable[[int], Any]
 Decoded = tuple[pa.Array, list]
