@@ -10,10 +10,9 @@ from urllib.parse import urlparse
 
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.violations import Context, Rule, Violation
-from kafka_eos.txn.sink_log import SinkLogReader
+from kafka_eos.txn.sink_log import SinkLogReader, location_for
 from kafka_eos.txn.timeouts import check_transaction_timeout
 
-SINK_LOG_DIR = "kafka-eos-sink"   # where the sink keeps its commit log (kafka_eos.connectors.sink.options)
 _REFUSED_PRODUCER = {
     "transactional.id": "remove it and set sink.transactional_id_prefix (kafka-eos owns the ids)",
     "transaction.timeout.ms": "remove it and set sink.transaction_timeout_ms",
@@ -102,7 +101,7 @@ def _writable(path: Path) -> str | None:
 
 def _sink_log_owner(path: Path) -> str | None:
     try:
-        meta = SinkLogReader(str(path / SINK_LOG_DIR)).meta()
+        meta = SinkLogReader(location_for(str(path))).meta()
         return meta.get("prefix") if meta else None
     except (OSError, ValueError, AttributeError):
         return None

@@ -11,6 +11,7 @@ from kafka_eos.config import rules_safety
 from kafka_eos.config.loader import load_text
 from kafka_eos.config.rules import Context, check
 from kafka_eos.config.rules_safety import across_pipelines
+from kafka_eos.txn.sink_log import location_for
 from tests.test_config_support import load, paths, problems, valid
 
 
@@ -136,7 +137,7 @@ def test_remote_checkpoints_are_only_checked_for_presence(tmp_path):
 
 
 def test_checkpoint_owned_by_another_prefix(tmp_path):
-    log = tmp_path / "ckpt" / rules_safety.SINK_LOG_DIR
+    log = Path(location_for(str(tmp_path / "ckpt")))
     log.mkdir(parents=True)
     (log / "_meta.json").write_text(json.dumps({"v": 1, "prefix": "older-pipeline"}))
     found = problems(tmp_path, valid(tmp_path))

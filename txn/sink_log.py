@@ -24,11 +24,17 @@ from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.log_store import LogStore
 
 LOG_FORMAT = 2
+LOG_DIR = "kafka-eos-sink"
 META = "_meta.json"
 KEEP_BATCHES = 100
 DECIDED, COMMITTED = "decided", "committed"
 PENDING, PART_COMMITTED, LOST = "pending", "committed", "lost"
 _RECORD = re.compile(r"^(\d+)\.(\d+)\.json$")
+
+
+def location_for(checkpoint: str) -> str:
+    """Where the sink log of the query checkpointed at ``checkpoint`` lives (its default place)."""
+    return checkpoint.rstrip("/") + "/" + LOG_DIR
 
 
 def record_name(batch_id: int, seq: int) -> str:

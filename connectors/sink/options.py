@@ -16,6 +16,7 @@ from typing import Mapping
 from kafka_eos.txn.errors import SinkConfigError
 from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.sink_config import ACKS_ALL, SinkConfig
+from kafka_eos.txn.sink_log import location_for
 from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS
 
@@ -62,7 +63,7 @@ def sink_log_location(options: Mapping[str, str]) -> str:
     if not checkpoint:
         raise SinkConfigError("the kafka-eos sink keeps its commit log beside the query checkpoint: set "
                               ".option('checkpointLocation', ...) on writeStream (or option sinkLogLocation)")
-    return checkpoint.rstrip("/") + "/kafka-eos-sink"
+    return location_for(checkpoint)
 
 
 def sink_config(options: Mapping[str, str]) -> SinkConfig:
