@@ -126,7 +126,9 @@ def test_max_offsets_per_trigger_bounds_every_batch(spark, bootstrap, tmp_path):
     first_batch = {p: 0 for p in range(3)}
     for _t, p, _o, _v in run.batches[min(run.batches)]:
         first_batch[p] += 1
-    assert first_batch == {0: 4, 1: 3, 2: 4}  # fair split: the small partition does not starve
+    # split in proportion to backlog as Spark's rateLimit splits it (11 * 40/60, 11 * 3/60, 11 * 17/60 -> 7, 1, 3):
+    # the small partition is not starved
+    assert first_batch == {0: 7, 1: 1, 2: 3}
 
 
 def test_progress_committed_to_consumer_group(spark, bootstrap, tmp_path):
