@@ -4,8 +4,9 @@ Invariants:
 - Only values are interpolated, never keys; ``$${`` stands for a literal ``${``.
 - A variable that is unset and has no default is a violation naming the YAML path and the
   variable (all of them are collected); the value is then left as written.
-- Values taken from variables whose names look secret (``*PASSWORD*``, ``*SECRET*``, ``*TOKEN*``,
-  ``*KEY*``, ``*CREDENTIAL*``) are returned as secrets to redact, wherever they end up.
+- Values taken from variables whose names are secret (``kafka_eos.secrets.is_secret_env_var``:
+  ``*PASSWORD*``, ``*SECRET*``, ``*TOKEN*``, ``*KEY*``, ``*AUTH*``, ...) are returned as secrets
+  to redact, wherever they end up.
 """
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import re
 from typing import Any, Mapping
 
 from kafka_eos.config.violations import Violation
+from kafka_eos.secrets import is_secret_env_var
 
 _TOKEN = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$\{")
-_SECRET_VAR = re.compile(r"PASSWORD|SECRET|TOKEN|KEY|CREDENTIAL|AUTH", re.I)
 
 
 def child_path(path: str, key: object) -> str:
@@ -64,7 +65,7 @@ class Interpolator:
                     path, f"environment variable {name} is not set (referenced as ${{{name}}})",
                     f"export {name}=..., or give a default: ${{{name}:-value}}"))
                 return token
-            if _SECRET_VAR.search(name) and result:
+            if is_secret_env_var(name) and result:
                 self.secret_values.add(result)
             return result
         return _TOKEN.sub(substitute, value)

@@ -2,9 +2,9 @@
 
 Invariants:
 - Every object is frozen and hashable; mappings are sorted tuples of pairs (``props``).
-- Secrets (SASL passwords, SSL keys, JAAS lines, schema-registry basic auth) are held as
-  ``Secret``; their ``repr``/``str`` is ``***``. Only ``Secret.reveal()`` (called when a Kafka
-  client or a Spark option map is built) returns the value.
+- Values of secret keys (``kafka_eos.secrets.is_secret_key``: SASL passwords, SSL keys, JAAS
+  lines, schema-registry basic auth) are held as ``Secret``; their ``repr``/``str`` is ``***``.
+  Only ``Secret.reveal()`` (called when a Kafka client or a Spark option map is built) returns the value.
 - The model holds what the YAML says, with defaults filled in; it does not decide whether the
   settings are safe: ``kafka_eos.config.rules`` does, and reports every violation at once. Fields the
   rules require (bootstrap servers, checkpoint location, transactional-id prefix) may be None
@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Mapping
 
-from kafka_eos.secrets import SECRET_KEY, Secret, Value, is_secret_key, reveal
+from kafka_eos.secrets import Secret, Value, is_secret_key, reveal
+from kafka_eos.secrets import redacted as redacted_settings
 from kafka_eos.serde.formats import DataFormat, OnDecodeError, Registry
 from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
@@ -52,7 +53,8 @@ class KafkaCluster:
         return conf
 
     def redacted(self) -> dict[str, str]:
-        return {"bootstrap.servers": self.bootstrap_servers or "", **{k: str(v) for k, v in self.properties}}
+        """The settings to show: ``***`` for every secret."""
+        return {"bootstrap.servers": self.bootstrap_servers or "", **redacted_settings(dict(self.properties))}
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 
 Invariants:
 - Every known secret value (``PipelineConfig.secrets()``) is replaced by ``***`` wherever it
-  appears, longest first; secret-looking ``key=value`` / ``key: value`` pairs (password,
-  secret, token, JAAS config, basic auth, private keys) and URL credentials
-  (``scheme://user:pass@host``) are redacted even when the value is not known.
+  appears, longest first; ``key=value`` / ``key: value`` pairs whose key is secret (the markers
+  of ``kafka_eos.secrets``) and URL credentials (``scheme://user:pass@host``) are redacted even
+  when the value is not known.
 - ``install`` makes every log record of the process redacted (message, arguments, traceback),
   whatever logger or handler emits it; ``RedactingFilter`` does the same for one handler.
 """
@@ -14,12 +14,8 @@ import logging
 import re
 from typing import Iterable
 
-from kafka_eos.config.model import Secret
+from kafka_eos.secrets import MASK, Secret, redact_pairs
 
-MASK = "***"
-_KEY_VALUE = re.compile(
-    r"(?i)((?:password|passwd|secret|token|credential|jaas\.config|basic\.auth\.user\.info|user\.info|"
-    r"ssl\.key\.pem|private[._-]?key)[\"']?\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;}\])]+)")
 _URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/@\s:]+:)[^@\s/]+@", re.I)
 
 
@@ -39,7 +35,7 @@ class Redactor:
         result = str(text)
         for value in self._ordered:
             result = result.replace(value, MASK)
-        result = _KEY_VALUE.sub(lambda m: m.group(1) + MASK, result)
+        result = redact_pairs(result)
         return _URL_CREDENTIALS.sub(lambda m: m.group(1) + MASK + "@", result)
 
 

@@ -1,4 +1,5 @@
-"""Rules that keep ``guarantee: exactly_once`` true: isolation, producer safety, transaction
+"""Rules that keep ``guarantee: exactly_once`` true: isolation, producer safety
+(``kafka_eos.txn.sink_config.producer_violations``, mapped to YAML paths), transaction
 timeouts (``kafka_eos.txn.timeouts.check_transaction_timeout``), the transactional-id prefix and the
 checkpoint. Rules that only matter for exactly-once return nothing for ``at_least_once``.
 """
@@ -10,13 +11,13 @@ from urllib.parse import urlparse
 
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.violations import Context, Rule, Violation
+from kafka_eos.txn.sink_config import UNSET, ProducerViolation, producer_violations
 from kafka_eos.txn.sink_log import SinkLogReader, location_for
 from kafka_eos.txn.timeouts import check_transaction_timeout
 
-_REFUSED_PRODUCER = {
-    "transactional.id": "remove it and set sink.transactional_id_prefix (kafka-eos owns the ids)",
-    "transaction.timeout.ms": "remove it and set sink.transaction_timeout_ms",
-}
+# the YAML key that sets what a refused producer setting would (SinkConfig field -> YAML path)
+_YAML_FOR = {"transactional_id_prefix": "sink.transactional_id_prefix",
+             "transaction_timeout_ms": "sink.transaction_timeout_ms"}
 
 
 def isolation_level(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
@@ -28,20 +29,19 @@ def isolation_level(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     return []
 
 
+def _producer_violation(v: ProducerViolation) -> Violation:
+    if v.replaced_by:
+        fix = f"remove it and set {_YAML_FOR[v.replaced_by]}"
+    else:
+        fix = v.fix if v.required == UNSET else f"remove it or set {v.key}: {v.required}"
+    return Violation(f'sink.kafka.properties["{v.key}"]', v.message(), fix)
+
+
 def producer_safety(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    """``kafka_eos.txn.sink_config.producer_violations`` of the sink's client settings, at their YAML paths."""
     if not cfg.exactly_once:
         return []
-    kafka, path = cfg.sink.kafka, "sink.kafka.properties"
-    found = [Violation(f'{path}["{key}"]', f"{key} must not be set on the sink", fix)
-             for key, fix in _REFUSED_PRODUCER.items() if kafka.get(key) is not None]
-    if (kafka.get("enable.idempotence") or "true").strip().lower() != "true":
-        found.append(Violation(f'{path}["enable.idempotence"]', "a non-idempotent producer can write duplicates",
-                               "remove it or set enable.idempotence: true"))
-    acks = (kafka.get("acks") or kafka.get("request.required.acks") or "all").strip().lower()
-    if acks not in ("all", "-1"):
-        found.append(Violation(f'{path}["acks"]', f"acks={acks} can lose acknowledged records",
-                               "remove it or set acks: all"))
-    return found
+    return [_producer_violation(v) for v in producer_violations(cfg.sink.kafka.client_conf())]
 
 
 def transaction_timeout(cfg: PipelineConfig, ctx: Context) -> list[Violation]:

@@ -3,7 +3,8 @@ import pickle
 
 import pytest
 
-from kafka_eos.connectors.source.options import SourceOptionError, parse_source_options, redacted
+from kafka_eos.connectors.source.options import SourceOptionError, parse_source_options
+from kafka_eos.secrets import redacted
 
 BASE = {"kafka.bootstrap.servers": "b:9092", "subscribe": "orders"}
 

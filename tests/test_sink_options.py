@@ -45,3 +45,24 @@ def test_at_least_once_producers_have_no_transaction():
     assert "transactional.id" not in settings and settings["acks"] == "all"
     with pytest.raises(SinkConfigError, match="guarantee='maybe'"):
         sink_config({**BASE, "guarantee": "maybe"})
+
+
+def test_sink_config_itself_refuses_what_it_would_override():
+    from kafka_eos.txn.sink_config import SinkConfig, producer_violations
+    conf = {"bootstrap.servers": "b:9092", "acks": "1", "enable.idempotence": "false", "transactional.id": "t",
+            "transaction.timeout.ms": "5", "isolation.level": "read_committed", "request.required.acks": "0"}
+    found = {v.key: v for v in producer_violations(conf)}
+    assert set(found) == set(conf) - {"bootstrap.servers"}
+    assert (found["acks"].found, found["acks"].required) == ("1", "all")
+    assert found["transactional.id"].replaced_by == "transactional_id_prefix"
+    with pytest.raises(SinkConfigError, match="acks=1"):
+        SinkConfig(producer_conf={"bootstrap.servers": "b:9092", "acks": "1"}, transactional_id_prefix="p",
+                   log_location="/ck")
+    safe = {"bootstrap.servers": "b:9092", "acks": "-1", "enable.idempotence": "TRUE"}
+    assert producer_violations(safe) == []
+
+
+def test_every_unsafe_setting_is_named_at_once():
+    with pytest.raises(SinkConfigError) as err:
+        sink_config({**BASE, "kafka.acks": "0", "kafka.request.required.acks": "1", "kafka.isolation.level": "x"})
+    assert all(n in str(err.value) for n in ("kafka.acks=0", "kafka.request.required.acks=1", "kafka.isolation.level"))

@@ -1,11 +1,18 @@
-"""SinkConfig: every setting of the transactional Kafka sink, as one frozen object.
+"""SinkConfig: every setting of the transactional Kafka sink, as one frozen object, and the one
+check of the user's producer settings.
 
 Invariants:
-- ``producer_conf`` are librdkafka settings; the sink forces ``enable.idempotence=true`` and
-  ``acks=all`` (a conflicting user value is refused, never silently overridden).
+- ``producer_violations`` is the one owner of producer safety: ``enable.idempotence`` must be
+  true and ``acks`` all; ``transactional.id`` and ``transaction.timeout.ms`` are the sink's own
+  (from ``transactional_id_prefix`` and ``transaction_timeout_ms``); ``isolation.level`` is a
+  consumer setting. It returns structured ``ProducerViolation``s that callers phrase in their
+  own option names.
+- ``SinkConfig`` refuses ``producer_conf`` with any violation (``SinkConfigError``), so the forced
+  ``enable.idempotence=true`` / ``acks=all`` only fill in what the user left unset: a conflicting
+  user value is refused, never silently overridden.
 - ``exactly_once=False`` (guarantee at_least_once) writes with the same idempotent producer but
   no transaction: records are visible at once and a replayed batch is written again.
-- Secrets (passwords, keys, tokens) live in ``producer_conf`` but never in ``repr``/``str``.
+- Secrets (``kafka_eos.secrets.is_secret_key``) live in ``producer_conf`` but never in ``repr``/``str``.
 - Timeouts obey ``kafka_eos.txn.timeouts.check_transaction_timeout``.
 - Keys land where Java clients (and Spark's built-in ``kafka`` sink) put them: the producer's
   ``partitioner`` defaults to ``murmur2_random`` (librdkafka's own default, ``consistent_random``,
@@ -17,22 +24,67 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from kafka_eos.secrets import redacted
+from kafka_eos.txn.errors import SinkConfigError
 from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
 
-SECRET_MARKERS = ("password", "secret", "jaas", "token", "ssl.key.pem", "private")
 FORCED = {"enable.idempotence": "true", "acks": "all"}
 DEFAULTS = {"linger.ms": "5", "batch.num.messages": "10000", "queue.buffering.max.messages": "500000",
             "partitioner": "murmur2_random"}  # murmur2: the Java client's partitioner
 ACKS_ALL = {"all", "-1"}
+UNSET = "unset"
+# producer settings the sink sets itself -> (the SinkConfig field it derives them from, why)
+OWNED = {"transactional.id": ("transactional_id_prefix", "kafka-eos derives the transactional ids from its prefix"),
+         "transaction.timeout.ms": ("transaction_timeout_ms", "the sink sets it from its transaction timeout")}
+NOT_PRODUCER = {"isolation.level": "a producer does not take isolation.level; set it on the source"}
 
 
-def is_secret(key: str) -> bool:
-    return any(marker in key.lower() for marker in SECRET_MARKERS)
+@dataclass(frozen=True)
+class ProducerViolation:
+    """One unsafe producer setting: ``key`` holds ``found``; the sink requires ``required``
+    (a value, or ``UNSET``). ``replaced_by`` names the ``SinkConfig`` field that sets it instead."""
+    key: str
+    found: str
+    required: str
+    problem: str
+    fix: str
+    replaced_by: str | None = None
+
+    def message(self, name: str | None = None) -> str:
+        """What is wrong, naming the setting ``name`` (default: the producer key)."""
+        name = name or self.key
+        if self.required == UNSET:
+            return f"{name} must not be set: {self.problem}"
+        return f"{name}={self.found} {self.problem}"
 
 
-def redacted(conf: Mapping[str, str]) -> dict[str, str]:
-    return {k: ("***" if is_secret(k) else v) for k, v in conf.items()}
+def _value(conf: Mapping[str, object], key: str) -> str | None:
+    value = conf.get(key)
+    return None if value is None else str(value)
+
+
+def producer_violations(conf: Mapping[str, object]) -> list[ProducerViolation]:
+    """Every producer setting in ``conf`` that would break the sink's guarantee."""
+    found = []
+    for key, (replaced_by, problem) in OWNED.items():
+        if _value(conf, key) is not None:
+            found.append(ProducerViolation(key, _value(conf, key), UNSET, problem,
+                                           f"remove it and set the sink's {replaced_by} instead", replaced_by))
+    for key, problem in NOT_PRODUCER.items():
+        if _value(conf, key) is not None:
+            found.append(ProducerViolation(key, _value(conf, key), UNSET, problem, "remove it"))
+    idempotence = _value(conf, "enable.idempotence")
+    if idempotence is not None and idempotence.strip().lower() != "true":
+        found.append(ProducerViolation("enable.idempotence", idempotence, "true", "turns idempotence off: "
+                                       "a non-idempotent producer can write duplicates",
+                                       "remove it or set enable.idempotence to true"))
+    for key in ("acks", "request.required.acks"):
+        acks = _value(conf, key)
+        if acks is not None and acks.strip().lower() not in ACKS_ALL:
+            found.append(ProducerViolation(key, acks, "all", "can lose acknowledged records",
+                                           f"remove it or set {key} to all"))
+    return found
 
 
 @dataclass(frozen=True)
@@ -50,6 +102,9 @@ class SinkConfig:
     ids: TransactionalIdFactory = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        problems = producer_violations(self.producer_conf)
+        if problems:
+            raise SinkConfigError("; ".join(f"producer setting {p.message()}: {p.fix}" for p in problems))
         object.__setattr__(self, "producer_conf", MappingProxyType(dict(self.producer_conf)))
         object.__setattr__(self, "ids", TransactionalIdFactory(self.transactional_id_prefix, self.slots))
 
@@ -62,7 +117,8 @@ class SinkConfig:
         return dict(self.producer_conf)
 
     def producer_settings(self, transactional_id: str) -> dict:
-        """librdkafka settings of a task's producer; at-least-once producers get no transaction."""
+        """librdkafka settings of a task's producer (``FORCED`` fills what ``producer_conf`` leaves
+        unset; a conflict was refused at construction); at-least-once producers get no transaction."""
         settings = {**DEFAULTS, **self.producer_conf, **FORCED}
         if self.exactly_once:
             settings.update({"transactional.id": transactional_id,

@@ -23,12 +23,11 @@ from kafka_eos.config.redact import Redactor, install
 from kafka_eos.connectors.pipeline import builder
 from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint
 from kafka_eos.connectors.pipeline.progress import ProgressReporter
+from kafka_eos.secrets import spark_redaction_conf
 
-# Spark redacts data source options whose *names* match this in plans and logs (on top of
-# spark.redaction.regex): the Kafka client settings that hold secrets.
-RUN_CONF = {"spark.sql.redaction.options.regex":
-            r"(?i)url|password|secret|token|jaas|basic\.auth|credential|private|ssl\.key",
-            "spark.ui.showConsoleProgress": "false"}  # the runner prints its own line per batch
+# Spark hides the settings and data source options named by kafka_eos.secrets in plans, the UI
+# and event logs; the runner prints its own line per batch instead of Spark's progress bar.
+RUN_CONF = {**spark_redaction_conf(), "spark.ui.showConsoleProgress": "false"}
 POLL_S = 1.0
 _PYTHON_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$")
 

@@ -15,15 +15,14 @@ from typing import Mapping
 
 from kafka_eos.txn.errors import SinkConfigError
 from kafka_eos.txn.faults import FaultPlan
-from kafka_eos.txn.sink_config import ACKS_ALL, SinkConfig
+from kafka_eos.txn.sink_config import ProducerViolation, SinkConfig, producer_violations
 from kafka_eos.txn.sink_log import location_for
 from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS
 
-_REFUSED = {
-    "transactional.id": "set the sink option 'transactional.id.prefix' instead; kafka-eos owns the ids",
-    "isolation.level": "a producer setting does not take isolation.level; set it on the source",
-}
+# the sink option that sets what a refused producer setting would (SinkConfig field -> option)
+_OPTION_FOR = {"transactional_id_prefix": "transactional.id.prefix",
+               "transaction_timeout_ms": "kafka.transaction.timeout.ms"}
 
 
 def _int(options: Mapping[str, str], key: str, default: int) -> int:
@@ -36,20 +35,21 @@ def _int(options: Mapping[str, str], key: str, default: int) -> int:
         raise SinkConfigError(f"sink option {key}={value!r} is not a whole number of milliseconds") from None
 
 
+def _refusal(v: ProducerViolation) -> str:
+    fix = f"set the sink option '{_OPTION_FOR[v.replaced_by]}' instead" if v.replaced_by else v.fix
+    return f"sink option {v.message('kafka.' + v.key)}; {fix}"
+
+
 def producer_conf(options: Mapping[str, str]) -> dict[str, str]:
+    """The ``kafka.*`` options without the prefix, less ``kafka.transaction.timeout.ms`` (the
+    sink's timeout option); ``SinkConfigError`` when a producer setting is unsafe."""
     conf = {k[len("kafka."):]: str(v) for k, v in options.items() if k.startswith("kafka.")}
     if "bootstrap.servers" not in conf:
         raise SinkConfigError("sink option kafka.bootstrap.servers is required (e.g. 'broker1:9092')")
-    for key, fix in _REFUSED.items():
-        if key in conf:
-            raise SinkConfigError(f"sink option kafka.{key} is not allowed: {fix}")
-    if conf.get("enable.idempotence", "true").lower() != "true":
-        raise SinkConfigError("sink option kafka.enable.idempotence=false breaks exactly-once: remove it "
-                              "(kafka-eos forces idempotence on)")
-    if conf.get("acks", "all").lower() not in ACKS_ALL:
-        raise SinkConfigError(f"sink option kafka.acks={conf['acks']} can lose acknowledged records: remove "
-                              "it or set acks=all (kafka-eos forces all)")
     conf.pop("transaction.timeout.ms", None)
+    problems = producer_violations(conf)
+    if problems:
+        raise SinkConfigError("; ".join(_refusal(v) for v in problems))
     return conf
 
 

@@ -7,8 +7,8 @@ Invariants:
 - Consumers always read with ``isolation.level=read_committed``; asking for read_uncommitted is
   an error, never silently changed. Offsets are never auto-committed or auto-reset: every read
   is an explicit range from Spark's offset log.
-- Secrets (passwords, JAAS configs, tokens, keys) never appear in ``repr``, logs or errors:
-  use ``redacted`` to show a configuration.
+- Secrets (``kafka_eos.secrets.is_secret_key``: passwords, JAAS configs, tokens, keys) never
+  appear in ``repr`` or errors; the principal (``sasl.username``) does.
 """
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ from kafka_eos import KafkaEosError
 from kafka_eos.offsets.spec import (OffsetSpec, OffsetSpecError, parse_global_timestamp, parse_offsets,
                           parse_timestamps)
 from kafka_eos.offsets.subscription import Subscription, SubscriptionError
-
-SECRET_KEY = re.compile(r"password|secret|jaas|token|credential|ssl\.key|\.pem|sasl\.username", re.I)
+from kafka_eos.secrets import redacted
 
 REFUSED_KAFKA = {
     "auto.offset.reset": "set option startingOffsets instead (kafka-eos reads explicit offset ranges)",
@@ -50,11 +49,6 @@ JAAS = re.compile(r'(Plain|Scram)LoginModule\s+required.*?username\s*=\s*"([^"]*
 
 class SourceOptionError(KafkaEosError, ValueError):
     """A source option is missing, malformed or unsafe for exactly-once."""
-
-
-def redacted(conf: Mapping[str, str]) -> dict[str, str]:
-    """``conf`` with every secret-looking value replaced by ``***``."""
-    return {k: ("***" if SECRET_KEY.search(k) else v) for k, v in conf.items()}
 
 
 @dataclass(frozen=True)
