@@ -13,11 +13,13 @@ from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.violations import Context, Rule, Violation
 from kafka_eos.txn.sink_config import UNSET, ProducerViolation, producer_violations
 from kafka_eos.txn.sink_log import SinkLogReader, location_for
-from kafka_eos.txn.timeouts import check_transaction_timeout
+from kafka_eos.txn.timeouts import SettingNames, check_transaction_timeout
 
 # the YAML key that sets what a refused producer setting would (SinkConfig field -> YAML path)
 _YAML_FOR = {"transactional_id_prefix": "sink.transactional_id_prefix",
              "transaction_timeout_ms": "sink.transaction_timeout_ms"}
+_YAML_TIMEOUT_NAMES = SettingNames(timeout="sink.transaction_timeout_ms", trigger="checkpoint.trigger",
+                                   margin="sink.batch_margin_ms", shorten="checkpoint.trigger")
 
 
 def isolation_level(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
@@ -50,13 +52,8 @@ def transaction_timeout(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     trigger = cfg.checkpoint.trigger
     interval = 0 if trigger.available_now else trigger.interval_ms
     broken = check_transaction_timeout(cfg.sink.transaction_timeout_ms, interval, cfg.sink.batch_margin_ms,
-                                       ctx.broker_max_timeout_ms)
-    return [Violation("sink.transaction_timeout_ms",
-                      v.message.replace("trigger interval", "checkpoint.trigger")
-                      .replace("batch/restart margin", "sink.batch_margin_ms"),
-                      v.fix.replace("transaction.timeout.ms", "sink.transaction_timeout_ms")
-                      .replace("the trigger interval", "checkpoint.trigger"))
-            for v in broken]
+                                       ctx.broker_max_timeout_ms, _YAML_TIMEOUT_NAMES)
+    return [Violation("sink.transaction_timeout_ms", v.message, v.fix) for v in broken]
 
 
 def transactional_id_prefix(cfg: PipelineConfig, ctx: Context) -> list[Violation]:

@@ -92,6 +92,9 @@ def test_timeout_rule_reuses_the_ordering_rule(tmp_path):
     data["sink"]["transaction_timeout_ms"] = 60_000          # <= 10 s trigger + 120 s margin
     found = [v for v in problems(tmp_path, data) if v.path == "sink.transaction_timeout_ms"]
     assert len(found) == 1 and "130000" in found[0].message and "sink.transaction_timeout_ms" in found[0].fix
+    # the YAML's own names, not the sink options' (txn.timeouts takes the names from the caller)
+    assert "checkpoint.trigger 10000 ms + sink.batch_margin_ms 120000 ms" in found[0].message
+    assert found[0].fix.endswith("or shorten checkpoint.trigger") and "the trigger interval" not in found[0].fix
     data["checkpoint"]["trigger"] = "available_now"
     data["sink"]["batch_margin_ms"] = 30_000                  # 0 + 30 s < 60 s: fine
     assert [v for v in problems(tmp_path, data) if v.path.startswith("sink.transaction")] == []
