@@ -40,9 +40,8 @@ def _producer_violation(v: ProducerViolation) -> Violation:
 
 
 def producer_safety(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
-    """``kafka_eos.txn.sink_config.producer_violations`` of the sink's client settings, at their YAML paths."""
-    if not cfg.exactly_once:
-        return []
+    """``kafka_eos.txn.sink_config.producer_violations`` of the sink's client settings, at their YAML
+    paths (both guarantees: the at-least-once sink writes with the same idempotent producer)."""
     return [_producer_violation(v) for v in producer_violations(cfg.sink.kafka.client_conf())]
 
 

@@ -113,8 +113,16 @@ def test_at_least_once_skips_transaction_rules(tmp_path):
     data["guarantee"] = "at_least_once"
     data["sink"].pop("transactional_id_prefix")
     data["sink"]["transaction_timeout_ms"] = 1
-    data["sink"]["kafka"]["properties"] = {"acks": "1"}
     assert problems(tmp_path, data) == []
+
+
+def test_at_least_once_still_refuses_what_its_producer_refuses(tmp_path):
+    """The at-least-once sink writes with the same idempotent producer and refuses acks=1 when the
+    query starts, so validation must say so first (it used to pass such a file)."""
+    data = valid(tmp_path)
+    data["guarantee"] = "at_least_once"
+    data["sink"]["kafka"]["properties"] = {"acks": "1"}
+    assert paths(problems(tmp_path, data)) == ['sink.kafka.properties["acks"]']
 
 
 def test_checkpoint_must_be_a_writable_directory(tmp_path):
