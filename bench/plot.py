@@ -53,7 +53,7 @@ def _profile(ax, profile: dict | None) -> None:
         ax.set_axis_off()
         return
     from bench.stage_profile import STAGES
-    colors = plt.get_cmap("tab20").colors
+    colors = plt.get_cmap("tab10").colors
     runs = [("exactly-once", profile["exactly_once"]), ("at-least-once", profile["at_least_once"])]
     for y, (label, run) in enumerate(runs):
         left = 0.0
