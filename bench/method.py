@@ -1,8 +1,8 @@
 """The measurement method of the throughput comparison (issue 14.1): settling, spread, ratios.
 
 - ``settle`` waits, at most ``max_wait_s``, until the machine is quiet: CPU busy below
-  ``busy_pct`` over a 3 s window (the 1-minute load average lags a just-finished run by a
-  minute, so it is recorded, not waited on).
+  ``busy_pct`` over a 3 s window and, when ``max_load`` is given, the 1-minute load average
+  below it (off by default: it lags a just-finished run of the suite itself by a minute).
 - ``summary`` of a configuration's per-round samples: median, min, max, the spread
   (max - min) / median, and ``noisy`` when the spread exceeds ``NOISY_SPREAD``.
 - ``round_ratios``: the ratio A / B per round (same round, same input, back to back); the
@@ -21,14 +21,18 @@ NOISY_SPREAD = 0.15
 WINDOW_S = 3.0
 
 
-def settle(busy_pct: float, max_wait_s: float) -> dict:
-    """Wait for CPU busy < ``busy_pct`` (bounded); return what was seen."""
+def settle(busy_pct: float, max_wait_s: float, max_load: float = 0.0) -> dict:
+    """Wait for CPU busy < ``busy_pct`` (and load < ``max_load`` if set; bounded); return what was seen."""
     started = time.monotonic()
+
+    def quiet(busy: float) -> bool:
+        return busy < busy_pct and (not max_load or load_avg() < max_load)
+
     busy = psutil.cpu_percent(interval=WINDOW_S)
-    while busy >= busy_pct and time.monotonic() - started + WINDOW_S <= max_wait_s:
+    while not quiet(busy) and time.monotonic() - started + WINDOW_S <= max_wait_s:
         busy = psutil.cpu_percent(interval=WINDOW_S)
     return {"waited_s": round(time.monotonic() - started, 1), "cpu_busy_pct": busy,
-            "settled": busy < busy_pct, "load_avg_1m": load_avg()}
+            "settled": quiet(busy), "load_avg_1m": load_avg()}
 
 
 def summary(values: list[float]) -> dict:

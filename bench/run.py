@@ -36,6 +36,8 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--settle-busy-pct", type=float, default=25.0,
                    help="before each run wait until CPU busy (3 s window) is below this")
     p.add_argument("--settle-max-s", type=float, default=120.0, help="longest wait for the machine to settle")
+    p.add_argument("--settle-load", type=float, default=0.0,
+                   help="also wait for the 1-minute load average below this (0: off)")
     p.add_argument("--sizes", default="100,1024", help="record sizes in bytes, comma-separated")
     p.add_argument("--rate", type=int, default=10_000, help="records/s of the latency runs")
     p.add_argument("--latency-seconds", type=int, default=60)
@@ -63,7 +65,7 @@ def measure(a: argparse.Namespace) -> dict:
     out: dict = {"throughput": {}, "latency_runs": []}
 
     def settle() -> dict:
-        return method.settle(a.settle_busy_pct, a.settle_max_s)
+        return method.settle(a.settle_busy_pct, a.settle_max_s, a.settle_load)
 
     with LocalKafkaCluster() as cluster:
         bootstrap = cluster.bootstrap
@@ -101,7 +103,8 @@ def assemble(a: argparse.Namespace, measured: dict) -> dict:
         "record_sizes": [int(s) for s in a.sizes.split(",")], "trigger_s": 5,
         "method": {"order": list(throughput.CONFIGS), "rate": "steady state: batches after the first, rows / "
                    "sum of their triggerExecution", "noisy_spread": method.NOISY_SPREAD,
-                   "settle": {"cpu_busy_pct_below": a.settle_busy_pct, "max_wait_s": a.settle_max_s}},
+                   "settle": {"cpu_busy_pct_below": a.settle_busy_pct, "max_wait_s": a.settle_max_s,
+                              "load_avg_1m_below": a.settle_load or None}},
         "records_per_s": {size: runs["records_per_s"] for size, runs in measured["throughput"].items()},
         "ratios": {size: runs["ratios"] for size, runs in measured["throughput"].items()},
         "latency_ms": {k: main_latency[k] for k in ("p50", "p90", "p99", "max", "trigger_s", "rate_per_s")}
