@@ -27,8 +27,9 @@ unit: $(STAMP)
 chaos: setup
 	$(BIN)/pytest -q -m chaos integration_tests
 
+# Full figures: run on a quiet machine (3 interleaved rounds, ~1 h). BENCH_ARGS=--quick: smoke run.
 bench: setup
-	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 kafka-up: setup
 	$(BIN)/kafka-eos dev kafka up

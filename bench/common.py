@@ -18,18 +18,30 @@ from kafka_eos.connectors.spark_harness import SMALL_CONF, python_env, spark_sub
 
 RESULTS = Path(__file__).parent / "results"
 SPARK_KAFKA_POM = Path(__file__).parent / "spark_kafka" / "pom.xml"
+CONNECTOR_NOTE = ("Maven Central has no spark-sql-kafka-0-10_2.13 for pyspark {pyspark} (checked 2026-11-23, newest "
+                  "4.2.0), so connector {connector} runs against pyspark {pyspark}'s Spark jars")
+
+
+def _pom_version(artifact: str) -> str:
+    found = re.search(artifact + r"</artifactId>\s*<version>([^<]+)", SPARK_KAFKA_POM.read_text())
+    return found.group(1) if found else "?"
 
 
 def spark_kafka_jars() -> str:
     """Comma-separated jars of Spark's built-in Kafka connector, resolved once with Maven."""
     from kafka_eos.connectors.dev.java_env import cache_root
-    target = cache_root() / "jars" / "spark-sql-kafka-4.2.0"
+    target = cache_root() / "jars" / f"spark-sql-kafka-{_pom_version('spark-sql-kafka-0-10_2.13')}-pom{_pom_digest()}"
     if not (target / ".complete").exists():
         subprocess.run(["mvn", "-B", "-q", "-f", str(SPARK_KAFKA_POM),
                         "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies",
                         f"-DoutputDirectory={target}"], check=True)
         (target / ".complete").write_text("ok")
     return ",".join(str(p) for p in sorted(target.glob("*.jar")))
+
+
+def _pom_digest() -> str:
+    import hashlib
+    return hashlib.sha1(SPARK_KAFKA_POM.read_bytes()).hexdigest()[:8]
 
 
 def produce_bulk(bootstrap: str, topic: str, records: int, size: int = 100) -> float:
@@ -117,9 +129,7 @@ def machine() -> dict:
     import confluent_kafka
     import pyspark
     from kafka_eos.connectors.dev.java_env import java_binary, kafka_version
-    pom = SPARK_KAFKA_POM.read_text()
-    connector = re.search(r"spark-sql-kafka-0-10_2.13</artifactId>\s*<version>([^<]+)", pom)
-    clients = re.search(r"kafka-clients</artifactId>\s*<version>([^<]+)", pom)
+    connector = _pom_version("spark-sql-kafka-0-10_2.13")
     java = subprocess.run([java_binary(), "-version"], capture_output=True, text=True).stderr.splitlines()
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
@@ -127,8 +137,10 @@ def machine() -> dict:
                       if line.startswith("MemTotal")))
     return {"python": sys.version.split()[0], "pyspark": pyspark.__version__, "kafka": kafka_version(),
             "confluent_kafka": confluent_kafka.__version__, "librdkafka": confluent_kafka.libversion()[0],
-            "spark_sql_kafka": connector.group(1) if connector else "?",
-            "kafka_clients_java": clients.group(1) if clients else "?", "java": java[0] if java else "?",
+            "spark_sql_kafka": connector, "kafka_clients_java": _pom_version("kafka-clients"),
+            "spark_sql_kafka_note": (None if connector == pyspark.__version__ else
+                                     CONNECTOR_NOTE.format(pyspark=pyspark.__version__, connector=connector)),
+            "java": java[0] if java else "?",
             "cores": os.cpu_count(), "cpu": cpu, "memory_gb": round(mem_kb / 1024 / 1024, 1),
             "platform": platform.platform()}
 

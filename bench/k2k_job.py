@@ -1,9 +1,16 @@
 """Benchmark job: Kafka -> Spark -> Kafka with kafka-eos or Spark's built-in ``kafka`` format.
 
 Runs a streaming query with a processing-time trigger until ``--records`` input rows are
-processed, then prints one JSON line ``BENCH {...}``: the elapsed time from the first batch's
-start to the last batch's end, the batches, Spark's per-phase durations of the largest batch
-and, for a kafka-eos sink, the sink log's commit metrics.
+processed, then prints one JSON line ``BENCH {...}``: every batch (id, rows, start, Spark's
+per-phase durations), the steady-state rate (the batches after the first one with rows: their
+rows / the sum of their ``triggerExecution`` times, so the idle wait for the next trigger is not
+counted), the wall rate (first batch start -> last batch end) and, for a kafka-eos sink, the
+sink log's commit metrics. ``--max-offsets`` (maxOffsetsPerTrigger) splits the input into
+several batches.
+
+``--source-option`` / ``--sink-option KEY=VALUE`` add reader / writer options (the tuned
+Spark ``kafka`` peer). ``--profile DIR`` runs the timed query on ``kafka-eos-profiled``
+(``bench/profile_hooks.py``: stage timings per task under DIR).
 
 ``--format`` sets both ends; ``--source-format`` / ``--sink-format`` mix them (``noop`` sink:
 Spark's no-op sink, to time the source alone). ``--guarantee at_least_once`` runs the kafka-eos
@@ -22,6 +29,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 FORMATS = ("kafka-eos", "kafka", "noop")
+PROFILED = "kafka-eos-profiled"
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -39,6 +47,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup-input", default="")
     p.add_argument("--warmup-output", default="")
     p.add_argument("--warmup-records", type=int, default=0)
+    p.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--sink-option", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--profile", default="", help="directory for the stage timings of the timed query")
     a = p.parse_args(argv)
     a.source_format = a.source_format or a.format
     a.sink_format = a.sink_format or a.format
@@ -47,13 +58,21 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return a
 
 
-def start(spark: SparkSession, a: argparse.Namespace, source: str, output: str, checkpoint: str):
-    reader = (spark.readStream.format(a.source_format).option("kafka.bootstrap.servers", a.bootstrap)
+def _pairs(items: list[str]) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in items)
+
+
+def start(spark: SparkSession, a: argparse.Namespace, source: str, output: str, checkpoint: str,
+          profiled: bool = False):
+    source_format = PROFILED if profiled and a.source_format == "kafka-eos" else a.source_format
+    sink_format = PROFILED if profiled and a.sink_format == "kafka-eos" else a.sink_format
+    reader = (spark.readStream.format(source_format).option("kafka.bootstrap.servers", a.bootstrap)
               .option("subscribe", source).option("startingOffsets", "earliest"))
     if a.max_offsets:
         reader = reader.option("maxOffsetsPerTrigger", a.max_offsets)
-    writer = reader.load().selectExpr("key", "value").writeStream.format(a.sink_format)
-    writer = writer.option("checkpointLocation", checkpoint)
+    reader = reader.options(**_pairs(a.source_option))
+    writer = reader.load().selectExpr("key", "value").writeStream.format(sink_format)
+    writer = writer.option("checkpointLocation", checkpoint).options(**_pairs(a.sink_option))
     if a.sink_format != "noop":
         writer = writer.option("kafka.bootstrap.servers", a.bootstrap).option("topic", output)
     if a.sink_format == "kafka-eos":
@@ -80,8 +99,17 @@ def run_until(query, records: int) -> dict:
     first_start = min(_epoch(p["timestamp"]) for p in batches)
     last_end = max(_epoch(p["timestamp"]) + p["durationMs"]["triggerExecution"] / 1000 for p in batches)
     largest = max(batches, key=lambda p: p["numInputRows"])
-    return {"records": sum(p["numInputRows"] for p in batches), "batches": len(batches),
-            "elapsed_s": round(last_end - first_start, 3), "largest_batch_ms": largest["durationMs"]}
+    records = sum(p["numInputRows"] for p in batches)
+    steady = batches[1:] or batches  # the first batch (JIT, worker start, metadata) is not timed
+    steady_s = sum(p["durationMs"]["triggerExecution"] for p in steady) / 1000
+    return {"records": records, "batches": len(batches), "elapsed_s": round(last_end - first_start, 3),
+            "wall_records_per_s": round(records / (last_end - first_start)),
+            "steady_batches": len(steady) if len(batches) > 1 else 0,
+            "steady_records": sum(p["numInputRows"] for p in steady), "steady_s": round(steady_s, 3),
+            "records_per_s": round(sum(p["numInputRows"] for p in steady) / steady_s),
+            "largest_batch_ms": largest["durationMs"],
+            "per_batch": [{"batch": p["batchId"], "rows": p["numInputRows"], "start": p["timestamp"],
+                           "ms": p["durationMs"]} for p in batches]}
 
 
 def sink_metrics(checkpoint: str) -> dict:
@@ -91,6 +119,17 @@ def sink_metrics(checkpoint: str) -> dict:
     return {"commit_ms": [m["commit_ms"] for m in metrics],
             "precommit_max_ms": [m["precommit_max_ms"] for m in metrics],
             "transactions": [m["transactions"] for m in metrics]}
+
+
+def _register_profiled(spark: SparkSession, directory: str) -> None:
+    """Register the profiled source/sink; its module is pickled by value (workers cannot import it)."""
+    import sys
+
+    from pyspark import cloudpickle
+    sys.path.insert(0, str(Path(__file__).parent))
+    import profile_hooks
+    cloudpickle.register_pickle_by_value(profile_hooks)
+    profile_hooks.register(spark, directory)
 
 
 def main() -> None:
@@ -106,9 +145,12 @@ def main() -> None:
         started = time.monotonic()
         run_until(start(spark, a, a.warmup_input, a.warmup_output, root + "/warmup"), a.warmup_records)
         warmup = round(time.monotonic() - started, 2)
-    result = run_until(start(spark, a, a.input, a.output, root + "/main"), a.records)
+    if a.profile:
+        _register_profiled(spark, a.profile)
+    result = run_until(start(spark, a, a.input, a.output, root + "/main", profiled=bool(a.profile)), a.records)
     result.update({"source": a.source_format, "sink": a.sink_format, "guarantee": a.guarantee,
-                   "warmup_s": warmup, "records_per_s": round(result["records"] / result["elapsed_s"])})
+                   "warmup_s": warmup, "source_options": _pairs(a.source_option),
+                   "sink_options": _pairs(a.sink_option), "profiled": bool(a.profile)})
     if a.sink_format == "kafka-eos":
         result["sink_log"] = sink_metrics(root + "/main")
     print("BENCH " + json.dumps(result), flush=True)

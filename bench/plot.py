@@ -1,8 +1,10 @@
-"""The benchmark figure: throughput bars per record size and the end-to-end latency CDF.
+"""The benchmark figure: throughput with its spread, the stage profile, and the latency CDF.
 
-``plot(result, path)`` draws from a ``bench.run`` result dict (the latency CDF from the full
-samples when present, else from the JSON's ``cdf_ms`` points), so a committed JSON can be
-re-plotted: ``python -m bench.plot bench/results/<date>.json``.
+``plot(result, path)`` draws from a ``bench.run`` result dict: per record size and system a bar
+at the median of the rounds, a min-max bar and one dot per round (hatched: noisy, spread over
+15%); the profile's stages per million records, exactly-once vs at-least-once; the latency CDF
+from the full samples when present, else from the JSON's ``cdf_ms`` points. A committed JSON
+can be re-plotted: ``python -m bench.plot bench/results/<date>.json``.
 """
 from __future__ import annotations
 
@@ -15,26 +17,57 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-SYSTEMS = [("eos", "kafka-eos\nexactly-once", "#1f77b4"), ("eos_alo", "kafka-eos\nat-least-once", "#aec7e8"),
-           ("spark_native", "Spark kafka\n(at-least-once)", "#ff7f0e"),
-           ("python_ceiling", "Python EOS loop\n(confluent-kafka)", "#2ca02c")]
+SYSTEMS = [("eos", "kafka-eos exactly-once", "#1f77b4"), ("eos_alo", "kafka-eos at-least-once", "#aec7e8"),
+           ("spark_default", "Spark kafka, defaults", "#ff7f0e"), ("spark_tuned", "Spark kafka, tuned", "#ffbb78"),
+           ("python_ceiling", "Python EOS loop (confluent-kafka)", "#2ca02c")]
 
 
-def _bars(ax, throughput: dict) -> None:
-    sizes = list(throughput)
+def _bars(ax, rates: dict, ratios: dict, rounds: int) -> None:
+    sizes = list(rates)
     width = 0.8 / len(SYSTEMS)
     for i, (key, label, color) in enumerate(SYSTEMS):
         xs = [s + (i - (len(SYSTEMS) - 1) / 2) * width for s in range(len(sizes))]
-        values = [throughput[size][key]["records_per_s"] / 1000 for size in sizes]
-        bars = ax.bar(xs, values, width * 0.95, label=label.replace("\n", " "), color=color)
-        ax.bar_label(bars, labels=[f"{v:.0f}k" for v in values], fontsize=7, padding=2)
+        runs = [rates[size][key] for size in sizes]
+        medians = [r["median"] / 1000 for r in runs]
+        bars = ax.bar(xs, medians, width * 0.9, label=label, color=color,
+                      hatch=["//" if r["noisy"] else "" for r in runs], edgecolor="white")
+        low = [m - r["min"] / 1000 for m, r in zip(medians, runs)]
+        high = [r["max"] / 1000 - m for m, r in zip(medians, runs)]
+        ax.errorbar(xs, medians, yerr=[low, high], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+        for x, r in zip(xs, runs):
+            ax.plot([x] * len(r["samples"]), [v / 1000 for v in r["samples"]], "k.", ms=3)
+        ax.bar_label(bars, labels=[f"{m:.0f}k" for m in medians], fontsize=6, padding=8)
     ax.set_xticks(range(len(sizes)))
-    ax.set_xticklabels([f"{int(size):,} B records\neos/native {throughput[size]['ratios']['eos_vs_spark_native']:.2f}"
-                        for size in sizes])
-    ax.set_ylabel("thousand records / s")
-    ax.set_title("Kafka -> Spark -> Kafka throughput (trigger 5 s)", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left")
-    ax.margins(y=0.15)
+    ax.set_xticklabels([f"{int(size):,} B records\neos/Spark default {ratios[size]['eos_vs_spark_default']['median']:.2f}, "
+                        f"tuned {ratios[size]['eos_vs_spark_tuned']['median']:.2f}, "
+                        f"ALO {ratios[size]['eos_vs_eos_alo']['median']:.2f}" for size in sizes], fontsize=7)
+    ax.set_ylabel("thousand records / s (steady state)")
+    ax.set_title(f"Kafka -> Spark -> Kafka throughput, trigger 5 s: median of {rounds} rounds,\n"
+                 "min-max bar, one dot per round; hatched = noisy (spread > 15%)", fontsize=9)
+    ax.legend(fontsize=6, loc="upper left")
+    ax.margins(y=0.2)
+
+
+def _profile(ax, profile: dict | None) -> None:
+    if not profile:
+        ax.set_axis_off()
+        return
+    from bench.stage_profile import STAGES
+    colors = plt.get_cmap("tab10").colors
+    runs = [("exactly-once", profile["exactly_once"]), ("at-least-once", profile["at_least_once"])]
+    for y, (label, run) in enumerate(runs):
+        left = 0.0
+        for i, stage in enumerate(STAGES):
+            value = run["s_per_million"][stage] or 0.0
+            ax.barh(y, value, left=left, color=colors[i % len(colors)], label=stage if y == 0 else None)
+            left += value
+        ax.text(left, y, f" {left:.1f} s", va="center", fontsize=7)
+    ax.set_yticks(range(len(runs)))
+    ax.set_yticklabels([f"{label}\nbatch {run['batch']}, {run['records']:,} rec" for label, run in runs], fontsize=7)
+    ax.set_xlabel("seconds per million records (task stages summed over tasks)")
+    ax.set_title(f"Where the time of one steady-state batch goes ({profile['record_bytes']} B records)", fontsize=9)
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
+    ax.margins(x=0.15)
 
 
 def _cdf(ax, latencies: list[dict]) -> None:
@@ -60,15 +93,17 @@ def _cdf(ax, latencies: list[dict]) -> None:
 
 def plot(result: dict, path: Path) -> Path:
     m = result["machine"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.2))
-    _bars(left, result["throughput"])
+    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(19, 6.2))
+    _bars(left, result["records_per_s"], result["ratios"], result["rounds"])
+    _profile(middle, result.get("profile"))
     _cdf(right, result["latency_runs"])
-    fig.suptitle(f"kafka-eos benchmark {result['date']} - {m['cores']} cores {m['cpu']}, load avg "
-                 f"{result['load_avg_1m']['start']}->{result['load_avg_1m']['end']}\n"
+    loads = result["load_avg_1m"]
+    fig.suptitle(f"kafka-eos benchmark {result['date']}{' (QUICK smoke run, not a result)' if result['quick'] else ''}"
+                 f" - {m['cores']} cores {m['cpu']}, load avg {loads['start']}->{loads['end']}\n"
                  f"pyspark {m['pyspark']}, Spark kafka connector {m['spark_sql_kafka']}, Kafka broker {m['kafka']}, "
                  f"librdkafka {m['librdkafka']}, Python {m['python']}, {m['java']}", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 

@@ -1,18 +1,20 @@
-"""The benchmark suite (issue 6), in one run on one local broker; ``make bench`` runs it.
+"""The benchmark suite (issues 6 and 14), in one run on one local broker; ``make bench`` runs it.
 
-For each record size (1M x 100 B and 1M x 1 KB by default), on the same input topic:
-kafka-eos exactly-once, kafka-eos at-least-once, Spark's built-in kafka source + sink
-(at-least-once), and the plain confluent-kafka exactly-once loop (``bench.throughput``,
-``bench.ceiling``); peak memory of the Spark runs (``bench.memory``). Then end-to-end latency
-at 10k records/s with trigger 5 s and 1 s (``bench.latency``), the 2PC commit latency for 1, 8
-and 64 output partitions (``bench.commit``) and, on the first size, where the time goes:
-each source alone and the mixed source/sink pairs (``bench.throughput.breakdown``).
+For each record size (3M x 100 B and 3M x 1 KB by default, ``maxOffsetsPerTrigger`` 750k: 4
+batches, the first not timed), on the same input topic, ``--rounds`` (3) interleaved rounds of
+kafka-eos exactly-once, kafka-eos at-least-once, Spark's built-in kafka source + sink with
+defaults and tuned, and the plain confluent-kafka exactly-once loop (``bench.throughput``,
+``bench.method``: settling, median/min/max, noisy, per-round ratios); peak memory of the Spark
+runs of the first round (``bench.memory``). Then, on the first size, the stage profile of one
+exactly-once and one at-least-once batch (``bench.stage_profile``), end-to-end latency at 10k
+records/s with trigger 5 s and 1 s (``bench.latency``) and the 2PC commit latency for 1, 8 and
+64 output partitions (``bench.commit``).
 
 Writes ``bench/results/<date>.json`` and ``<date>.png`` (``--quick``: ``<date>-quick.*``) and
-prints the ratios, machine and versions. Ratios are kafka-eos exactly-once / the other system
-(higher is better).
+prints medians with their ranges, the ratios (kafka-eos exactly-once / the other system, the
+median of the per-round ratios; higher is better), the profile, machine and versions.
 
-    python -m bench.run [--records 1000000] [--sizes 100,1024] [--quick]
+    python -m bench.run [--rounds 3] [--records 3000000] [--max-offsets 750000] [--sizes 100,1024] [--quick]
 """
 from __future__ import annotations
 
@@ -20,25 +22,36 @@ import argparse
 import json
 import time
 
-from bench import commit, latency, throughput
+from bench import commit, latency, method, stage_profile, throughput
 from bench.common import RESULTS, load_avg, machine, write_result
 from bench.plot import plot
 from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
 
 
-def options() -> argparse.Namespace:
+def options(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--records", type=int, default=1_000_000)
+    p.add_argument("--rounds", type=int, help="interleaved rounds of every configuration (3; --quick: 2)")
+    p.add_argument("--records", type=int, default=3_000_000)
+    p.add_argument("--max-offsets", type=int, default=0, help="maxOffsetsPerTrigger (default: records / 4)")
+    p.add_argument("--settle-busy-pct", type=float, default=25.0,
+                   help="before each run wait until CPU busy (3 s window) is below this")
+    p.add_argument("--settle-max-s", type=float, default=120.0, help="longest wait for the machine to settle")
+    p.add_argument("--settle-load", type=float, default=0.0,
+                   help="also wait for the 1-minute load average below this (0: off)")
     p.add_argument("--sizes", default="100,1024", help="record sizes in bytes, comma-separated")
     p.add_argument("--rate", type=int, default=10_000, help="records/s of the latency runs")
     p.add_argument("--latency-seconds", type=int, default=60)
     p.add_argument("--triggers", default="5,1", help="trigger seconds of the latency runs")
     p.add_argument("--commit-records", type=int, default=200_000)
-    p.add_argument("--no-breakdown", action="store_true", help="skip the source/sink breakdown runs")
-    p.add_argument("--quick", action="store_true", help="small smoke run: 100k records, 100 B, 10 s latency")
-    a = p.parse_args()
+    p.add_argument("--no-profile", action="store_true", help="skip the stage profile runs")
+    p.add_argument("--quick", action="store_true",
+                   help="small smoke run: 2 rounds of 200k x 100 B in 50k batches, settle <= 15 s, 10 s latency")
+    a = p.parse_args(argv)
     if a.quick:
-        a.records, a.sizes, a.latency_seconds, a.commit_records = 100_000, "100", 10, 40_000
+        a.records, a.sizes, a.latency_seconds, a.commit_records = 200_000, "100", 10, 40_000
+        a.settle_max_s = min(a.settle_max_s, 15.0)
+    a.rounds = a.rounds or (2 if a.quick else 3)
+    a.max_offsets = a.max_offsets or a.records // 4
     return a
 
 
@@ -50,21 +63,24 @@ def measure(a: argparse.Namespace) -> dict:
     sizes = [int(s) for s in a.sizes.split(",")]
     loads = {"start": load_avg()}
     out: dict = {"throughput": {}, "latency_runs": []}
+
+    def settle() -> dict:
+        return method.settle(a.settle_busy_pct, a.settle_max_s, a.settle_load)
+
     with LocalKafkaCluster() as cluster:
         bootstrap = cluster.bootstrap
         for size in sizes:
-            inp = throughput.prepare_input(bootstrap, a.records, size)
-            log(f"{a.records:,} x {size} B produced in {inp.produce_s} s; throughput runs")
+            inp = throughput.prepare_input(bootstrap, a.records, size, a.max_offsets)
+            log(f"{a.records:,} x {size} B produced in {inp.produce_s} s; {a.rounds} rounds")
             loads[f"throughput_{size}"] = load_avg()
-            out["throughput"][str(size)] = runs = throughput.suite(inp)
-            log(f"{size} B: " + ", ".join(f"{k} {runs[k]['records_per_s']:,}/s" for k in
-                                          ("eos", "eos_alo", "spark_native", "python_ceiling")))
-            if size == sizes[0] and not a.no_breakdown:
-                loads["breakdown"] = load_avg()
-                out["breakdown"] = throughput.breakdown(inp)
-                out["breakdown"]["record_bytes"] = size
-                log("breakdown: " + ", ".join(f"{k} {v['records_per_s']:,}/s" for k, v in out["breakdown"].items()
-                                              if isinstance(v, dict)))
+            out["throughput"][str(size)] = runs = throughput.suite(inp, a.rounds, settle, log)
+            log(f"{size} B: " + ", ".join(f"{k} {v['median']:,}/s [{v['min']:,}-{v['max']:,}]"
+                                          f"{' NOISY' if v['noisy'] else ''}"
+                                          for k, v in runs["records_per_s"].items()))
+            if size == sizes[0] and not a.no_profile:
+                loads["profile"] = settle()["load_avg_1m"]
+                out["profile"] = stage_profile.suite(inp)
+                log("profile (s per M records):\n" + stage_profile.table(out["profile"]))
         for trigger in (float(t) for t in a.triggers.split(",")):
             loads[f"latency_trigger_{trigger:g}s"] = load_avg()
             run = latency.measure(bootstrap, trigger, a.rate, a.latency_seconds)
@@ -79,35 +95,37 @@ def measure(a: argparse.Namespace) -> dict:
 
 
 def assemble(a: argparse.Namespace, measured: dict) -> dict:
-    """The result document: headline figures first, every run's details after."""
-    first = measured["throughput"][a.sizes.split(",")[0]]
+    """The result document: headline figures first, every run's details (every sample) after."""
     main_latency = measured["latency_runs"][0]
     return {
-        "suite": "bench.run (issue 6)", "quick": a.quick, "master": "local[2]",
-        "records": a.records, "record_sizes": [int(s) for s in a.sizes.split(",")], "trigger_s": 5,
-        "ratios": {**first["ratios"], "record_bytes": first["input"]["record_bytes"],
-                   "by_size": {size: runs["ratios"] for size, runs in measured["throughput"].items()}},
-        "records_per_s": {size: {k: runs[k]["records_per_s"] for k in ("eos", "eos_alo", "spark_native",
-                                                                        "python_ceiling")}
-                          for size, runs in measured["throughput"].items()},
+        "suite": "bench.run (issues 6, 14)", "quick": a.quick, "master": "local[2]",
+        "records": a.records, "max_offsets_per_trigger": a.max_offsets, "rounds": a.rounds,
+        "record_sizes": [int(s) for s in a.sizes.split(",")], "trigger_s": 5,
+        "method": {"order": list(throughput.CONFIGS), "rate": "steady state: batches after the first, rows / "
+                   "sum of their triggerExecution", "noisy_spread": method.NOISY_SPREAD,
+                   "settle": {"cpu_busy_pct_below": a.settle_busy_pct, "max_wait_s": a.settle_max_s,
+                              "load_avg_1m_below": a.settle_load or None}},
+        "records_per_s": {size: runs["records_per_s"] for size, runs in measured["throughput"].items()},
+        "ratios": {size: runs["ratios"] for size, runs in measured["throughput"].items()},
         "latency_ms": {k: main_latency[k] for k in ("p50", "p90", "p99", "max", "trigger_s", "rate_per_s")}
         | {"by_trigger": {f"{r['trigger_s']:g}s": {k: r[k] for k in ("p50", "p90", "p99", "max")}
                           for r in measured["latency_runs"]}},
         "commit_ms": measured["commit_ms"],
-        "peak_memory_mb": {size: {k: runs[k]["memory"] for k in ("eos", "spark_native")}
-                           for size, runs in measured["throughput"].items()},
+        "peak_memory_mb": {size: runs["memory"] for size, runs in measured["throughput"].items()},
         **measured,
     }
 
 
 def report(result: dict, json_path, png_path) -> None:
-    r = result["ratios"]
-    print(f"\n== kafka-eos benchmark {result['date']} ==")
+    print(f"\n== kafka-eos benchmark {result['date']} ({result['rounds']} rounds) ==")
     for size, runs in result["records_per_s"].items():
-        print(f"{int(size):>5} B records/s: " + ", ".join(f"{k} {v:,}" for k, v in runs.items()))
-    for size, ratios in r["by_size"].items():
-        print(f"{int(size):>5} B ratios: eos/spark_native {ratios['eos_vs_spark_native']}, eos/eos_alo "
-              f"{ratios['eos_vs_eos_alo']}, eos/python_ceiling {ratios['eos_vs_python_ceiling']}")
+        print(f"{int(size):>5} B records/s, median [min-max]: " + ", ".join(
+            f"{k} {v['median']:,} [{v['min']:,}-{v['max']:,}]{' NOISY' if v['noisy'] else ''}" for k, v in runs.items()))
+    for size, ratios in result["ratios"].items():
+        print(f"{int(size):>5} B ratios (median of per-round [min-max]): " + ", ".join(
+            f"{k} {v['median']} [{v['min']}-{v['max']}]" for k, v in ratios.items()))
+    if "profile" in result:
+        print("profile, s per million records:\n" + stage_profile.table(result["profile"]))
     for run in result["latency_runs"]:
         print(f"latency at {run['rate_per_s']:,} rec/s, trigger {run['trigger_s']:g} s: p50 {run['p50']} ms, "
               f"p99 {run['p99']} ms ({run['records']:,} records, {run['missing']} missing, "
@@ -117,6 +135,8 @@ def report(result: dict, json_path, png_path) -> None:
               f"max {c['max_ms']} ms ({c['batches']} batches)")
     for size, mem in result["peak_memory_mb"].items():
         for k, m in mem.items():
+            if not m:
+                continue
             print(f"peak memory {k} ({size} B): driver {m['driver_mb']} MB (JVM {m['driver_jvm_mb']}, Python "
                   f"{m['driver_python_mb']}, runners {m['driver_runners_mb']}), workers {m['workers_mb']} MB, "
                   f"tree {m['total_mb']} MB RSS / {m['total_pss_mb']} MB PSS")
@@ -127,7 +147,8 @@ def report(result: dict, json_path, png_path) -> None:
 
 def main() -> None:
     a = options()
-    log(f"bench.run: {a.records:,} records, sizes {a.sizes}; machine {machine()}")
+    log(f"bench.run: {a.rounds} rounds of {a.records:,} records in batches of {a.max_offsets:,}, sizes {a.sizes}; "
+        f"machine {machine()}")
     result = assemble(a, measure(a))
     name = "quick" if a.quick else None
     samples = [run.pop("_samples_ms") for run in result["latency_runs"]]

@@ -1,9 +1,21 @@
-"""Kafka -> Kafka throughput on one prepared input topic: kafka-eos exactly-once, kafka-eos
-at-least-once, Spark's built-in ``kafka`` source + sink, and the plain-Python ceiling.
+"""Kafka -> Kafka throughput on one prepared input topic, interleaved rounds (issue 14.1, 14.2).
 
-Every Spark run is its own ``spark-submit`` (local[2], trigger 5 s, ``bench/k2k_job.py``) over
-the same input topic; each first runs a warm-up query over a small topic in the same JVM, then
-the timed query (first batch start -> last batch end). Each run writes a fresh output topic,
+Configurations (``CONFIGS``), each run once per round in this order, ``rounds`` times, all on
+the same input topic (read from the beginning every time):
+  eos             kafka-eos source + sink, exactly-once;
+  eos_alo         kafka-eos source + sink, at-least-once;
+  spark_default   Spark's built-in ``kafka`` source + sink with the Java clients' defaults;
+  spark_tuned     the same, producer tuned like the kafka-eos producer (``SPARK_TUNED_SINK``:
+                  linger 5 ms, 1 MB batches, no compression; the Java client is idempotent with
+                  acks=all by default, as kafka-eos forces) and the consumer's partition fetch
+                  size of the kafka-eos source (``SPARK_TUNED_SOURCE``);
+  python_ceiling  the plain confluent-kafka exactly-once loop (``bench.ceiling``).
+
+Every Spark run is its own ``spark-submit`` (local[2], trigger 5 s, ``bench/k2k_job.py``): a
+warm-up query over a small topic in the same JVM, then the timed query split by
+``maxOffsetsPerTrigger`` into several batches; its rate is the steady state (batches after the
+first). Before each run the machine is given time to settle (``bench.method.settle``); the
+1-minute load average is recorded before and after. Each run writes a fresh output topic,
 checked afterwards to hold at least every input record.
 """
 from __future__ import annotations
@@ -11,13 +23,20 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-from bench.common import produce_bulk, run_job
+from bench.common import load_avg, produce_bulk, run_job
+from bench.method import round_ratios, summary
 from integration_tests.kafka_tools import committed_end_offsets, create_topic, unique
 
 JOB = Path(__file__).with_name("k2k_job.py")
 WARMUP_RECORDS = 100_000
 PARTITIONS = 4
+CONFIGS = ("eos", "eos_alo", "spark_default", "spark_tuned", "python_ceiling")
+PEERS = ("eos_alo", "spark_default", "spark_tuned", "python_ceiling")
+MEMORY_SAMPLED = ("eos", "spark_default", "spark_tuned")  # first round only: sampling costs CPU
+SPARK_TUNED_SINK = {"kafka.linger.ms": "5", "kafka.batch.size": "1000000", "kafka.compression.type": "none"}
+SPARK_TUNED_SOURCE = {"kafka.max.partition.fetch.bytes": "10485760"}
 
 
 @dataclass(frozen=True)
@@ -29,57 +48,75 @@ class Input:
     records: int
     size: int
     produce_s: float
+    max_offsets: int = 0
 
 
-def prepare_input(bootstrap: str, records: int, size: int, warmup: int = WARMUP_RECORDS) -> Input:
+def prepare_input(bootstrap: str, records: int, size: int, max_offsets: int = 0,
+                  warmup: int = WARMUP_RECORDS) -> Input:
     topic = create_topic(bootstrap, unique(f"bench-in-{size}"), PARTITIONS)
     warm = create_topic(bootstrap, unique(f"bench-warm-{size}"), PARTITIONS)
     produce_s = produce_bulk(bootstrap, topic, records, size)
-    produce_bulk(bootstrap, warm, warmup, size)
-    return Input(bootstrap, topic, warm, records, size, round(produce_s, 2))
+    produce_bulk(bootstrap, warm, min(warmup, records), size)
+    return Input(bootstrap, topic, warm, records, size, round(produce_s, 2), max_offsets)
 
 
-def spark_run(inp: Input, source: str, sink: str, guarantee: str = "exactly_once",
-              sample_memory: bool = False, trigger_s: float = 5) -> dict:
-    """One timed Spark run from ``inp`` (formats ``kafka-eos`` / ``kafka``; sink also ``noop``)."""
+def spark_run(inp: Input, source: str, sink: str, guarantee: str = "exactly_once", sample_memory: bool = False,
+              trigger_s: float = 5, source_options: dict | None = None, sink_options: dict | None = None,
+              profile: str = "") -> dict:
+    """One timed Spark run from ``inp`` (formats ``kafka-eos`` / ``kafka``)."""
     args = ["--bootstrap", inp.bootstrap, "--input", inp.topic, "--source-format", source, "--sink-format", sink,
             "--records", str(inp.records), "--trigger-seconds", str(trigger_s), "--guarantee", guarantee,
-            "--warmup-input", inp.warmup, "--warmup-records", str(WARMUP_RECORDS)]
-    out = ""
-    if sink != "noop":
-        out = create_topic(inp.bootstrap, unique(f"out-{sink}"), PARTITIONS)
-        args += ["--output", out, "--warmup-output", create_topic(inp.bootstrap, unique("warm-out"), PARTITIONS)]
+            "--max-offsets", str(inp.max_offsets), "--warmup-input", inp.warmup,
+            "--warmup-records", str(min(WARMUP_RECORDS, inp.records))]
+    args += [f"--source-option={k}={v}" for k, v in (source_options or {}).items()]
+    args += [f"--sink-option={k}={v}" for k, v in (sink_options or {}).items()]
+    if profile:
+        args += ["--profile", profile]
+    out = create_topic(inp.bootstrap, unique(f"out-{sink}"), PARTITIONS)
+    args += ["--output", out, "--warmup-output", create_topic(inp.bootstrap, unique("warm-out"), PARTITIONS)]
     with tempfile.TemporaryDirectory() as ck:
         result = run_job(JOB, [*args, "--checkpoint", ck], packages="kafka" in (source, sink),
                          sample_memory=sample_memory)
-    if out:
-        visible = sum(committed_end_offsets(inp.bootstrap, out).values())
-        if visible < inp.records:
-            raise RuntimeError(f"{source}->{sink}: output {out} ends at {visible} < {inp.records} records")
-        result["output_end_offsets"] = visible
+    visible = sum(committed_end_offsets(inp.bootstrap, out).values())
+    if visible < inp.records:
+        raise RuntimeError(f"{source}->{sink}: output {out} ends at {visible} < {inp.records} records")
+    result["output_end_offsets"] = visible
     return result
 
 
-def suite(inp: Input) -> dict:
-    """The four systems of the comparison on ``inp``, and their ratios (kafka-eos EOS / other)."""
-    from bench.ceiling import python_ceiling
-    runs = {
-        "eos": spark_run(inp, "kafka-eos", "kafka-eos", sample_memory=True),
-        "eos_alo": spark_run(inp, "kafka-eos", "kafka-eos", guarantee="at_least_once"),
-        "spark_native": spark_run(inp, "kafka", "kafka", sample_memory=True),
-        "python_ceiling": python_ceiling(inp),
-    }
-    eos = runs["eos"]["records_per_s"]
-    runs["ratios"] = {"eos_vs_spark_native": round(eos / runs["spark_native"]["records_per_s"], 3),
-                      "eos_vs_eos_alo": round(eos / runs["eos_alo"]["records_per_s"], 3),
-                      "eos_vs_python_ceiling": round(eos / runs["python_ceiling"]["records_per_s"], 3)}
-    runs["input"] = {"topic": inp.topic, "records": inp.records, "record_bytes": inp.size,
-                     "partitions": PARTITIONS, "produce_s": inp.produce_s, "warmup_records": WARMUP_RECORDS}
-    return runs
+def run_config(inp: Input, name: str, sample_memory: bool = False) -> dict:
+    """One run of configuration ``name`` (see ``CONFIGS``)."""
+    if name == "python_ceiling":
+        from bench.ceiling import python_ceiling
+        return python_ceiling(inp)
+    if name in ("eos", "eos_alo"):
+        guarantee = "exactly_once" if name == "eos" else "at_least_once"
+        return spark_run(inp, "kafka-eos", "kafka-eos", guarantee, sample_memory)
+    tuned = name == "spark_tuned"
+    return spark_run(inp, "kafka", "kafka", sample_memory=sample_memory,
+                     source_options=SPARK_TUNED_SOURCE if tuned else None,
+                     sink_options=SPARK_TUNED_SINK if tuned else None)
 
 
-def breakdown(inp: Input) -> dict:
-    """Where the time goes: each source alone (noop sink) and the mixed source/sink pairs."""
-    pairs = {"eos_source_noop_sink": ("kafka-eos", "noop"), "native_source_noop_sink": ("kafka", "noop"),
-             "eos_source_native_sink": ("kafka-eos", "kafka"), "native_source_eos_sink": ("kafka", "kafka-eos")}
-    return {name: spark_run(inp, source, sink) for name, (source, sink) in pairs.items()}
+def suite(inp: Input, rounds: int, settle: Callable[[], dict], log: Callable[[str], None] = print) -> dict:
+    """``rounds`` interleaved rounds of every configuration; summaries and per-round ratios."""
+    runs: dict[str, list[dict]] = {name: [] for name in CONFIGS}
+    for r in range(rounds):
+        for name in CONFIGS:
+            settled = settle()
+            before = load_avg()
+            result = run_config(inp, name, sample_memory=r == 0 and name in MEMORY_SAMPLED)
+            result.update(round=r, settle=settled, load_avg_1m={"before": before, "after": load_avg()})
+            runs[name].append(result)
+            log(f"round {r + 1}/{rounds} {name}: {result['records_per_s']:,} rec/s "
+                f"(load {before} -> {result['load_avg_1m']['after']}, settled {settled['settled']} "
+                f"after {settled['waited_s']} s)")
+    rates = {name: [run["records_per_s"] for run in runs[name]] for name in CONFIGS}
+    return {"records_per_s": {name: summary(rates[name]) for name in CONFIGS},
+            "ratios": {f"eos_vs_{peer}": round_ratios(rates["eos"], rates[peer]) for peer in PEERS},
+            "memory": {name: runs[name][0].get("memory") for name in MEMORY_SAMPLED},
+            "runs": runs,
+            "input": {"topic": inp.topic, "records": inp.records, "record_bytes": inp.size,
+                      "partitions": PARTITIONS, "max_offsets_per_trigger": inp.max_offsets,
+                      "produce_s": inp.produce_s, "warmup_records": min(WARMUP_RECORDS, inp.records)},
+            "spark_tuned_options": {"source": SPARK_TUNED_SOURCE, "sink": SPARK_TUNED_SINK}}

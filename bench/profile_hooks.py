@@ -1,0 +1,202 @@
+"""Stage timing of a kafka-eos pipeline, installed from the bench job only (no production hook).
+
+``register(spark, directory)`` registers the data source ``kafka-eos-profiled``: kafka-eos's
+own source and sink classes, subclassed here. The job pickles this module by value, so the
+subclasses reach Spark's Python workers without ``bench`` being importable there. In a worker,
+the first ``read``/``write`` wraps (monkeypatches) the production functions it calls and each
+task appends one JSON line of seconds per stage to ``<directory>/<pid>.jsonl``:
+
+source task  consumer open, ``consume`` (Kafka fetch), ``to_record_batches`` (messages -> Arrow),
+             busy (time inside the reader generator) and downstream (time it was suspended);
+sink task    wait for input (time inside the input iterator's ``next``: the source worker, the
+             JVM and the Arrow hand-over), ``_columns`` (Arrow -> Python lists), the produce
+             loop, producer open (constructor, ``init_transactions``, ``begin_transaction``),
+             ``flush`` and the rest of pre-commit;
+commit       the driver-side ``commit`` of the batch (EndTxn of every handle + sink log).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import types
+from collections import defaultdict
+from typing import Iterator
+
+from pyspark import TaskContext
+
+from kafka_eos.connectors.datasource import KafkaEosDataSource
+from kafka_eos.connectors.sink.stream_writer import KafkaEosStreamWriter
+from kafka_eos.connectors.source.stream_reader import KafkaStreamReader
+
+NAME = "kafka-eos-profiled"
+_HOLDER = "_kafka_eos_bench_profile"
+
+
+def _state() -> types.ModuleType:
+    """Per-process state kept in ``sys.modules``: each task unpickles this module's functions
+    anew (by value), so module globals would not survive from one task to the next."""
+    holder = sys.modules.get(_HOLDER)
+    if holder is None:
+        holder = types.ModuleType(_HOLDER)
+        holder.clock, holder.patched = defaultdict(float), set()
+        sys.modules[_HOLDER] = holder
+    return holder
+
+
+def _add(stage: str, seconds: float) -> None:
+    _state().clock[stage] += seconds
+
+
+def _timed(stage: str, fn):
+    def wrapper(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _add(stage, time.perf_counter() - started)
+    wrapper.__wrapped__ = fn
+    return wrapper
+
+
+def _patch_source() -> None:
+    if "source" in _state().patched:
+        return
+    from kafka_eos.connectors.source import partition_reader as pr
+    base = pr.Consumer
+
+    class TimedConsumer(base):
+        def __init__(self, *args, **kwargs):
+            started = time.perf_counter()
+            super().__init__(*args, **kwargs)
+            _add("source_open", time.perf_counter() - started)
+
+        def consume(self, *args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return super().consume(*args, **kwargs)
+            finally:
+                _add("source_consume", time.perf_counter() - started)
+
+    pr.Consumer = TimedConsumer
+    pr.to_record_batches = _timed("source_arrow", pr.to_record_batches)
+    _state().patched.add("source")
+
+
+def _patch_sink() -> None:
+    if "sink" in _state().patched:
+        return
+    from kafka_eos.txn import kafka_writer as kw
+    base = kw.Producer
+
+    class TimedProducer(base):
+        def init_transactions(self, *args, **kwargs):
+            return _timed("sink_init_txn", super().init_transactions)(*args, **kwargs)
+
+        def flush(self, *args, **kwargs):
+            return _timed("sink_flush", super().flush)(*args, **kwargs)
+
+    kw.Producer = TimedProducer
+    writer = kw.KafkaWriter
+    writer._open = _timed("sink_open", writer._open)
+    writer._produce_batch = _timed("sink_produce", writer._produce_batch)
+    writer._columns = _timed("sink_columns", writer._columns)
+    writer._precommit = _timed("sink_precommit", writer._precommit)
+    _state().patched.add("sink")
+
+
+def _emit(directory: str, side: str, records: int, wall: float) -> None:
+    context = TaskContext.get()
+    line = {"side": side, "pid": os.getpid(), "records": records, "wall_s": round(wall, 6),
+            **{k: round(v, 6) for k, v in _state().clock.items()}}
+    if context is not None:
+        line.update(batch=int(context.getLocalProperty("streaming.sql.batchId") or -1),
+                    partition=context.partitionId())
+    with open(os.path.join(directory, f"{os.getpid()}.jsonl"), "a") as out:
+        out.write(json.dumps(line) + "\n")
+    _state().clock.clear()
+
+
+class ProfiledStreamReader(KafkaStreamReader):
+    directory = ""
+
+    def read(self, partition):
+        _patch_source()
+        _state().clock.clear()
+        return self._timed_batches(super().read(partition))
+
+    def _timed_batches(self, batches: Iterator) -> Iterator:
+        started = time.perf_counter()
+        records = 0
+        iterator = iter(batches)
+        while True:
+            t = time.perf_counter()
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                _add("source_busy", time.perf_counter() - t)
+                break
+            _add("source_busy", time.perf_counter() - t)
+            records += batch.num_rows
+            t = time.perf_counter()
+            yield batch
+            _add("source_downstream", time.perf_counter() - t)
+        _emit(self.directory, "source", records, time.perf_counter() - started)
+
+
+class ProfiledStreamWriter(KafkaEosStreamWriter):
+    directory = ""
+
+    def write(self, iterator):
+        _patch_sink()
+        _state().clock.clear()
+        started = time.perf_counter()
+        counted = _Counted(iterator)
+        message = super().write(counted)
+        _emit(self.directory, "sink", counted.records, time.perf_counter() - started)
+        return message
+
+    def commit(self, messages: list, batchId: int) -> None:
+        started = time.perf_counter()
+        super().commit(messages, batchId)
+        line = {"side": "commit", "batch": batchId, "commit_s": round(time.perf_counter() - started, 6)}
+        with open(os.path.join(self.directory, f"{os.getpid()}.jsonl"), "a") as out:
+            out.write(json.dumps(line) + "\n")
+
+
+class _Counted:
+    """The sink's input iterator, timing each ``next`` (the wait for upstream) and counting rows."""
+
+    def __init__(self, iterator) -> None:
+        self.iterator, self.records = iter(iterator), 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        started = time.perf_counter()
+        try:
+            batch = next(self.iterator)
+        finally:
+            _add("sink_wait_input", time.perf_counter() - started)
+        self.records += batch.num_rows
+        return batch
+
+
+def register(spark, directory: str) -> None:
+    """Register ``kafka-eos-profiled`` writing its stage timings under ``directory``."""
+    ProfiledStreamReader.directory = ProfiledStreamWriter.directory = directory
+
+    class ProfiledDataSource(KafkaEosDataSource):
+        @classmethod
+        def name(cls) -> str:
+            return NAME
+
+        def streamReader(self, schema):
+            return ProfiledStreamReader(dict(self.options), schema)
+
+        def streamWriter(self, schema, overwrite: bool):
+            return ProfiledStreamWriter(dict(self.options), schema)
+
+    spark.dataSource.register(ProfiledDataSource)
