@@ -23,8 +23,7 @@ import pyarrow as pa
 
 from kafka_eos.serde.formats import OnDecodeError
 from kafka_eos.serde.codecs import ValueDecoder, ValueEncoder, ValueSerde, decoder, encoder
-from kafka_eos.serde.decode_errors import (DLQ_SCHEMA, ERROR_COLUMN, RAW_VALUE_COLUMN, apply_policy,
-                                            dlq_batch)
+from kafka_eos.serde.decode_errors import ERROR_COLUMN, RAW_VALUE_COLUMN, apply_policy, dlq_batch
 
 Batches = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 

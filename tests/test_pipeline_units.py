@@ -193,7 +193,8 @@ def test_every_validating_entry_reports_what_the_connectors_refuse(tmp_path, cap
     path = str(write(tmp_path, "p.yaml", data))
     needle = "source: the kafka-eos source refuses these settings"
     for run in (lambda: main(["validate", "--offline", path]), lambda: main(["describe", "--offline", path]),
-                lambda: main(["run", path, "--timeout", "0.1"]), lambda: entry.main(["--config", path, "--timeout", "0.1"])):
+                lambda: main(["run", path, "--timeout", "0.1"]),
+                lambda: entry.main(["--config", path, "--timeout", "0.1"])):
         assert run() == 1
         captured = capsys.readouterr()
         assert needle in captured.out + captured.err

@@ -21,6 +21,7 @@ from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, sourc
 from kafka_eos.connectors.pipeline.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs
 from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
 
+
 def _schema(schema) -> str | None:
     if schema is None:
         return None
