@@ -1,31 +1,23 @@
 """Live checks against the brokers named in a pipeline (skipped with ``--offline``).
 
 Invariants:
-- Reads only (Metadata, DescribeConfigs); nothing is created or changed on a cluster.
-- ``transaction.max.timeout.ms`` comes from DescribeConfigs on a BROKER resource, the broker id
-  taken from cluster metadata; the value reported includes the broker's defaults.
-- A cluster that does not answer within ``timeout_s`` is an UNREACHABLE violation (exit 2), not
-  an invalid setting; client settings librdkafka rejects are INVALID (exit 1).
+- Each cluster is asked once per pipeline, through ``kafka_eos.txn.broker_configs`` (reads
+  only): the exactly-once sink's cluster for its ``transaction.max.timeout.ms``, every other
+  cluster for its metadata.
+- A cluster that does not answer within ``timeout_s`` (or refuses DescribeConfigs) is an
+  UNREACHABLE violation (exit 2), not an invalid setting; client settings librdkafka rejects
+  are INVALID (exit 1). Each violation names the YAML path of the cluster.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
-from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
-
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import KafkaCluster, PipelineConfig
 from kafka_eos.config.violations import UNREACHABLE, Context, Violation
-
-MAX_TIMEOUT_KEY = "transaction.max.timeout.ms"
-_TRANSIENT = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
-
-
-def _transient(exc: BaseException) -> bool:
-    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    return isinstance(error, KafkaError) and (error.retriable() or error.code() in _TRANSIENT)
+from kafka_eos.txn import broker_configs
+from kafka_eos.txn.broker_configs import (BrokerConfigError, ClusterUnreachable, DescribeConfigsFailed,
+                                          SettingsRefused)
 
 
 @dataclass
@@ -33,50 +25,36 @@ class ClusterProblem(KafkaEosError):
     violation: Violation
 
 
-def _admin(cluster: KafkaCluster, path: str) -> AdminClient:
-    try:
-        return AdminClient({**cluster.client_conf(), "log_level": 0})
-    except (KafkaException, ValueError, TypeError) as exc:
-        raise ClusterProblem(Violation(f"{path}.properties", f"the Kafka client refuses these settings: {exc}",
-                                       "use librdkafka setting names (see CONFIGURATION.md of librdkafka)")) from None
-
-
-def _broker_ids(admin: AdminClient, cluster: KafkaCluster, path: str, timeout_s: float) -> list[int]:
-    try:
-        brokers = admin.list_topics(timeout=timeout_s).brokers
-    except KafkaException as exc:
-        raise ClusterProblem(Violation(
-            f"{path}.bootstrap_servers", f"cannot reach Kafka at {cluster.bootstrap_servers} within {timeout_s:g}s "
-            f"({exc.args[0].str() if exc.args and hasattr(exc.args[0], 'str') else exc})",
-            "start the cluster or fix the address/security settings; or validate with --offline",
-            kind=UNREACHABLE)) from None
-    if not brokers:
-        raise ClusterProblem(Violation(f"{path}.bootstrap_servers", "the cluster answered with no live brokers",
-                                       "wait for the brokers to start, or validate with --offline", kind=UNREACHABLE))
-    return sorted(brokers)
+def _violation(exc: BrokerConfigError, cluster: KafkaCluster, path: str, timeout_s: float) -> Violation:
+    if isinstance(exc, SettingsRefused):
+        return Violation(f"{path}.properties", f"the Kafka client refuses these settings: {exc.detail}",
+                         "use librdkafka setting names (see CONFIGURATION.md of librdkafka)")
+    if isinstance(exc, ClusterUnreachable) and exc.no_brokers:
+        return Violation(f"{path}.bootstrap_servers", "the cluster answered with no live brokers",
+                         "wait for the brokers to start, or validate with --offline", kind=UNREACHABLE)
+    if isinstance(exc, DescribeConfigsFailed):
+        return Violation(f"{path}.bootstrap_servers", f"DescribeConfigs on broker {exc.broker_id} failed: {exc.detail}",
+                         "grant DescribeConfigs on the cluster, or validate with --offline", kind=UNREACHABLE)
+    return Violation(f"{path}.bootstrap_servers", f"cannot reach Kafka at {cluster.bootstrap_servers} within "
+                     f"{timeout_s:g}s ({exc.detail})",
+                     "start the cluster or fix the address/security settings; or validate with --offline",
+                     kind=UNREACHABLE)
 
 
 def transaction_max_timeout_ms(cluster: KafkaCluster, timeout_s: float = 10.0, path: str = "sink.kafka") -> int | None:
-    """The broker's ``transaction.max.timeout.ms`` (None if it does not report one)."""
-    admin = _admin(cluster, path)
-    ids = _broker_ids(admin, cluster, path, timeout_s)
-    resource = ConfigResource(ResourceType.BROKER, str(ids[0]))
+    """The broker's ``transaction.max.timeout.ms`` (None if it does not report one); failures
+    raise ``ClusterProblem``."""
     try:
-        for attempt in Retrying(retry=retry_if_exception(_transient), stop=stop_after_delay(timeout_s),
-                                wait=wait_exponential(0.1, max=1.0), reraise=True):
-            with attempt:
-                entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout_s)
-    except (KafkaException, TimeoutError) as exc:
-        raise ClusterProblem(Violation(f"{path}.bootstrap_servers", f"DescribeConfigs on broker {ids[0]} failed: "
-                                       f"{exc or 'no answer within the timeout'}",
-                                       "grant DescribeConfigs on the cluster, or validate with --offline",
-                                       kind=UNREACHABLE)) from None
-    entry = entries.get(MAX_TIMEOUT_KEY)
-    return int(entry.value) if entry is not None and entry.value is not None else None
+        return broker_configs.transaction_max_timeout_ms(cluster.client_conf(), timeout_s)
+    except BrokerConfigError as exc:
+        raise ClusterProblem(_violation(exc, cluster, path, timeout_s)) from None
 
 
 def reachable(cluster: KafkaCluster, path: str, timeout_s: float) -> None:
-    _broker_ids(_admin(cluster, path), cluster, path, timeout_s)
+    try:
+        broker_configs.broker_ids(broker_configs.admin_client(cluster.client_conf()), timeout_s)
+    except BrokerConfigError as exc:
+        raise ClusterProblem(_violation(exc, cluster, path, timeout_s)) from None
 
 
 def live_context(cfg: PipelineConfig, timeout_s: float = 10.0) -> tuple[Context, list[Violation]]:

@@ -6,7 +6,9 @@ Invariants:
   with every structural violation (unknown keys with "did you mean", wrong types, unset
   variables, unreadable schema files). Semantic rules live in ``kafka_eos.config.rules``.
 - Relative schema files are resolved against the YAML file's directory.
-- Values of secret-looking keys and of secret-named variables become ``Secret``.
+- The values the interpolation took from secret-named variables are kept on the config
+  (``env_secrets``) for redaction, and the registry's basic auth is a ``Secret``; which client
+  settings are secret is ``kafka_eos.secrets``' rule, applied by the model.
 """
 from __future__ import annotations
 

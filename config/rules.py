@@ -1,18 +1,19 @@
 """Validation rules over one ``PipelineConfig``: small functions, every violation reported at once.
 
 Each rule is ``rule(config, context) -> list[Violation]`` and knows nothing of the others;
-``check`` runs them all. Safety rules for exactly-once live in ``kafka_eos.config.rules_safety``; the last
-step (``kafka_eos.config.rules_connectors``) asks the connectors' own option parsers, so a file that
-validates is one the source and the sink accept.
+``check`` runs them all. Safety rules for exactly-once live in ``kafka_eos.config.rules_safety``.
+``check`` then runs the backstops its caller passes (``Backstop``: a check given every violation
+found so far); config itself has none (the connectors' layer adds the check that its own option
+parsers accept the file).
 """
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 from kafka_eos.config.model import DataFormat, KafkaCluster, OnDecodeError, PipelineConfig, SchemaRef
-from kafka_eos.config.rules_connectors import connectors_accept
 from kafka_eos.config.rules_safety import SAFETY_RULES
-from kafka_eos.config.violations import Context, Rule, Violation
+from kafka_eos.config.violations import Backstop, Context, Rule, Violation
 
 SQL_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 
@@ -170,10 +171,11 @@ def option_conflicts(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     return found
 
 
-def check(cfg: PipelineConfig, ctx: Context = Context()) -> list[Violation]:
-    """Every violation of ``cfg`` (empty when valid), in rule order."""
+def check(cfg: PipelineConfig, ctx: Context = Context(), backstops: Sequence[Backstop] = ()) -> list[Violation]:
+    """Every violation of ``cfg`` (empty when valid), in rule order, then what ``backstops`` add
+    (each given the rules' violations)."""
     found = [v for rule in RULES + SAFETY_RULES for v in rule(cfg, ctx)]
-    return found + connectors_accept(cfg, found)
+    return found + [v for backstop in backstops for v in backstop(cfg, found)]
 
 
 RULES: list[Rule] = [clusters, subscription, schemas, sink_target, decode_errors, no_loops, transform,

@@ -1,8 +1,9 @@
 """Validate pipeline files: load, rules, live broker checks, and checks across the files given.
 
-This is what ``kafka-eos validate`` runs and what the runner calls before every ``run``
-(``load_valid``). Invariant: every violation of every file is collected before anything is
-reported; ``exit_code`` turns them into 0 valid / 1 invalid / 2 unreachable.
+Invariant: every violation of every file is collected before anything is reported;
+``exit_code`` turns them into 0 valid / 1 invalid / 2 unreachable. ``backstops`` (see
+``kafka_eos.config.rules.check``) come from the caller: the connectors' layer passes the check
+that its source and sink accept the file.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
 from kafka_eos.config.rules import check
 from kafka_eos.config.rules_safety import across_pipelines
-from kafka_eos.config.violations import Context, InvalidPipeline, Violation, exit_code
+from kafka_eos.config.violations import Backstop, Context, InvalidPipeline, Violation, exit_code
 
 
 @dataclass
@@ -41,30 +42,32 @@ class Report:
         return self.redactor()("\n".join(lines))
 
 
-def validate_config(cfg: PipelineConfig, offline: bool, timeout_s: float = 10.0) -> list[Violation]:
+def validate_config(cfg: PipelineConfig, offline: bool, timeout_s: float = 10.0,
+                    backstops: Sequence[Backstop] = ()) -> list[Violation]:
     ctx, problems = Context(), []
     if not offline:
         from kafka_eos.config.live import live_context
         ctx, problems = live_context(cfg, timeout_s)
-    return [replace(v, file=cfg.origin) for v in problems + check(cfg, ctx)]
+    return [replace(v, file=cfg.origin) for v in problems + check(cfg, ctx, backstops)]
 
 
 def validate_files(paths: Sequence[str | os.PathLike], offline: bool = False, timeout_s: float = 10.0,
-                   env: Mapping[str, str] | None = None) -> Report:
+                   env: Mapping[str, str] | None = None, backstops: Sequence[Backstop] = ()) -> Report:
     report = Report(files=[str(p) for p in paths])
     for path in paths:
         cfg, problems = load_file(path, env)
         report.violations += problems
         if cfg is not None:
             report.configs.append(cfg)
-            report.violations += validate_config(cfg, offline, timeout_s)
+            report.violations += validate_config(cfg, offline, timeout_s, backstops)
     report.violations += across_pipelines(report.configs)
     return report
 
 
-def load_valid(path: str | os.PathLike, offline: bool = False, timeout_s: float = 10.0) -> PipelineConfig:
+def load_valid(path: str | os.PathLike, offline: bool = False, timeout_s: float = 10.0,
+               backstops: Sequence[Backstop] = ()) -> PipelineConfig:
     """The config of ``path``, or ``InvalidPipeline`` carrying every violation (redacted)."""
-    report = validate_files([path], offline, timeout_s)
+    report = validate_files([path], offline, timeout_s, backstops=backstops)
     if report.violations or not report.configs:
         redact = report.redactor()
         raise InvalidPipeline([replace(v, message=redact(v.message), fix=redact(v.fix)) for v in report.violations])

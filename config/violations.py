@@ -40,10 +40,13 @@ class Context:
 
 
 Rule = Callable[["PipelineConfig", Context], list[Violation]]
+Backstop = Callable[["PipelineConfig", list[Violation]], list[Violation]]
+"""A check run after every rule, given what the rules found (a layer above config supplies it,
+e.g. "the connectors accept the options built from this file")."""
 
 
 class InvalidPipeline(KafkaEosError, ValueError):
-    """Raised by ``kafka_eos.config.validate.load_valid``; carries every violation."""
+    """Raised by ``load_valid`` (``kafka_eos.config.validate``); carries every violation."""
 
     def __init__(self, violations: list[Violation]) -> None:
         self.violations = violations

@@ -37,8 +37,8 @@ def _conf(pairs: list[str]) -> dict[str, str]:
 def _run(args: argparse.Namespace) -> int:
     """Validate (exit 1/2 with every violation), then run in-process or through spark-submit."""
     from kafka_eos.config.redact import install
-    from kafka_eos.config.validate import load_valid
     from kafka_eos.config.violations import InvalidPipeline, exit_code
+    from kafka_eos.connectors.pipeline.validation import load_valid
     conf = _conf(args.conf)
     try:
         cfg = load_valid(args.pipeline, timeout_s=args.timeout)
@@ -59,15 +59,15 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from kafka_eos.config.validate import validate_files
+    from kafka_eos.connectors.pipeline.validation import validate_files
     report = validate_files(args.pipelines, offline=args.offline, timeout_s=args.timeout)
     print(report.render(), file=sys.stdout if report.exit_code == 0 else sys.stderr)
     return report.exit_code
 
 
 def _describe(args: argparse.Namespace) -> int:
-    from kafka_eos.config import describe
-    from kafka_eos.config.validate import validate_files
+    from kafka_eos.connectors.pipeline import describe
+    from kafka_eos.connectors.pipeline.validation import validate_files
     report = validate_files([args.pipeline], offline=True)
     if not report.configs:
         print(report.render(), file=sys.stderr)

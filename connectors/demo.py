@@ -47,7 +47,7 @@ def _say(text: str) -> None:
 
 
 def _run_example(bootstrap: str, checkpoints: str) -> None:
-    from kafka_eos.config.validate import load_valid
+    from kafka_eos.connectors.pipeline.validation import load_valid
     from kafka_eos.connectors.pipeline.runner import run_local
     with _environment(KAFKA_BOOTSTRAP_SERVERS=bootstrap, KAFKA_EOS_CHECKPOINTS=checkpoints):
         cfg = load_valid(example_path())

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from kafka_eos.connectors.spark_harness import SMALL_CONF, python_env, spark_submit_binary
 from integration_tests.kafka_tools import create_topic, produce, read_all, unique
+from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.offsets import model
 
 JOB = Path(__file__).parent / "jobs" / "eos_pipeline.py"
@@ -92,7 +93,9 @@ def exactly_once_report(counts: Counter, ids: int) -> dict[str, int]:
 def planned_start(checkpoint: Path) -> dict[int, int]:
     """partition -> first offset of the query, as batch 0's end in Spark's offset log records it
     (one source; ``kafka_eos.offsets.model.planned_start``)."""
-    stored = json.loads((checkpoint / "offsets" / "0").read_text().splitlines()[-1])
+    entry = CheckpointReader(str(checkpoint)).offsets(0)
+    assert entry is not None and entry.sources, f"no offset-log entry of batch 0 in {checkpoint}"
+    stored = json.loads(entry.sources[-1])
     start = model.planned_start(stored)
     assert start is not None, f"batch 0's end does not record the start it was planned with: {stored}"
     return {partition: offset for (_, partition), offset in start.items()}

@@ -2,10 +2,13 @@
 
 The runner's plan (one streaming query, one sink, one transaction per task):
     raw     = spark.readStream.format("kafka-eos")...load()
-    decoded = raw.mapInArrow(decode_fn(serde, policy), decoded_spark_schema(serde, policy, headers))
+    decoded = raw.mapInArrow(decode_fn(serde, policy), <Spark form of decoded_schema(...)>)
     good    = decoded.where(f"{ERROR_COLUMN} IS NULL")   # dlq only; drop the two extra columns
-    dlq     = decoded.where(f"{ERROR_COLUMN} IS NOT NULL").mapInArrow(dlq_fn(topic), dlq_spark_schema())
+    dlq     = decoded.where(f"{ERROR_COLUMN} IS NOT NULL").mapInArrow(dlq_fn(topic), <Spark form of DLQ_SCHEMA>)
     out     = <transform of good>.mapInArrow(encode_fn(sink_serde), ...) unionByName dlq  -> sink
+
+Pure pyarrow (no pyspark import): the Spark forms of these schemas belong to the pipeline
+(``kafka_eos.connectors.pipeline.row_schemas``).
 
 Invariants:
 - Decoding keeps every source column and the row order; only ``value`` changes type.
@@ -20,8 +23,7 @@ import pyarrow as pa
 
 from kafka_eos.serde.formats import OnDecodeError
 from kafka_eos.serde.codecs import ValueDecoder, ValueEncoder, ValueSerde, decoder, encoder
-from kafka_eos.serde.decode_errors import (DLQ_SCHEMA, ERROR_COLUMN, RAW_VALUE_COLUMN, apply_policy,
-                                            dlq_batch)
+from kafka_eos.serde.decode_errors import ERROR_COLUMN, RAW_VALUE_COLUMN, apply_policy, dlq_batch
 
 Batches = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
@@ -76,15 +78,3 @@ def encode_fn(serde: ValueSerde, column: str = "value") -> Batches:
             yield encode_batch(batch, value_encoder, column)
     return run
 
-
-def decoded_spark_schema(serde: ValueSerde, policy: OnDecodeError, include_headers: bool = False):
-    """The Spark schema ``decode_fn`` produces (driver side; needs pyspark, not a JVM)."""
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-    from kafka_eos.connectors.schema import source_schema
-    source = to_arrow_schema(source_schema(include_headers), timezone="UTC")
-    return from_arrow_schema(decoded_schema(source, decoder(serde).arrow_type, policy))
-
-
-def dlq_spark_schema():
-    from pyspark.sql.pandas.types import from_arrow_schema
-    return from_arrow_schema(DLQ_SCHEMA)

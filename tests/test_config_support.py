@@ -8,7 +8,8 @@ from pathlib import Path
 import yaml
 
 from kafka_eos.config.loader import load_text
-from kafka_eos.config.rules import Context, check
+from kafka_eos.config.rules import Context
+from kafka_eos.connectors.pipeline.validation import check
 
 ORDER_SCHEMA = {"type": "record", "name": "Order", "fields": [
     {"name": "id", "type": "long"}, {"name": "amount", "type": "double"}]}
@@ -33,7 +34,7 @@ def load(tmp_path: Path, data: dict, env: dict | None = None):
 
 
 def problems(tmp_path: Path, data: dict, ctx: Context = Context(), env: dict | None = None):
-    """Loader violations + rule violations of ``data``."""
+    """Loader violations + rule violations of ``data`` (with the connectors' backstop, as validated)."""
     cfg, found = load(tmp_path, data, env)
     assert cfg is not None, found
     return found + check(cfg, ctx)

@@ -148,3 +148,53 @@ def test_pipelines_turn_the_sinks_own_batch_line_off(tmp_path):
     assert batch_log({}) is True and batch_log({"BatchLog": "TRUE"}) is True
     with pytest.raises(SinkConfigError, match="batchLog='yes'"):
         batch_log({"batchLog": "yes"})
+
+
+def test_checkpoint_reader_reads_offsets_commits_and_metadata_without_creating(tmp_path):
+    from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
+    missing = CheckpointReader(str(tmp_path / "none"))
+    assert (missing.offset_batches(), missing.commit_batches(), missing.latest_offsets(), missing.query_id()) == \
+        ([], [], None, None)
+    assert not (tmp_path / "none").exists(), "looking creates nothing"
+    write_offsets(tmp_path, 2, 2)
+    write_offsets(tmp_path, 10, 1)
+    (tmp_path / "offsets" / "11").write_text("")                # torn: not an entry
+    (tmp_path / "commits").mkdir()
+    (tmp_path / "commits" / "2").write_text("v1\n{}")
+    (tmp_path / "metadata").write_text('{"id":"q-1"}\n')
+    reader = CheckpointReader(f"file:{tmp_path}/")
+    assert reader.offset_batches() == [2, 10, 11] and reader.commit_batches() == [2]
+    entry = reader.offsets(2)
+    assert entry.batch_id == 2 and len(entry.sources) == 2 and entry.metadata.startswith('{"batchWatermarkMs"')
+    assert reader.latest_offsets().batch_id == 10 and reader.offsets(11) is None
+    assert reader.query_id() == "q-1"
+
+
+def test_progress_reads_the_sink_log_and_creates_nothing(tmp_path):
+    from kafka_eos.config.redact import Redactor
+    from kafka_eos.connectors.pipeline.progress import ProgressReporter
+    cfg = config(tmp_path, "fail")
+    reporter = ProgressReporter(cfg, Redactor([]), emit=lambda line: None)
+    query = SimpleNamespace(recentProgress=[SimpleNamespace(batchId=0, numInputRows=3, batchDuration=5,
+                                                            durationMs={"addBatch": 1})])
+    reporter.report(query)
+    assert reporter.lines == ["kafka-eos t batch 0: 3 in, nothing committed, batch 5 ms"]
+    assert not Path(cfg.checkpoint.location).exists(), "progress created something"
+
+
+def test_every_validating_entry_reports_what_the_connectors_refuse(tmp_path, capsys):
+    from kafka_eos.connectors.cli import main
+    from kafka_eos.connectors.pipeline import entry
+    from tests.test_config_support import write
+    data = valid(tmp_path)
+    data["source"]["kafka"]["properties"] = {"auto.offset.reset": "earliest"}
+    for side in ("source", "sink"):
+        data[side]["kafka"]["bootstrap_servers"] = "127.0.0.1:1"    # nothing listens: the live check fails fast
+    path = str(write(tmp_path, "p.yaml", data))
+    needle = "source: the kafka-eos source refuses these settings"
+    for run in (lambda: main(["validate", "--offline", path]), lambda: main(["describe", "--offline", path]),
+                lambda: main(["run", path, "--timeout", "0.1"]),
+                lambda: entry.main(["--config", path, "--timeout", "0.1"])):
+        assert run() == 1
+        captured = capsys.readouterr()
+        assert needle in captured.out + captured.err

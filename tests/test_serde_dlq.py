@@ -9,8 +9,8 @@ import pytest
 
 from kafka_eos.config.model import DataFormat, OnDecodeError
 from kafka_eos.connectors.schema import source_schema
-from kafka_eos.serde.batch import (decode_batch, decode_fn, decoded_schema, decoded_spark_schema, dlq_fn,
-                                    dlq_spark_schema, encode_fn)
+from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema, dlq_spark_schema
+from kafka_eos.serde.batch import decode_batch, decode_fn, decoded_schema, dlq_fn, encode_fn
 from kafka_eos.serde.codecs import ValueSerde, decoder
 from kafka_eos.serde.decode_errors import (DLQ_SCHEMA, ERROR_COLUMN, ERROR_HEADER, OFFSET_HEADER, PARTITION_HEADER,
                                             RAW_VALUE_COLUMN, TOPIC_HEADER, RecordDecodeError, dlq_batch)

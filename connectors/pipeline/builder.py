@@ -32,11 +32,13 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from kafka_eos import KafkaEosError
 from kafka_eos import connectors
 from kafka_eos.config.model import DataFormat, PipelineConfig
-from kafka_eos.config.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs, uses_dlq
+from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema, dlq_spark_schema
+from kafka_eos.connectors.pipeline.serde_resolve import sink_serde, source_serde
+from kafka_eos.connectors.pipeline.spark_options import (sink_options, sink_select_exprs, source_options,
+                                                         trigger_kwargs, uses_dlq)
+from kafka_eos.connectors.source.start import pin_start
 from kafka_eos.serde import batch
 from kafka_eos.serde.codecs import ValueSerde
-from kafka_eos.connectors.pipeline.serde_resolve import sink_serde, source_serde
-from kafka_eos.connectors.source.start import pin_start
 
 SOURCE_VIEW = "source"
 
@@ -64,7 +66,7 @@ def decode(raw: DataFrame, cfg: PipelineConfig, serde: ValueSerde,
            on_skipped: Callable[[int], None] | None = None) -> DataFrame:
     """The source rows with ``value`` decoded (plus the error columns under ``dlq``)."""
     policy = cfg.errors.on_decode_error
-    schema = batch.decoded_spark_schema(serde, policy, cfg.source.include_headers)
+    schema = decoded_spark_schema(serde, policy, cfg.source.include_headers)
     return raw.mapInArrow(batch.decode_fn(serde, policy, on_skipped), schema)
 
 
@@ -134,7 +136,7 @@ def encode(df: DataFrame, cfg: PipelineConfig, serde: ValueSerde) -> DataFrame:
 
 def dlq_rows(decoded: DataFrame, cfg: PipelineConfig) -> DataFrame:
     failed = decoded.where(f"{batch.ERROR_COLUMN} IS NOT NULL")
-    return failed.mapInArrow(batch.dlq_fn(cfg.errors.dlq_topic), batch.dlq_spark_schema())
+    return failed.mapInArrow(batch.dlq_fn(cfg.errors.dlq_topic), dlq_spark_schema())
 
 
 def build_frame(spark: SparkSession, cfg: PipelineConfig,

@@ -1,7 +1,7 @@
 """Refuse, before Spark does, to resume a checkpoint with a plan of another shape.
 
-Spark's offset log (``<checkpoint>/offsets/<batch>``: ``v1``, the batch metadata, then one line
-per source) fixes how many source scans the query has. A pipeline with
+Spark's offset log (read through ``checkpoint_log``: one line per source scan in each entry)
+fixes how many source scans the query has. A pipeline with
 ``errors.on_decode_error: dlq`` scans its source twice (the output branch and the DLQ branch;
 Spark does not share a streaming scan between two branches of a union), ``fail`` and ``skip``
 once. Switching between ``dlq`` and the others on an existing checkpoint would stop the query
@@ -10,12 +10,10 @@ check says the same in pipeline terms, with the fix, before anything starts.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.connectors.pipeline.builder import scans_per_batch
-from kafka_eos.txn.log_store import LogStore
+from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 
 
 class CheckpointShapeError(KafkaEosError, ValueError):
@@ -23,17 +21,10 @@ class CheckpointShapeError(KafkaEosError, ValueError):
 
 
 def checkpoint_sources(location: str) -> int | None:
-    """Source count of the newest offset-log entry at ``location``; None when there is none."""
-    offsets = f"{location.rstrip('/')}/offsets"
-    if "://" not in offsets and not Path(offsets.removeprefix("file:")).is_dir():
-        return None  # a new checkpoint (and no directory is created by looking)
-    store = LogStore(offsets)
-    batches = sorted((int(n) for n in store.names() if n.isdigit()), reverse=True)
-    for batch in batches:
-        text = store.read(str(batch))
-        if text and text.startswith("v"):
-            return max(0, len(text.rstrip("\n").split("\n")) - 2)
-    return None
+    """Source count of the newest offset-log entry at ``location``; None when there is none
+    (looking creates nothing)."""
+    entry = CheckpointReader(location).latest_offsets()
+    return None if entry is None else len(entry.sources)
 
 
 def check_checkpoint(cfg: PipelineConfig) -> None:

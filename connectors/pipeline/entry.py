@@ -26,8 +26,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from kafka_eos.config.validate import load_valid
     from kafka_eos.config.violations import InvalidPipeline, exit_code
+    from kafka_eos.connectors.pipeline.validation import load_valid
     try:
         cfg = load_valid(args.config, timeout_s=args.timeout)
     except InvalidPipeline as exc:

@@ -11,7 +11,10 @@ Invariants:
   batch has no sink record (nothing to commit) the line shows Spark's numbers only.
 - Lines go through the redactor: they hold names only, but the pipeline name is user text.
 - The reporter polls ``query.recentProgress`` (no listener callback server is needed, so it
-  works the same in-process and under spark-submit); it reads, never writes, the sink log.
+  works the same in-process and under spark-submit).
+- It creates nothing: the sink log is only read, through ``SinkLogReader``, at the location the
+  sink itself derives from its options (``sinkLogLocation``, else ``txn.sink_log.location_for``
+  of the checkpoint).
 """
 from __future__ import annotations
 
@@ -19,14 +22,15 @@ from typing import Callable
 
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
-from kafka_eos.connectors.pipeline.builder import scans_per_batch, writer_options
+from kafka_eos.connectors.pipeline.builder import scans_per_batch
+from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.sink.options import sink_log_location as sink_options_log_location
 from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
 
 
 def sink_log_location(cfg: PipelineConfig) -> str:
     """Where the pipeline's sink keeps its log: what the sink derives from the options it is given."""
-    return sink_options_log_location(writer_options(cfg, once=False))
+    return sink_options_log_location(sink_options(cfg))
 
 
 def topic_counts(record: BatchRecord) -> dict[str, int]:

@@ -8,7 +8,8 @@ open (holding back read_committed readers) until the lingering cleanup. Spark ru
 in every write task, before it opens a producer (Spark copies the session's settings into the
 tasks' local properties): the first batch fails with the message and nothing is written.
 
-The broker's ``transaction.max.timeout.ms`` is read with DescribeConfigs once per process.
+The broker's ``transaction.max.timeout.ms`` is read once per process and connection settings
+(``kafka_eos.txn.broker_configs``, DescribeConfigs); a broker that cannot be asked fails the start.
 """
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ import functools
 
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
 
+from kafka_eos.txn import broker_configs
 from kafka_eos.txn.errors import SinkConfigError
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.timeouts import check_transaction_timeout
 
+BROKER_TIMEOUT_S = 30.0  # as long as a control-plane request may take
 _ALLOWED = {"key": (StringType, BinaryType), "value": (StringType, BinaryType), "topic": (StringType,),
             "partition": (IntegerType,)}
 
@@ -39,15 +42,8 @@ def check_schema(schema: StructType, config: SinkConfig) -> None:
 
 @functools.lru_cache(maxsize=16)
 def broker_max_timeout_ms(conf_key: tuple) -> int | None:
-    """The broker's transaction.max.timeout.ms (DescribeConfigs), or None if it does not say."""
-    from kafka.admin import ConfigResource, ConfigResourceType
-    from kafka_eos.txn.control_plane import control_plane
-    client = control_plane(dict(conf_key))
-    broker_id = str(min(b.node_id for b in client._manager.cluster.brokers()))
-    wanted = ConfigResource(ConfigResourceType.BROKER, broker_id, {"transaction.max.timeout.ms": None})
-    entry = client.describe_configs([wanted], config_filter="all")["broker"][broker_id]
-    value = entry.get("transaction.max.timeout.ms", {}).get("value")
-    return int(value) if value is not None else None
+    """The broker's transaction.max.timeout.ms, or None if it does not say."""
+    return broker_configs.transaction_max_timeout_ms(dict(conf_key), BROKER_TIMEOUT_S)
 
 
 def check_timeouts(config: SinkConfig) -> None:

@@ -3,7 +3,7 @@
 The plan shows what a run would do: topics, where reading starts (from the checkpoint when one
 exists, else ``starting_offsets`` resolved against the live broker), the transactional ids, the
 SQL and steps, the Spark options. Invariant: describing reads only; it never writes a
-checkpoint or touches a topic.
+checkpoint or touches a topic (the checkpoint is read through ``checkpoint_log``).
 """
 from __future__ import annotations
 
@@ -17,10 +17,9 @@ import yaml
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
 from kafka_eos.config.rules_safety import is_local, local_path
-from kafka_eos.config.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs
+from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
+from kafka_eos.connectors.pipeline.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs
 from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
-
-TopicOffsets = dict[str, dict[str, int]]
 
 
 def _schema(schema) -> str | None:
@@ -68,37 +67,20 @@ def plan(cfg: PipelineConfig) -> dict[str, Any]:
     }
 
 
-def _numbered(directory: Path) -> list[int]:
-    if not directory.is_dir():
-        return []
-    return sorted(int(p.name) for p in directory.iterdir() if re.fullmatch(r"\d+", p.name))
-
-
-def _source_offsets(text: str) -> TopicOffsets | str:
-    """The source's offsets from one offset-log line (kafka-eos v1 or Spark's built-in form)."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text
-    if isinstance(data, dict) and isinstance(data.get("topics"), dict):
-        return data["topics"]
-    return data
-
-
 def checkpoint_offsets(cfg: PipelineConfig) -> dict[str, Any] | None:
     """Where a restart resumes: the end offsets of the last committed batch (local checkpoints)."""
     location = cfg.checkpoint.location
     if not location or not is_local(location):
         return None
-    root = local_path(location)
-    planned, committed = _numbered(root / "offsets"), _numbered(root / "commits")
+    reader = CheckpointReader(str(local_path(location)))
+    planned, committed = reader.offset_batches(), reader.commit_batches()
     if not planned:
         return None
     result: dict[str, Any] = {"last_planned_batch": planned[-1],
                               "last_committed_batch": committed[-1] if committed else None}
-    if committed and (root / "offsets" / str(committed[-1])).exists():
-        lines = (root / "offsets" / str(committed[-1])).read_text().splitlines()
-        result["resume_from"] = [_source_offsets(line) for line in lines[2:]]
+    entry = reader.offsets(committed[-1]) if committed else None
+    if entry is not None:
+        result["resume_from"] = [source_offsets(line) for line in entry.sources]
     return result
 
 

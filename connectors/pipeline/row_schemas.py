@@ -1,0 +1,26 @@
+"""Spark schemas of the pipeline's ``mapInArrow`` stages (driver side; needs pyspark, not a JVM).
+
+Each is the Arrow schema ``kafka_eos.serde.batch`` produces, as Spark sees it: the decoded
+source rows (``decode_fn``) and the DLQ rows (``dlq_fn``).
+"""
+from __future__ import annotations
+
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
+
+from kafka_eos.connectors.schema import source_schema
+from kafka_eos.serde.batch import decoded_schema
+from kafka_eos.serde.codecs import ValueSerde, decoder
+from kafka_eos.serde.decode_errors import DLQ_SCHEMA
+from kafka_eos.serde.formats import OnDecodeError
+
+
+def decoded_spark_schema(serde: ValueSerde, policy: OnDecodeError, include_headers: bool = False) -> StructType:
+    """The Spark schema ``decode_fn`` produces from the kafka-eos source's rows."""
+    source = to_arrow_schema(source_schema(include_headers), timezone="UTC")
+    return from_arrow_schema(decoded_schema(source, decoder(serde).arrow_type, policy))
+
+
+def dlq_spark_schema() -> StructType:
+    """The Spark schema ``dlq_fn`` produces."""
+    return from_arrow_schema(DLQ_SCHEMA)

@@ -1,0 +1,101 @@
+"""Ask a Kafka cluster for its brokers and a broker's configuration (Metadata, DescribeConfigs).
+
+The one way kafka-eos reads a broker setting such as ``transaction.max.timeout.ms``: the live
+validation and the sink's start-up check both call ``transaction_max_timeout_ms``.
+
+Invariants:
+- Reads only (Metadata, DescribeConfigs); nothing is created or changed on a cluster.
+- The client takes librdkafka settings as given (confluent-kafka's AdminClient), so every
+  connection and security setting the producers use applies here too; its own log is silenced.
+- The broker asked is the lowest broker id in the cluster metadata, on a BROKER resource; the
+  value reported includes the broker's defaults.
+- DescribeConfigs is retried on transient errors until ``timeout_s``.
+- Failures are typed: ``SettingsRefused`` (the client refuses the settings),
+  ``ClusterUnreachable`` (no metadata within ``timeout_s``, or no live broker),
+  ``DescribeConfigsFailed``; callers decide what each means to them.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+
+from kafka_eos import KafkaEosError
+
+TRANSACTION_MAX_TIMEOUT_MS = "transaction.max.timeout.ms"
+_TRANSIENT = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
+
+
+class BrokerConfigError(KafkaEosError):
+    """A broker could not be asked; ``detail`` says why (librdkafka's words)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class SettingsRefused(BrokerConfigError):
+    """The Kafka client refuses these settings."""
+
+
+class ClusterUnreachable(BrokerConfigError):
+    """No metadata within the timeout; ``no_brokers`` when the cluster answered with no live broker."""
+
+    def __init__(self, detail: str, no_brokers: bool = False) -> None:
+        super().__init__(detail)
+        self.no_brokers = no_brokers
+
+
+class DescribeConfigsFailed(BrokerConfigError):
+    """DescribeConfigs on ``broker_id`` failed or did not answer in time."""
+
+    def __init__(self, broker_id: int, detail: str) -> None:
+        super().__init__(detail)
+        self.broker_id = broker_id
+
+
+def _transient(exc: BaseException) -> bool:
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return isinstance(error, KafkaError) and (error.retriable() or error.code() in _TRANSIENT)
+
+
+def admin_client(conf: Mapping[str, str]) -> AdminClient:
+    try:
+        return AdminClient({**conf, "log_level": 0})
+    except (KafkaException, ValueError, TypeError) as exc:
+        raise SettingsRefused(str(exc)) from None
+
+
+def broker_ids(admin: AdminClient, timeout_s: float) -> list[int]:
+    """The live brokers' ids, lowest first."""
+    try:
+        brokers = admin.list_topics(timeout=timeout_s).brokers
+    except KafkaException as exc:
+        raise ClusterUnreachable(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)) from None
+    if not brokers:
+        raise ClusterUnreachable("the cluster answered with no live brokers", no_brokers=True)
+    return sorted(brokers)
+
+
+def broker_config(conf: Mapping[str, str], key: str, timeout_s: float = 10.0) -> str | None:
+    """The value of ``key`` on the lowest-id broker (None if the broker does not report it)."""
+    admin = admin_client(conf)
+    broker = broker_ids(admin, timeout_s)[0]
+    resource = ConfigResource(ResourceType.BROKER, str(broker))
+    try:
+        for attempt in Retrying(retry=retry_if_exception(_transient), stop=stop_after_delay(timeout_s),
+                                wait=wait_exponential(0.1, max=1.0), reraise=True):
+            with attempt:
+                entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout_s)
+    except (KafkaException, TimeoutError) as exc:
+        raise DescribeConfigsFailed(broker, f"{exc or 'no answer within the timeout'}") from None
+    entry = entries.get(key)
+    return None if entry is None else entry.value
+
+
+def transaction_max_timeout_ms(conf: Mapping[str, str], timeout_s: float = 10.0) -> int | None:
+    """The broker's ``transaction.max.timeout.ms`` (None if it does not report one)."""
+    value = broker_config(conf, TRANSACTION_MAX_TIMEOUT_MS, timeout_s)
+    return None if value is None else int(value)
