@@ -13,7 +13,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from kafka_eos.config import describe
+from kafka_eos.connectors.pipeline import describe
 from kafka_eos.config.redact import Redactor
 from kafka_eos.connectors.cli import main
 from kafka_eos.connectors.sink.options import sink_config
