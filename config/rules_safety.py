@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.violations import Context, Rule, Violation
 from kafka_eos.txn.sink_config import UNSET, ProducerViolation, producer_violations
-from kafka_eos.txn.sink_log import SinkLogReader, location_for
+from kafka_eos.txn.sink_log import SinkLogReader, location_from_options
 from kafka_eos.txn.timeouts import SettingNames, check_transaction_timeout
 
 # the YAML key that sets what a refused producer setting would (SinkConfig field -> YAML path)
@@ -95,9 +95,10 @@ def _writable(path: Path) -> str | None:
     return None
 
 
-def _sink_log_owner(path: Path) -> str | None:
+def _sink_log_owner(cfg: PipelineConfig, path: Path) -> str | None:
+    options = {**{k: str(v) for k, v in cfg.sink.options}, "checkpointLocation": str(path)}
     try:
-        meta = SinkLogReader(location_for(str(path))).meta()
+        meta = SinkLogReader(location_from_options(options)).meta()
         return meta.get("prefix") if meta else None
     except (OSError, ValueError, AttributeError):
         return None
@@ -114,7 +115,7 @@ def checkpoint(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     problem = _writable(path)
     if problem:
         return [Violation("checkpoint.location", problem, "choose a directory this user can write, or fix its permissions")]
-    owner, prefix = _sink_log_owner(path), cfg.sink.transactional_id_prefix
+    owner, prefix = _sink_log_owner(cfg, path), cfg.sink.transactional_id_prefix
     if cfg.exactly_once and owner and prefix and owner != prefix:
         return [Violation("checkpoint.location", f"this checkpoint belongs to the transactional-id prefix {owner!r}, "
                           f"not {prefix!r}", f"keep transactional_id_prefix: {owner}, or use a new checkpoint location")]

@@ -153,6 +153,17 @@ def test_remote_checkpoints_are_only_checked_for_presence(tmp_path):
     assert problems(tmp_path, data) == []
 
 
+def test_sink_log_moved_by_option_is_checked_where_it_is(tmp_path):
+    """sink.options.sinkLogLocation moves the sink log; the ownership check must read it there."""
+    log = tmp_path / "elsewhere" / "sink-log"
+    log.mkdir(parents=True)
+    (log / "_meta.json").write_text(json.dumps({"v": 1, "prefix": "older-pipeline"}))
+    data = valid(tmp_path)
+    data["sink"]["options"] = {"sinkLogLocation": str(log)}
+    found = problems(tmp_path, data)
+    assert paths(found) == ["checkpoint.location"] and "older-pipeline" in found[0].message
+
+
 def test_checkpoint_owned_by_another_prefix(tmp_path):
     log = Path(location_for(str(tmp_path / "ckpt")))
     log.mkdir(parents=True)

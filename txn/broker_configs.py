@@ -90,7 +90,7 @@ def broker_config(conf: Mapping[str, str], key: str, timeout_s: float = 10.0) ->
             with attempt:
                 entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout_s)
     except (KafkaException, TimeoutError) as exc:
-        raise DescribeConfigsFailed(broker, f"{exc or 'no answer within the timeout'}") from None
+        raise DescribeConfigsFailed(broker, str(exc) or "no answer within the timeout") from None
     entry = entries.get(key)
     return None if entry is None else entry.value
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
+from typing import Mapping
 
 from kafka_eos.txn.errors import SinkLogConflictError, SinkLogError
 from kafka_eos.txn.handle import TxnHandle
@@ -35,6 +36,16 @@ _RECORD = re.compile(r"^(\d+)\.(\d+)\.json$")
 def location_for(checkpoint: str) -> str:
     """Where the sink log of the query checkpointed at ``checkpoint`` lives (its default place)."""
     return checkpoint.rstrip("/") + "/" + LOG_DIR
+
+
+def location_from_options(options: Mapping[str, str]) -> str | None:
+    """The sink's option ``sinkLogLocation``, else ``location_for(checkpointLocation)`` (keys in any
+    case); None when neither is set."""
+    lowered = {k.lower(): v for k, v in options.items()}
+    if lowered.get("sinkloglocation"):
+        return str(lowered["sinkloglocation"])
+    checkpoint = lowered.get("checkpointlocation")
+    return location_for(str(checkpoint)) if checkpoint else None
 
 
 def record_name(batch_id: int, seq: int) -> str:

@@ -16,7 +16,7 @@ from typing import Mapping
 from kafka_eos.txn.errors import SinkConfigError
 from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.sink_config import ProducerViolation, SinkConfig, producer_violations
-from kafka_eos.txn.sink_log import location_for
+from kafka_eos.txn.sink_log import location_from_options
 from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS
 
@@ -54,16 +54,12 @@ def producer_conf(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def sink_log_location(options: Mapping[str, str]) -> str:
-    """Option ``sinkLogLocation``, else ``<checkpointLocation>/kafka-eos-sink``."""
-    options = {k.lower(): v for k, v in options.items()}
-    explicit = options.get("sinkloglocation")
-    if explicit:
-        return str(explicit)
-    checkpoint = options.get("checkpointlocation")
-    if not checkpoint:
+    """``txn.sink_log.location_from_options``; refused when the options name no place for it."""
+    location = location_from_options(options)
+    if location is None:
         raise SinkConfigError("the kafka-eos sink keeps its commit log beside the query checkpoint: set "
                               ".option('checkpointLocation', ...) on writeStream (or option sinkLogLocation)")
-    return location_for(checkpoint)
+    return location
 
 
 def sink_config(options: Mapping[str, str]) -> SinkConfig:
