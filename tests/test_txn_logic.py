@@ -12,6 +12,7 @@ from kafka_eos.txn.kafka_committer import COMMITTED, LOST
 from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_log import DECIDED, LOST as LOG_LOST, BatchRecord, SinkLog, SinkLogReader
+from kafka_eos.txn.steps import Step, StepHooks
 from kafka_eos.txn.timeouts import check_transaction_timeout
 from kafka_eos.txn.transactional_ids import TransactionalIdFactory
 
@@ -106,12 +107,9 @@ class NoAborter:
         return []
 
 
-def protocol(tmp_path, answers=None, faults=None, query_id=None) -> TwoPhaseCommitProtocol:
-    cfg = SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
-                     log_location=str(tmp_path))
-    proto = TwoPhaseCommitProtocol(cfg, faults or FaultPlan(), query_id)
-    proto.committer, proto.aborter = FakeCommitter(answers), NoAborter()
-    return proto
+def protocol(tmp_path, answers=None, hooks=None, query_id=None) -> TwoPhaseCommitProtocol:
+    return TwoPhaseCommitProtocol(SinkLog(str(tmp_path), "p", query_id), FakeCommitter(answers), NoAborter(),
+                                  hooks=hooks)
 
 
 def test_replay_rewrites_only_lost_partitions(tmp_path):
@@ -159,20 +157,20 @@ def test_replay_counts_partitions_that_were_empty_in_the_decision(tmp_path):
         protocol(tmp_path).commit_batch(2, [TxnHandle.empty(0, True, 3), handle(1, epoch=1), TxnHandle.empty(2, True, 5)])
 
 
-class TakeOverAt:
-    """A fault plan whose ``before_decision`` lets another run commit the same batch first."""
+class TakeOverAt(StepHooks):
+    """Step hooks whose ``before_decision`` let another run commit the same batch first."""
 
     def __init__(self, other):
-        self.other, self.point = other, None
+        self.other = other
 
-    def hit(self, point, batch_id):
-        if point == "before_decision":
+    def reached(self, step, batch_id):
+        if step is Step.BEFORE_DECISION:
             self.other()
 
 
 def test_a_run_that_lost_the_race_to_a_decision_stops_without_overwriting(tmp_path):
     other = lambda: protocol(tmp_path).commit_batch(1, [handle(0, epoch=1), handle(1, epoch=1)])
-    stalled = protocol(tmp_path, faults=TakeOverAt(other))
+    stalled = protocol(tmp_path, hooks=TakeOverAt(other))
     with pytest.raises(SinkLogConflictError, match="took over"):
         stalled.commit_batch(1, [handle(0), handle(1)])
     assert stalled.committer.committed == []
