@@ -23,6 +23,3 @@ class CommitState(str, Enum):
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
 
-
-BATCH_STATES = frozenset({CommitState.DECIDED, CommitState.COMMITTED})
-PARTITION_STATES = frozenset({CommitState.PENDING, CommitState.COMMITTED, CommitState.LOST})

@@ -39,7 +39,7 @@ from kafka_eos.txn.log_store import LogReader
 from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 from kafka_eos.txn.sink_config import SinkConfig
 
-_Query = tuple  # (query id or None, sink log location)
+_Query = tuple[str | None, str]  # (query id of the checkpoint, sink log location)
 _protocols: dict[_Query, tuple[SinkConfig, FaultPlan, TwoPhaseCommitProtocol]] = {}
 _started: set[_Query] = set()  # queries whose query-start cleanup ran in this process
 
