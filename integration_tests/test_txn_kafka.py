@@ -84,15 +84,15 @@ def test_aborter_ends_lingering_transactions_and_frees_the_lso(bootstrap, tmp_pa
 def test_protocol_commits_a_batch_and_skips_its_replay(bootstrap, tmp_path):
     topic = create_topic(bootstrap, unique("out"), partitions=2)
     cfg = config(bootstrap, topic, tmp_path)
-    protocol = TwoPhaseCommitProtocol(cfg)
+    protocol = TwoPhaseCommitProtocol.from_config(cfg)
     handles = [KafkaWriter(cfg, 0, k).write([rows(range(k * 10, k * 10 + 10))]) for k in range(2)]
     record = protocol.commit_batch(0, handles)
     assert record.state == "committed" and record.metrics["records"] == 20
-    plan = TwoPhaseCommitProtocol(cfg).recover()
+    plan = TwoPhaseCommitProtocol.from_config(cfg).recover()
     assert plan.skip(0, 0) and plan.skip(0, 1) and not plan.skip(1, 0)
     # a replay that wrote anyway (no plan) is aborted, never committed twice
     replay = [KafkaWriter(cfg, 0, k).write([rows(range(k * 10, k * 10 + 10))]) for k in range(2)]
-    TwoPhaseCommitProtocol(cfg).commit_batch(0, replay)
+    TwoPhaseCommitProtocol.from_config(cfg).commit_batch(0, replay)
     assert ids_in(bootstrap, topic) == list(range(20))
 
 
@@ -102,17 +102,17 @@ def test_broker_timeout_abort_is_reported_lost_and_replayed(tmp_path):
         topic = create_topic(bootstrap, unique("out"), partitions=2)
         cfg = config(bootstrap, topic, tmp_path, transaction_timeout_ms=3000, batch_margin_ms=0)
         handles = [KafkaWriter(cfg, 0, k).write([rows(range(k * 10, k * 10 + 10))]) for k in range(2)]
-        protocol = TwoPhaseCommitProtocol(cfg)
-        protocol.committer.commit(handles[:1])  # partition 0 makes it, then the "driver" stalls
+        protocol = TwoPhaseCommitProtocol.from_config(cfg)
+        KafkaCommitter(cfg.client_conf()).commit(handles[:1])  # partition 0 makes it, then the "driver" stalls
         time.sleep(7)  # > transaction.timeout.ms: the broker aborts partition 1's transaction
         with pytest.raises(TransactionLostError, match=r"sink partitions \[1\] \(10 records\)"):
             protocol.commit_batch(0, handles)
-        plan = TwoPhaseCommitProtocol(cfg).recover()
+        plan = TwoPhaseCommitProtocol.from_config(cfg).recover()
         assert plan.skip(0, 0) and not plan.skip(0, 1)
         # as the engine's replay does: a durable partition's task writes nothing but counts its rows
         replay = [KafkaWriter(cfg, 0, 1).write([rows(range(10, 20))]) if not plan.skip(0, k) else
                   TxnHandle.empty(k, skipped=True, records=10) for k in range(2)]
-        record = TwoPhaseCommitProtocol(cfg).commit_batch(0, replay)
+        record = TwoPhaseCommitProtocol.from_config(cfg).commit_batch(0, replay)
         assert record.state == "committed"
         assert ids_in(bootstrap, topic) == list(range(20))
 

@@ -57,7 +57,7 @@ def test_invalid_prefix_names_the_setting():
 # -- the writer's guard against stale attempts (pure logic: no producer is built) -----------------
 import pyarrow as pa  # noqa: E402
 
-from kafka_eos.txn.faults import FaultPlan, paused_before_first  # noqa: E402
+from kafka_eos.txn.faults import FaultPlan, paused  # noqa: E402
 from kafka_eos.txn.kafka_writer import DecisionGuard, KafkaWriter, StaleAttemptError  # noqa: E402
 from kafka_eos.txn.sink_config import SinkConfig  # noqa: E402
 from kafka_eos.txn.sink_log import DECIDED, BatchRecord, SinkLog  # noqa: E402
@@ -123,7 +123,7 @@ def test_paused_before_first_fires_after_the_first_item_arrives(tmp_path):
             consumed.append(n)
             yield n
 
-    assert list(paused_before_first(source(), Plan(), "task_start", 4)) == [0, 1, 2]
+    assert list(paused(source(), Plan(), 4, on_first="task_start")) == [0, 1, 2]
     assert seen == [("task_start", 4, [0])]
 
 

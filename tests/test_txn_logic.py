@@ -12,6 +12,7 @@ from kafka_eos.txn.kafka_committer import COMMITTED, LOST
 from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_log import DECIDED, LOST as LOG_LOST, BatchRecord, SinkLog, SinkLogReader
+from kafka_eos.txn.steps import Step, StepHooks
 from kafka_eos.txn.timeouts import check_transaction_timeout
 from kafka_eos.txn.transactional_ids import TransactionalIdFactory
 
@@ -106,12 +107,9 @@ class NoAborter:
         return []
 
 
-def protocol(tmp_path, answers=None, faults=None, query_id=None) -> TwoPhaseCommitProtocol:
-    cfg = SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
-                     log_location=str(tmp_path))
-    proto = TwoPhaseCommitProtocol(cfg, faults or FaultPlan(), query_id)
-    proto.committer, proto.aborter = FakeCommitter(answers), NoAborter()
-    return proto
+def protocol(tmp_path, answers=None, hooks=None, query_id=None) -> TwoPhaseCommitProtocol:
+    return TwoPhaseCommitProtocol(SinkLog(str(tmp_path), "p", query_id), FakeCommitter(answers), NoAborter(),
+                                  hooks=hooks)
 
 
 def test_replay_rewrites_only_lost_partitions(tmp_path):
@@ -159,20 +157,20 @@ def test_replay_counts_partitions_that_were_empty_in_the_decision(tmp_path):
         protocol(tmp_path).commit_batch(2, [TxnHandle.empty(0, True, 3), handle(1, epoch=1), TxnHandle.empty(2, True, 5)])
 
 
-class TakeOverAt:
-    """A fault plan whose ``before_decision`` lets another run commit the same batch first."""
+class TakeOverAt(StepHooks):
+    """Step hooks whose ``before_decision`` let another run commit the same batch first."""
 
     def __init__(self, other):
-        self.other, self.point = other, None
+        self.other = other
 
-    def hit(self, point, batch_id):
-        if point == "before_decision":
+    def reached(self, step, batch_id):
+        if step is Step.BEFORE_DECISION:
             self.other()
 
 
 def test_a_run_that_lost_the_race_to_a_decision_stops_without_overwriting(tmp_path):
     other = lambda: protocol(tmp_path).commit_batch(1, [handle(0, epoch=1), handle(1, epoch=1)])
-    stalled = protocol(tmp_path, faults=TakeOverAt(other))
+    stalled = protocol(tmp_path, hooks=TakeOverAt(other))
     with pytest.raises(SinkLogConflictError, match="took over"):
         stalled.commit_batch(1, [handle(0), handle(1)])
     assert stalled.committer.committed == []
@@ -252,3 +250,142 @@ def test_a_fault_point_fires_in_exactly_one_of_many_tasks_reaching_it_at_once(tm
     for p in procs:
         p.join(30)
     assert len(list(tmp_path.glob("task_write.*"))) == 1
+
+
+# -- commit states, collaborators, fault injection as wrappers ------------------------------------
+_FORMAT_2 = """{
+ "v": 2,
+ "batch": 3,
+ "seq": 1,
+ "state": "decided",
+ "num_partitions": 2,
+ "handles": [
+  {
+   "v": 1,
+   "sink_partition": 0,
+   "transactional_id": "p-0-0",
+   "producer_id": 100,
+   "producer_epoch": 0,
+   "records": 5,
+   "partitions": {},
+   "precommit_ms": 0.0,
+   "skipped": false
+  }
+ ],
+ "status": {
+  "0": "lost",
+  "1": "committed"
+ },
+ "metrics": {}
+}"""
+
+
+def test_a_format_2_record_reads_as_commit_states_and_writes_back_byte_for_byte():
+    from kafka_eos.txn.states import CommitState
+    record = BatchRecord.from_json(_FORMAT_2, "3.1.json")
+    assert record.state is CommitState.DECIDED and record.status == {0: CommitState.LOST, 1: CommitState.COMMITTED}
+    assert record.to_json() == _FORMAT_2
+    with pytest.raises(SinkLogError, match="'halfway' is not a valid CommitState"):
+        BatchRecord.from_json(_FORMAT_2.replace('"decided"', '"halfway"'), "3.1.json")
+
+
+def test_from_config_builds_the_production_collaborators_and_wraps_them_only_with_a_fault_plan(tmp_path):
+    from kafka_eos.txn.fault_injection import FaultInjectingCommitter, FaultInjectingHooks
+    from kafka_eos.txn.kafka_committer import KafkaCommitter
+    from kafka_eos.txn.transaction_aborter import TransactionAborter
+    cfg = SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
+                     log_location=str(tmp_path / "log"), transaction_timeout_ms=12_345)
+    plain = TwoPhaseCommitProtocol.from_config(cfg, "query-1")
+    assert type(plain.committer) is KafkaCommitter and type(plain.aborter) is TransactionAborter
+    assert type(plain.hooks) is StepHooks and plain.transaction_timeout_ms == 12_345
+    assert SinkLogReader(str(tmp_path / "log")).meta()["query_id"] == "query-1"
+    faulty = TwoPhaseCommitProtocol.from_config(cfg, "query-1", FaultPlan.parse("after_decision@1", str(tmp_path)))
+    assert isinstance(faulty.committer, FaultInjectingCommitter) and isinstance(faulty.hooks, FaultInjectingHooks)
+    assert type(TwoPhaseCommitProtocol.from_config(cfg, "query-1", FaultPlan()).committer) is KafkaCommitter
+
+
+def _injected(tmp_path, spec: str, answers=None) -> tuple[TwoPhaseCommitProtocol, FakeCommitter]:
+    from kafka_eos.txn.fault_injection import FaultInjectingCommitter, FaultInjectingHooks
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    (faults / "release").write_text("go")  # every point fires (marker written) and returns at once
+    hooks = FaultInjectingHooks(FaultPlan.parse(spec, str(faults)))
+    inner = FakeCommitter(answers)
+    return TwoPhaseCommitProtocol(SinkLog(str(tmp_path / "log"), "p"), FaultInjectingCommitter(inner, hooks),
+                                  NoAborter(), hooks=hooks), inner
+
+
+def test_the_protocol_fault_points_fire_at_their_steps(tmp_path):
+    proto, inner = _injected(tmp_path, "before_decision@1,after_decision@1,after_end_txns@1,between_end_txns@1")
+    proto.commit_batch(0, [handle(0), handle(1)])
+    assert not list((tmp_path / "faults").glob("*.*"))                      # batch 0: not aimed at
+    assert inner.committed == [0, 1]
+    proto.commit_batch(1, [handle(0), handle(1), handle(2)])
+    fired = sorted(p.name.split(".")[0] for p in (tmp_path / "faults").glob("*.*"))
+    assert fired == ["after_decision", "after_end_txns", "before_decision", "between_end_txns"]
+    assert inner.committed == [0, 1, 0, 0, 1, 2]                             # the first alone, then all
+
+
+def test_between_end_txns_fires_in_a_recovery_too(tmp_path):
+    proto, inner = _injected(tmp_path, "between_end_txns")
+    proto.log.append(BatchRecord(6, DECIDED, 2, (handle(0), handle(1)), {0: "pending", 1: "pending"}), None)
+    proto.recover()
+    assert inner.committed == [0, 0, 1] and list((tmp_path / "faults").glob("between_end_txns.*"))
+
+
+def test_task_input_is_unchanged_without_a_plan_and_pauses_at_the_task_points_with_one(tmp_path):
+    import pickle
+    from kafka_eos.txn.fault_injection import task_input
+    rows = iter([1, 2])
+    assert task_input(FaultPlan())(rows, 1) is rows
+    (tmp_path / "release").write_text("go")
+    paused_input = pickle.loads(pickle.dumps(task_input(FaultPlan.parse("task_start@1,task_write@1", str(tmp_path)))))
+    assert list(paused_input(iter([1, 2]), 1)) == [1, 2]
+    assert sorted(p.name.split(".")[0] for p in tmp_path.glob("task_*.*")) == ["task_start", "task_write"]
+
+
+def test_readers_have_no_writing_methods_and_create_nothing(tmp_path):
+    from kafka_eos.connectors.sink.stream_writer import checkpoint_query_id
+    reader = SinkLogReader(str(tmp_path / "none"))
+    assert not hasattr(reader.store, "create") and not hasattr(reader.store, "delete")
+    assert checkpoint_query_id({"checkpointLocation": str(tmp_path / "ck")}) is None
+    assert not (tmp_path / "none").exists() and not (tmp_path / "ck").exists()
+
+
+def test_the_query_start_cleanup_runs_when_the_writer_is_pickled_for_the_tasks_once_per_query(tmp_path):
+    import pickle
+
+    from pyspark import cloudpickle  # what Spark pickles the writer with
+
+    from kafka_eos.connectors.sink import stream_writer
+    from kafka_eos.txn.fault_injection import task_input
+    from kafka_eos.txn.protocol import ReplayPlan
+
+    def planned_writer(query_id: str) -> stream_writer.KafkaEosStreamWriter:
+        writer = object.__new__(stream_writer.KafkaEosStreamWriter)  # as __init__ leaves it, without a broker
+        writer.config = SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
+                                   log_location=str(tmp_path / query_id))
+        writer.faults, writer.query_id, writer.plan = FaultPlan(), query_id, ReplayPlan()
+        writer._task_input = task_input(writer.faults)
+        writer._protocol = protocol(tmp_path / query_id)
+        return writer
+
+    first, again, other = planned_writer("q1"), planned_writer("q1"), planned_writer("q2")
+    shipped = pickle.loads(cloudpickle.dumps(first))
+    assert first._protocol.aborter.calls == 1 and not hasattr(shipped, "_protocol")
+    cloudpickle.dumps(again), cloudpickle.dumps(first), cloudpickle.dumps(shipped)
+    assert again._protocol.aborter.calls == 0 and first._protocol.aborter.calls == 1
+    cloudpickle.dumps(other)
+    assert other._protocol.aborter.calls == 1 and shipped.plan == ReplayPlan()
+
+
+def test_the_driver_keeps_one_protocol_per_query_and_sink_log(tmp_path):
+    from kafka_eos.connectors.sink.stream_writer import driver_protocol
+    cfg = SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
+                     log_location=str(tmp_path / "log"))
+    one = driver_protocol(cfg, FaultPlan(), "query-1")
+    assert driver_protocol(cfg, FaultPlan(), "query-1") is one
+    assert driver_protocol(cfg, FaultPlan(), None) is not one
+    other = SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
+                       log_location=str(tmp_path / "log"), commit_timeout_s=5.0)
+    assert driver_protocol(other, FaultPlan(), "query-1") is not one

@@ -7,5 +7,9 @@ Roles, named as in Flink's KafkaSink:
 - ``kafka_committer``    KafkaCommitter: driver side; EndTxn(commit/abort) for handles.
 - ``transaction_aborter`` TransactionAborter: aborts lingering transactions under a prefix.
 - ``sink_log``           the durable decision log beside the engine's checkpoint.
-- ``protocol``           the numbered commit steps and crash recovery.
+- ``protocol``           the numbered commit steps and crash recovery; takes the roles above as
+                         collaborators, ``from_config`` builds them.
+- ``states``             CommitState, the states of batches, sink partitions and EndTxn outcomes.
+- ``steps``              the protocol's reported steps (``StepHooks``; silent by default).
+- ``faults`` / ``fault_injection``  test-only fault points and the wrappers that pause there.
 """

@@ -1,4 +1,4 @@
-"""Fault-injection points for the crash tests and the chaos suite (off unless configured).
+"""FaultPlan: where the crash tests pause or kill a run (off unless configured), and how a point fires.
 
 At a configured point the process writes ``<dir>/<point>.<pid>`` and then blocks until
 ``<dir>/release`` (releases every point) or ``<dir>/release-<point>`` (that point only) appears
@@ -10,6 +10,8 @@ row reaches the writer, i.e. before ``init_transactions``), ``task_write`` (mid-
 executor), ``before_decision``, ``after_decision``, ``between_end_txns``, ``after_end_txns``.
 A spec names one or several points, comma-separated: ``point[@batch][,point[@batch]...]``
 (each point at most once); ``point``/``batch_id`` are the first of them.
+Production code does not consult a plan: ``fault_injection`` wraps the protocol's collaborators
+with one when a plan is set.
 """
 from __future__ import annotations
 
@@ -54,8 +56,15 @@ class FaultPlan:
     def targets(self) -> tuple[tuple[str, int | None], ...]:
         return ((self.point, self.batch_id), *self.more) if self.point else ()
 
+    @property
+    def active(self) -> bool:
+        return self.point is not None
+
+    def aims_at(self, point: str, batch_id: int) -> bool:
+        return any(p == point and (b is None or b == batch_id) for p, b in self.targets())
+
     def hit(self, point: str, batch_id: int) -> None:
-        if not any(p == point and (b is None or b == batch_id) for p, b in self.targets()):
+        if not self.aims_at(point, batch_id):
             return
         directory = Path(self.directory)
         try:  # atomic claim: of tasks reaching the point at once, exactly one fires
@@ -70,10 +79,15 @@ class FaultPlan:
             time.sleep(0.1)  # the test kills us here, or releases us
 
 
-def paused_before_first(batches: Iterator[T], plan: FaultPlan, point: str, batch_id: int) -> Iterator[T]:
-    """``batches`` unchanged, but ``plan.hit(point, batch_id)`` runs once the first item has been
-    received and before it is handed on (a task paused with its input read, before it writes)."""
-    for index, item in enumerate(batches):
-        if index == 0:
-            plan.hit(point, batch_id)
+def paused(items: Iterator[T], plan: FaultPlan, batch_id: int, *, on_first: str | None = None,
+           after_first: str | None = None) -> Iterator[T]:
+    """``items`` unchanged, with ``plan.hit(on_first, batch_id)`` once the first item has been received
+    and before it is handed on (a task paused with its input read, before it writes), and
+    ``plan.hit(after_first, batch_id)`` once the first item has been handed on and the next is asked
+    for (a task paused mid-write)."""
+    for index, item in enumerate(items):
+        if index == 0 and on_first:
+            plan.hit(on_first, batch_id)
         yield item
+        if index == 0 and after_first:
+            plan.hit(after_first, batch_id)

@@ -27,9 +27,11 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_e
 from kafka_eos.txn.control_plane import control_plane
 from kafka_eos.txn.errors import TwoPhaseCommitError
 from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.states import CommitState
 
 log = logging.getLogger(__name__)
-COMMITTED, ABORTED, LOST = "committed", "aborted", "lost"
+COMMITTED, ABORTED, LOST = CommitState.COMMITTED, CommitState.ABORTED, CommitState.LOST
+Outcomes = dict[int, CommitState]  # sink partition -> COMMITTED | LOST (commit) or ABORTED (abort)
 _RETRY = {-1, Errors.RequestTimedOutError.errno, Errors.CoordinatorLoadInProgressError.errno,
           Errors.CoordinatorNotAvailableError.errno, Errors.NotCoordinatorError.errno,
           Errors.ConcurrentTransactionsError.errno, Errors.KafkaStorageError.errno,
@@ -59,17 +61,17 @@ class KafkaCommitter:
         self._conf = conf
         self._timeout_s = timeout_s
 
-    def commit(self, handles: Iterable[TxnHandle]) -> dict[int, str]:
+    def commit(self, handles: Iterable[TxnHandle]) -> Outcomes:
         """EndTxn(commit) every handle; return sink partition -> committed | lost."""
         return self._end(list(handles), commit=True)
 
-    def abort(self, handles: Iterable[TxnHandle]) -> dict[int, str]:
+    def abort(self, handles: Iterable[TxnHandle]) -> Outcomes:
         """EndTxn(abort) every handle (already-ended or fenced ones count as aborted)."""
         return self._end(list(handles), commit=False)
 
-    def _end(self, handles: list[TxnHandle], commit: bool) -> dict[int, str]:
+    def _end(self, handles: list[TxnHandle], commit: bool) -> Outcomes:
         pending = {h.transactional_id: h for h in handles if h.has_transaction}
-        outcomes: dict[int, str] = {}
+        outcomes: Outcomes = {}
         if not pending:
             return outcomes
         client = control_plane(self._conf)
@@ -86,7 +88,7 @@ class KafkaCommitter:
                 f"for {sorted(pending)}; the transactions stay decided and are retried on restart") from None
         return outcomes
 
-    def _guarded_round(self, client, pending: dict[str, TxnHandle], outcomes: dict[int, str], commit: bool) -> None:
+    def _guarded_round(self, client, pending: dict[str, TxnHandle], outcomes: Outcomes, commit: bool) -> None:
         """One round; a transient failure of the round itself (FindCoordinator, connection) retries it."""
         try:
             self._round(client, pending, outcomes, commit)
@@ -102,7 +104,7 @@ class KafkaCommitter:
             client.forget_coordinators(list(pending))
             raise _RoundIncomplete() from exc
 
-    def _round(self, client, pending: dict[str, TxnHandle], outcomes: dict[int, str], commit: bool) -> None:
+    def _round(self, client, pending: dict[str, TxnHandle], outcomes: Outcomes, commit: bool) -> None:
         codes = client.end_txn_round([(h.transactional_id, h.producer_id, h.producer_epoch)
                                       for h in pending.values()], commit)
         moved = [tid for tid, code in codes.items() if code in _MOVED]
@@ -132,7 +134,7 @@ class KafkaCommitter:
             raise _RoundIncomplete()
 
     @staticmethod
-    def _expired(handle: TxnHandle, code: int, commit: bool) -> str:
+    def _expired(handle: TxnHandle, code: int, commit: bool) -> CommitState:
         if not commit:
             return ABORTED
         log.error("transactional id %s (producer %d epoch %d) expired on the broker (%s): the decided "
@@ -142,7 +144,7 @@ class KafkaCommitter:
         return LOST
 
     @staticmethod
-    def _resolve_not_ours(client, handle: TxnHandle, commit: bool) -> str:
+    def _resolve_not_ours(client, handle: TxnHandle, commit: bool) -> CommitState:
         if not commit:
             return ABORTED
         try:

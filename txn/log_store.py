@@ -14,7 +14,8 @@ Invariants this module enforces:
   Other pyarrow stores (hdfs://, gs://, ...): write a temp file, check the name is absent, move
   (pyarrow's move on HDFS deletes an existing target first; the check makes that path unused,
   with the same check-then-act window as on S3).
-- A store opened with ``create=False`` creates nothing: a missing location reads as empty.
+- ``LogReader`` creates nothing (no directory, no file, no bucket): it has no writing method, and
+  a missing location reads as empty. Only ``LogStore`` (the writer) creates its location.
 """
 from __future__ import annotations
 
@@ -34,22 +35,20 @@ def pyarrow_uri(location: str) -> str:
     return location
 
 
-class LogStore:
-    def __init__(self, location: str, create: bool = True) -> None:
+class LogReader:
+    """Reads small files at ``location``; creates nothing."""
+
+    def __init__(self, location: str) -> None:
         parsed = urlparse(location)
         self._local = parsed.scheme in ("", "file")
         self.location = location
         if self._local:
             self._root = Path(parsed.path if parsed.scheme == "file" else location)
-            if create:
-                self._root.mkdir(parents=True, exist_ok=True)
             return
         from pyarrow import fs
         uri = pyarrow_uri(location)
         self._s3 = uri.startswith("s3://")
         self._fs, self._rootpath = fs.FileSystem.from_uri(uri)
-        if create and not self._s3:  # S3 has no directories: an object key is enough
-            self._fs.create_dir(self._rootpath, recursive=True)
 
     def _remote(self, name: str) -> str:
         return f"{self._rootpath.rstrip('/')}/{name}"
@@ -80,6 +79,17 @@ class LogStore:
             return None
         with self._fs.open_input_stream(self._remote(name)) as stream:
             return stream.read().decode()
+
+
+class LogStore(LogReader):
+    """Reads and create-only writes small files at ``location``, which it creates."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(location)
+        if self._local:
+            self._root.mkdir(parents=True, exist_ok=True)
+        elif not self._s3:  # S3 has no directories: an object key is enough
+            self._fs.create_dir(self._rootpath, recursive=True)
 
     def create(self, name: str, text: str) -> None:
         """Create ``name`` with ``text``; ``FileExistsError`` if it exists (never overwrite)."""

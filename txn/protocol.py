@@ -6,36 +6,53 @@ Executors pre-commit (``KafkaWriter``); the driver then runs ``commit_batch``:
   2. merge with a previous decision of this batch (a replay after lost transactions): keep
      durable partitions, take the re-written ones; the replay must have the decided rows: as
      many sink partitions and, per sink partition (empty ones too), the decided record count,
-     else its transactions are aborted and ReplayMismatchError stops the query;
+     else its transactions are aborted and ``ReplayMismatchError`` stops the query;
   3. record the decision (batch id + every handle) durably in the sink log, create-only: a
-     record another run wrote meanwhile stops this one (SinkLogConflictError), never overwritten;
+     record another run wrote meanwhile stops this one (``SinkLogConflictError``), never overwritten;
   4. EndTxn(commit) every pending handle, in parallel, with retries;
-  5. a handle the broker aborted meanwhile is recorded as lost and TransactionLostError stops
+  5. a handle the broker aborted meanwhile is recorded as lost and ``TransactionLostError`` stops
      the query: the restart replays the batch and re-writes exactly the lost partitions;
   6. record the batch committed (with its metrics);
   7. abort lingering transactions under the prefix (dead attempts, an older run).
-``recover`` runs before any task of a batch starts: it finishes a decided batch (step 4-6;
+``recover`` runs before any task of a batch starts: it finishes a decided batch (steps 4-6;
 handles the broker aborted meanwhile are recorded lost, not raised) and returns the
-ReplayPlan that tells tasks which sink partitions are already durable: the engine's replay of
+``ReplayPlan`` that tells tasks which sink partitions are already durable: the engine's replay of
 that batch re-writes exactly the others (tasks of durable partitions write nothing but count
-their rows, for step 2's check). At query start, once recovery is done, step 7's cleanup also
-runs (a dead run's open transactions would hold back read_committed readers until they time out).
+their rows, for step 2's check). ``abort_lingering`` is step 7 alone, for the query start once
+recovery is done (a dead run's open transactions would hold back read_committed readers).
+The collaborators are passed in; ``from_config`` builds the production ones.
 """
 from __future__ import annotations
 
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Iterable, Protocol
 
 from kafka_eos.txn.errors import ReplayMismatchError, TransactionLostError
+from kafka_eos.txn.fault_injection import FaultInjectingCommitter, FaultInjectingHooks
 from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.kafka_committer import LOST, KafkaCommitter
+from kafka_eos.txn.kafka_committer import KafkaCommitter, Outcomes
 from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.sink_log import COMMITTED, DECIDED, PENDING, BatchRecord, SinkLog
+from kafka_eos.txn.sink_log import BatchRecord, SinkLog
+from kafka_eos.txn.states import CommitState
+from kafka_eos.txn.steps import Step, StepHooks
+from kafka_eos.txn.timeouts import DEFAULT_TRANSACTION_TIMEOUT_MS
 from kafka_eos.txn.transaction_aborter import TransactionAborter
 
 log = logging.getLogger(__name__)
+DECIDED, COMMITTED = CommitState.DECIDED, CommitState.COMMITTED
+PENDING, LOST = CommitState.PENDING, CommitState.LOST
+
+
+class Committer(Protocol):
+    def commit(self, handles: Iterable[TxnHandle]) -> Outcomes: ...
+    def abort(self, handles: Iterable[TxnHandle]) -> Outcomes: ...
+
+
+class Aborter(Protocol):
+    def abort_lingering(self, keep: set[str] = ...) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -49,11 +66,25 @@ class ReplayPlan:
 
 
 class TwoPhaseCommitProtocol:
-    def __init__(self, config: SinkConfig, faults: FaultPlan = FaultPlan(), query_id: str | None = None) -> None:
-        self.config, self.faults = config, faults
-        self.log = SinkLog(config.log_location, config.transactional_id_prefix, query_id)
-        self.committer = KafkaCommitter(config.client_conf(), config.commit_timeout_s)
-        self.aborter = TransactionAborter(config.client_conf(), config.ids, config.commit_timeout_s)
+    def __init__(self, sink_log: SinkLog, committer: Committer, aborter: Aborter, *,
+                 transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS, hooks: StepHooks | None = None) -> None:
+        self.log, self.committer, self.aborter = sink_log, committer, aborter
+        self.transaction_timeout_ms = transaction_timeout_ms  # named by TransactionLostError
+        self.hooks = hooks or StepHooks()
+
+    @classmethod
+    def from_config(cls, config: SinkConfig, query_id: str | None = None,
+                    faults: FaultPlan | None = None) -> "TwoPhaseCommitProtocol":
+        """The production protocol of a sink (its sink log pinned to ``query_id``); with an active
+        fault plan, its committer and step hooks are wrapped to pause at the plan's points."""
+        sink_log = SinkLog(config.log_location, config.transactional_id_prefix, query_id)
+        committer: Committer = KafkaCommitter(config.client_conf(), config.commit_timeout_s)
+        aborter = TransactionAborter(config.client_conf(), config.ids, config.commit_timeout_s)
+        hooks = StepHooks()
+        if faults is not None and faults.active:
+            hooks = FaultInjectingHooks(faults)
+            committer = FaultInjectingCommitter(committer, hooks)
+        return cls(sink_log, committer, aborter, transaction_timeout_ms=config.transaction_timeout_ms, hooks=hooks)
 
     # -- recovery ------------------------------------------------------------------------
     def recover(self, query_start: bool = False) -> ReplayPlan:
@@ -61,8 +92,12 @@ class TwoPhaseCommitProtocol:
         then abort lingering transactions under the prefix (best effort, step 7's cleanup)."""
         plan = self._recover()
         if query_start:
-            self.aborter.abort_lingering()
+            self.abort_lingering()
         return plan
+
+    def abort_lingering(self) -> None:
+        """Step 7 alone: only when no task of this run has an open transaction to be committed."""
+        self.aborter.abort_lingering()
 
     def _recover(self) -> ReplayPlan:
         last = self.log.latest()
@@ -86,11 +121,11 @@ class TwoPhaseCommitProtocol:
             self._abort_duplicates(handles, set(range(previous.num_partitions)))
             return previous
         record = self._decide(batch_id, handles, previous)                           # step 2
-        self.faults.hit("before_decision", batch_id)
+        self.hooks.reached(Step.BEFORE_DECISION, batch_id)
         record = self.log.append(record, previous)                                   # step 3
-        self.faults.hit("after_decision", batch_id)
+        self.hooks.reached(Step.AFTER_DECISION, batch_id)
         record = self._end(record)                                                   # steps 4-6
-        self.faults.hit("after_end_txns", batch_id)
+        self.hooks.reached(Step.AFTER_END_TXNS, batch_id)
         self.aborter.abort_lingering()                                               # step 7
         self.log.prune()
         self._report(record, started)
@@ -128,24 +163,14 @@ class TwoPhaseCommitProtocol:
         self.committer.abort([h for h in handles if h.has_transaction])
         counts = "; ".join(f"sink partition {p}: decided {previous.records_of(p)}, replay {replay.get(p, 0)}"
                            for p in differ[:20])
-        raise ReplayMismatchError(
-            f"batch {batch_id} cannot be re-written exactly once: sink partitions {rewrite} of its decision "
-            f"({sum(previous.records_of(p) for p in rewrite)} records) were lost and must be re-written, but "
-            f"the replay of the same offsets does not give the decided rows - it has {len(handles)} sink "
-            f"partitions (decided: {previous.num_partitions}) and other record counts ({counts}). Likely cause: "
-            "a non-deterministic partitioning before the sink (coalesce after a shuffle, a round-robin "
-            "repartition(n), rand()/uuid() in a partitioning expression, a stream-static join on a table "
-            "that changed). Nothing of this replay was committed (its transactions are aborted). Fix: make "
-            "the plan deterministic (e.g. repartition(n, <key columns>)) and restart from the checkpoint; if "
-            "the decided layout cannot be reproduced, the lost records (the source offsets of this batch "
-            "are in the checkpoint's offsets/<batch id>) must be restored by hand before starting anew.")
+        raise ReplayMismatchError.of_batch(batch_id, rewrite, sum(previous.records_of(p) for p in rewrite),
+                                           len(handles), previous.num_partitions, counts)
 
     def _end(self, record: BatchRecord) -> BatchRecord:
-        pending = [h for h in record.handles if record.status.get(h.sink_partition) == PENDING]
+        """Steps 4-6 for the pending handles of a decided batch."""
+        pending = record.handles_with(PENDING)
         t0 = time.monotonic()
-        if self.faults.point == "between_end_txns" and len(pending) > 1:
-            self.committer.commit(pending[:1])
-            self.faults.hit("between_end_txns", record.batch_id)
+        self.hooks.reached(Step.COMMITTING, record.batch_id)
         outcomes = self.committer.commit(pending)                                    # step 4
         commit_ms = round((time.monotonic() - t0) * 1000, 1)
         base, record = record, record.with_status(outcomes)
@@ -153,14 +178,7 @@ class TwoPhaseCommitProtocol:
         if lost:                                                                     # step 5
             self.log.append(record, base)
             records = sum(h.records for h in record.handles if h.sink_partition in lost)
-            raise TransactionLostError(
-                f"batch {record.batch_id}: the broker aborted the transactions of sink partitions "
-                f"{sorted(lost)} ({records} records) before they were committed: transaction.timeout.ms "
-                f"({self.config.transaction_timeout_ms} ms) elapsed, the ids expired, or another writer of the "
-                "ids fenced them (a straggling task attempt, a second run of the query). Nothing is lost for "
-                "good: restart the query from its checkpoint; it replays this batch and re-writes exactly "
-                "those partitions. If the timeout elapsed, raise transaction.timeout.ms (within the broker's "
-                "transaction.max.timeout.ms).")
+            raise TransactionLostError.of_batch(record.batch_id, sorted(lost), records, self.transaction_timeout_ms)
         metrics = {"records": float(sum(h.records for h in record.handles)),
                    "transactions": float(len(pending)), "commit_ms": commit_ms,
                    "precommit_max_ms": max((h.precommit_ms for h in record.handles), default=0.0)}

@@ -3,7 +3,8 @@
 Records are create-only (``LogStore.create``): every new state of batch N is a new file
 ``<N>.<seq>.json`` with ``seq`` one above the record its writer last read or wrote; a create
 that finds the name taken means another run wrote a state of that batch meanwhile, and raises
-``SinkLogConflictError`` instead of proceeding. The newest ``seq`` of a batch is its state:
+``SinkLogConflictError`` instead of proceeding. The newest ``seq`` of a batch is its state
+(a ``CommitState``, persisted by its value):
     decided    -> every handle of the batch is recorded; from now on the batch WILL be
                   committed (by this run or by recovery), never re-written blindly;
     committed  -> every handle's EndTxn succeeded.
@@ -11,7 +12,8 @@ Per sink partition the record says ``pending``, ``committed`` or ``lost`` (the b
 the transaction before we could commit it; that partition's data must be written again).
 ``_meta.json`` (create-only too) pins the format version, the transactional-id prefix and the
 query id of the checkpoint the log belongs to (Spark's ``<checkpoint>/metadata``).
-``SinkLogReader`` reads a log and creates nothing (executors, progress lines, validation).
+``SinkLogReader`` reads a log through a ``LogReader`` and creates nothing (executors, progress
+lines, validation); only ``SinkLog`` (the driver's writer) creates the location and ``_meta.json``.
 """
 from __future__ import annotations
 
@@ -22,14 +24,15 @@ from typing import Mapping
 
 from kafka_eos.txn.errors import SinkLogConflictError, SinkLogError
 from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.log_store import LogStore
+from kafka_eos.txn.log_store import LogReader, LogStore
+from kafka_eos.txn.states import CommitState
 
 LOG_FORMAT = 2
 LOG_DIR = "kafka-eos-sink"
 META = "_meta.json"
 KEEP_BATCHES = 100
-DECIDED, COMMITTED = "decided", "committed"
-PENDING, PART_COMMITTED, LOST = "pending", "committed", "lost"
+DECIDED, COMMITTED = CommitState.DECIDED, CommitState.COMMITTED  # batch states
+PENDING, PART_COMMITTED, LOST = CommitState.PENDING, CommitState.COMMITTED, CommitState.LOST  # per partition
 _RECORD = re.compile(r"^(\d+)\.(\d+)\.json$")
 
 
@@ -55,14 +58,18 @@ def record_name(batch_id: int, seq: int) -> str:
 @dataclass(frozen=True)
 class BatchRecord:
     batch_id: int
-    state: str
+    state: CommitState  # DECIDED | COMMITTED
     num_partitions: int
     handles: tuple[TxnHandle, ...]
-    status: dict[int, str] = field(default_factory=dict)  # sink partition -> pending|committed|lost
+    status: dict[int, CommitState] = field(default_factory=dict)  # sink partition -> PENDING|COMMITTED|LOST
     metrics: dict[str, float] = field(default_factory=dict)
     seq: int = 0  # position among the batch's create-only records (set by ``SinkLog.append``)
 
-    def partitions_with(self, status: str) -> set[int]:
+    def __post_init__(self) -> None:  # plain strings of a caller or a log file become CommitState
+        object.__setattr__(self, "state", CommitState(self.state))
+        object.__setattr__(self, "status", {p: CommitState(s) for p, s in self.status.items()})
+
+    def partitions_with(self, status: CommitState) -> set[int]:
         return {p for p, s in self.status.items() if s == status}
 
     def durable_partitions(self) -> set[int]:
@@ -75,7 +82,10 @@ class BatchRecord:
         """Records the decision logged for one sink partition (0 when it had none)."""
         return sum(h.records for h in self.handles if h.sink_partition == sink_partition)
 
-    def with_status(self, updates: dict[int, str], state: str | None = None) -> "BatchRecord":
+    def handles_with(self, status: CommitState) -> list[TxnHandle]:
+        return [h for h in self.handles if self.status.get(h.sink_partition) == status]
+
+    def with_status(self, updates: dict[int, CommitState], state: CommitState | None = None) -> "BatchRecord":
         return replace(self, status={**self.status, **updates}, state=state or self.state)
 
     def to_json(self) -> str:
@@ -91,17 +101,21 @@ class BatchRecord:
         if data.get("v") != LOG_FORMAT:
             raise SinkLogError(f"{source}: sink log format {data.get('v')!r} is not {LOG_FORMAT}; "
                                "this kafka-eos build cannot recover it (use the build that wrote it)")
-        return cls(batch_id=data["batch"], state=data["state"], num_partitions=data["num_partitions"],
+        try:
+            state = CommitState(data["state"])
+            status = {int(k): CommitState(v) for k, v in data["status"].items()}
+        except ValueError as unknown:  # a state this build does not know
+            raise SinkLogError(f"{source}: {unknown}; this kafka-eos build cannot recover it") from None
+        return cls(batch_id=data["batch"], state=state, num_partitions=data["num_partitions"],
                    handles=tuple(TxnHandle.from_dict(h) for h in data["handles"]),
-                   status={int(k): v for k, v in data["status"].items()}, metrics=data.get("metrics", {}),
-                   seq=data["seq"])
+                   status=status, metrics=data.get("metrics", {}), seq=data["seq"])
 
 
 class SinkLogReader:
     """Reads a sink log; creates nothing (a missing location reads as an empty log)."""
 
     def __init__(self, location: str) -> None:
-        self.store = LogStore(location, create=False)
+        self.store: LogReader = LogReader(location)
 
     def meta(self) -> dict | None:
         text = self.store.read(META)
@@ -142,7 +156,7 @@ class SinkLog(SinkLogReader):
     """Batch records of one sink, written by the driver of the one live query of its checkpoint."""
 
     def __init__(self, location: str, prefix: str, query_id: str | None = None) -> None:
-        self.store = LogStore(location)
+        self.store: LogStore = LogStore(location)
         self._check_meta(prefix, query_id)
 
     def _check_meta(self, prefix: str, query_id: str | None) -> None:
@@ -181,10 +195,7 @@ class SinkLog(SinkLogReader):
         try:
             self.store.create(name, record.to_json())
         except FileExistsError:
-            raise SinkLogConflictError(
-                f"{self.store.location}/{name} already exists: another run of this query (same checkpoint "
-                f"and sink log) wrote batch {record.batch_id} meanwhile and took over. This run stops "
-                "without touching it; run one query per checkpoint at a time.") from None
+            raise SinkLogConflictError.of_record(f"{self.store.location}/{name}", record.batch_id) from None
         return record
 
     def prune(self, keep: int = KEEP_BATCHES) -> None:

@@ -1,15 +1,18 @@
 """KafkaEosStreamWriter: the Spark face of the two-phase-commit sink.
 
 Spark's contract (pyspark 4.x Python data sources): ``streamWriter()`` builds a writer on the
-driver for every micro-batch, pickles it into the batch's tasks, and builds a *fresh* one for
-``commit``/``abort``. So:
+driver for every micro-batch and pickles it into the batch's tasks; for ``commit``/``abort`` it
+builds a *fresh* writer that is never pickled. So:
 - ``__init__`` runs recovery (finishing a decided batch; idempotent) before the batch's tasks
   exist, and carries the ReplayPlan to them; it pins the sink log to the checkpoint's query id
   (Spark's ``<checkpointLocation>/metadata``; with the ``checkpointLocation`` option only), so a
   sink log of another checkpoint is refused before anything is written;
-- the first ``__init__`` of the *write planning* path in a driver process (not the fresh one
-  Spark builds for commit/abort, whose batch has pre-committed transactions open) also aborts
-  lingering transactions under the prefix, once per sink log (query start);
+- one ``TwoPhaseCommitProtocol`` per (query id, sink log) and driver process serves every writer
+  of that query in the process (it stays on the driver: it is not pickled);
+- pickling the writer for the tasks (on the driver, after recovery, before any task of the batch
+  starts; never done to the fresh commit/abort writer, whose batch has pre-committed transactions
+  open) is the moment of the query-start cleanup of lingering transactions under the prefix, once
+  per (query id, sink log) and process;
 - ``write`` (executors) pre-commits one transaction per task and returns its handle; a task
   whose sink partition is durable writes nothing but counts its rows (the replay check);
 - ``commit`` works from the handles alone (``TwoPhaseCommitProtocol.commit_batch``).
@@ -28,32 +31,34 @@ from pyspark.sql.types import StructType
 
 from kafka_eos.connectors.sink.options import batch_log, fault_plan, sink_config
 from kafka_eos.connectors.sink.startup_checks import check_schema, check_speculation, check_timeouts
+from kafka_eos.txn.fault_injection import task_input
+from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.faults import paused_before_first
 from kafka_eos.txn.kafka_writer import DecisionGuard, KafkaWriter
-from kafka_eos.txn.log_store import LogStore
+from kafka_eos.txn.log_store import LogReader
 from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
+from kafka_eos.txn.sink_config import SinkConfig
 
-_PLANNING_MODULE = "write_into_data_source.py"  # pyspark's worker that builds the writer for the tasks
-_started: set[str] = set()  # sink logs whose query-start cleanup ran in this process
+_Query = tuple[str | None, str]  # (query id of the checkpoint, sink log location)
+_protocols: dict[_Query, tuple[SinkConfig, FaultPlan, TwoPhaseCommitProtocol]] = {}
+_started: set[_Query] = set()  # queries whose query-start cleanup ran in this process
 
 
 def checkpoint_query_id(options: dict) -> str | None:
     """The query id Spark keeps in ``<checkpointLocation>/metadata`` ({"id": ...}), if any."""
     location = {k.lower(): v for k, v in options.items()}.get("checkpointlocation")
-    text = LogStore(str(location), create=False).read("metadata") if location else None
+    text = LogReader(str(location)).read("metadata") if location else None
     return json.loads(text.splitlines()[0]).get("id") if text else None
 
 
-def _query_start(log_location: str) -> bool:
-    """True once per process and sink log, and only when Spark is planning the tasks' writer."""
-    frame = sys._getframe(1)
-    while frame is not None and not frame.f_code.co_filename.endswith(_PLANNING_MODULE):
-        frame = frame.f_back
-    if frame is None or log_location in _started:
-        return False
-    _started.add(log_location)
-    return True
+def driver_protocol(config: SinkConfig, faults: FaultPlan, query_id: str | None) -> TwoPhaseCommitProtocol:
+    """The protocol of (query id, sink log) in this driver process, built once (again only if the
+    sink's settings changed, e.g. a restarted query with other options in a long-lived process)."""
+    key = (query_id, config.log_location)
+    cached = _protocols.get(key)
+    if cached is None or cached[:2] != (config, faults):
+        cached = _protocols[key] = (config, faults, TwoPhaseCommitProtocol.from_config(config, query_id, faults))
+    return cached[2]
 
 
 def _log_to_stderr(batches: bool) -> None:
@@ -82,8 +87,19 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
         check_schema(schema, self.config)
         check_timeouts(self.config)
         self.query_id = checkpoint_query_id(options)
-        protocol = TwoPhaseCommitProtocol(self.config, self.faults, self.query_id)
-        self.plan = protocol.recover(query_start=_query_start(self.config.log_location))
+        self._protocol = driver_protocol(self.config, self.faults, self.query_id)
+        self.plan = self._protocol.recover()
+        self._task_input = task_input(self.faults)
+
+    def __getstate__(self) -> dict:
+        """Spark pickles this writer for the batch's tasks: recovery is done and no task of the batch
+        has started, so lingering transactions under the prefix are aborted here, once per query and
+        process. The protocol stays on the driver."""
+        protocol, query = self.__dict__.get("_protocol"), (self.query_id, self.config.log_location)
+        if protocol is not None and query not in _started:  # only a writer built on the driver has one
+            _started.add(query)
+            protocol.abort_lingering()
+        return {k: v for k, v in self.__dict__.items() if k != "_protocol"}
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
         context = TaskContext.get()
@@ -95,19 +111,12 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
         check_speculation(context.getLocalProperty("spark.speculation"))
         writer = KafkaWriter(self.config, batch_id, sink_partition, attempt=context.attemptNumber(),
                              decided=DecisionGuard(self.config.log_location, planned_after=self.plan.batch_id))
-        rows = paused_before_first(self._with_faults(iterator, batch_id), self.faults, "task_start", batch_id)
-        return SinkCommitMessage(writer.write(rows).to_dict())
-
-    def _with_faults(self, iterator: Iterator[pa.RecordBatch], batch_id: int) -> Iterator[pa.RecordBatch]:
-        for index, batch in enumerate(iterator):
-            yield batch
-            if index == 0:
-                self.faults.hit("task_write", batch_id)
+        return SinkCommitMessage(writer.write(self._task_input(iterator, batch_id)).to_dict())
 
     def commit(self, messages: list, batchId: int) -> None:
         handles = [TxnHandle.from_dict(m.handle) for m in messages]
-        TwoPhaseCommitProtocol(self.config, self.faults, self.query_id).commit_batch(batchId, handles)
+        self._protocol.commit_batch(batchId, handles)
 
     def abort(self, messages: list, batchId: int) -> None:
         handles = [TxnHandle.from_dict(m.handle) for m in messages if m is not None]
-        TwoPhaseCommitProtocol(self.config, self.faults, self.query_id).abort_batch(handles)
+        self._protocol.abort_batch(handles)
