@@ -20,7 +20,6 @@ from kafka_eos.txn.errors import SinkLogConflictError, SinkLogError
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.log_store import LogStore, pyarrow_uri
 from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
-from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_log import DECIDED, BatchRecord, SinkLog, SinkLogReader
 
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
@@ -112,15 +111,18 @@ class Committer:
         return {}
 
 
+class NoAborter:
+    def abort_lingering(self, keep=frozenset()):
+        return []
+
+
 def test_a_driver_killed_after_its_decision_is_recovered_from_s3(location):
     child = subprocess.run([sys.executable, "-c", _DECIDE_THEN_DIE, location], env={**os.environ}, timeout=120)
     assert child.returncode == -signal.SIGKILL
     assert SinkLogReader(location).get(5).state == DECIDED
-    config = SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
-                        log_location=location)
-    protocol = TwoPhaseCommitProtocol(config, query_id="query-1")
-    protocol.committer = Committer()
+    committer = Committer()
+    protocol = TwoPhaseCommitProtocol(SinkLog(location, "p", "query-1"), committer, NoAborter())
     plan = protocol.recover()
-    assert protocol.committer.committed == [0, 1, 2] and all(plan.skip(5, k) for k in range(3))
+    assert committer.committed == [0, 1, 2] and all(plan.skip(5, k) for k in range(3))
     record = SinkLogReader(location).get(5)
     assert record.state == "committed" and record.seq == 1

@@ -5,7 +5,7 @@
     <checkpoint>/metadata          {"id": <query id>}
 
 Invariants:
-- Reads only, through ``LogStore(create=False)``: looking at a checkpoint, local or remote,
+- Reads only, through ``LogReader``: looking at a checkpoint, local or remote,
   creates nothing; a missing checkpoint reads as empty (no batches, no query id).
 - Batches are the file names that are whole numbers, in numeric order (10 is newer than 9).
 - An offset-log entry is only taken as one when it starts with a version line (``v…``); a
@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_eos.txn.log_store import LogStore
+from kafka_eos.txn.log_store import LogReader
 
 _BATCH = re.compile(r"[0-9]+")
 
@@ -56,8 +56,8 @@ class CheckpointReader:
     def __init__(self, location: str) -> None:
         self.location = location.rstrip("/")
 
-    def _store(self, name: str) -> LogStore:
-        return LogStore(f"{self.location}/{name}", create=False)
+    def _store(self, name: str) -> LogReader:
+        return LogReader(f"{self.location}/{name}")
 
     def _batches(self, log: str) -> list[int]:
         return sorted(int(name) for name in self._store(log).names() if _BATCH.fullmatch(name))
@@ -84,5 +84,5 @@ class CheckpointReader:
 
     def query_id(self) -> str | None:
         """The query id Spark keeps in ``metadata``, if any."""
-        text = LogStore(self.location, create=False).read("metadata")
+        text = LogReader(self.location).read("metadata")
         return json.loads(text.splitlines()[0]).get("id") if text else None

@@ -19,7 +19,6 @@ builds a *fresh* writer that is never pickled. So:
 """
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from typing import Iterator
@@ -29,13 +28,13 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.sink.options import batch_log, fault_plan, sink_config
 from kafka_eos.connectors.sink.startup_checks import check_schema, check_speculation, check_timeouts
 from kafka_eos.txn.fault_injection import task_input
 from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.kafka_writer import DecisionGuard, KafkaWriter
-from kafka_eos.txn.log_store import LogReader
 from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 from kafka_eos.txn.sink_config import SinkConfig
 
@@ -47,8 +46,7 @@ _started: set[_Query] = set()  # queries whose query-start cleanup ran in this p
 def checkpoint_query_id(options: dict) -> str | None:
     """The query id Spark keeps in ``<checkpointLocation>/metadata`` ({"id": ...}), if any."""
     location = {k.lower(): v for k, v in options.items()}.get("checkpointlocation")
-    text = LogReader(str(location)).read("metadata") if location else None
-    return json.loads(text.splitlines()[0]).get("id") if text else None
+    return CheckpointReader(str(location)).query_id() if location else None
 
 
 def driver_protocol(config: SinkConfig, faults: FaultPlan, query_id: str | None) -> TwoPhaseCommitProtocol:
