@@ -21,7 +21,7 @@ from kafka_eos.connectors.source.options import SourceOptionError, parse_source_
 from kafka_eos.secrets import (KNOWN_SECRET_KEYS, PUBLIC_KEYS, SECRET_MARKERS, Secret, is_secret_env_var,
                                is_secret_key, redacted, spark_redaction_conf)
 from kafka_eos.txn.errors import SinkConfigError
-from tests.test_config_support import ORDER_SCHEMA, load, valid, write
+from tests.factories import ORDER_SCHEMA, load, valid, write
 
 # every known setting, and one made-up setting per marker (``x.password``, ``x.ssl.key.pem``, ...)
 SECRET_KEYS = sorted(set(KNOWN_SECRET_KEYS) | {f"x.{marker}" for marker in SECRET_MARKERS})

@@ -10,7 +10,7 @@ import sys
 from kafka_eos.config.model import Secret
 from kafka_eos.config.redact import RedactingFilter, Redactor
 from kafka_eos.connectors.cli import main
-from tests.test_config_support import load, valid, write
+from tests.factories import load, valid, write
 
 
 def test_secret_hides_its_value_in_every_text_form():

@@ -6,7 +6,7 @@ import json
 from kafka_eos.connectors.pipeline.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.connectors.source.options import parse_source_options
-from tests.test_config_support import load, valid
+from tests.factories import load, valid
 
 
 def cfg_of(tmp_path, change=lambda d: None):

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from kafka_eos.connectors.cli import build_parser, main
-from tests.test_config_support import valid, write
+from tests.factories import valid, write
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "config" / "pipelines").glob("*.yaml"))
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "config" / "pipelines").glob("*.yaml"))
 
 
 def test_parser_keeps_the_existing_commands():

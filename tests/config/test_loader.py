@@ -7,7 +7,7 @@ import pytest
 
 from kafka_eos.config.loader import load_file, load_text
 from kafka_eos.config.model import DataFormat, Guarantee, OnDecodeError, Secret
-from tests.test_config_support import ORDER_SCHEMA, load, paths, valid, write
+from tests.factories import ORDER_SCHEMA, load, paths, valid, write
 
 
 def test_valid_file_builds_the_frozen_model(tmp_path):
@@ -149,7 +149,7 @@ def test_client_settings_keep_yaml_booleans_lowercase(tmp_path):
 def test_readme_documents_every_key_the_loader_reads():
     from pathlib import Path
     import re
-    root = Path(__file__).resolve().parents[1] / "config"
+    root = Path(__file__).resolve().parents[2] / "config"
     keys = set(re.findall(r'\b(?:s|top)\.(?:str|int|bool|raw|choice|str_list|mapping|section|optional_section|'
                           r'duration_ms)\("(\w+)"', (root / "loader.py").read_text()))
     assert {"transactional_id_prefix", "on_decode_error", "basic_auth_user_info", "watermark"} <= keys

@@ -14,7 +14,7 @@ from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError
 from kafka_eos.connectors.pipeline.progress import format_line, records_read, sink_log_location
 from kafka_eos.connectors.pipeline.runner import error_summary
 from kafka_eos.connectors.pipeline.submit import build_zip, submit_command
-from tests.test_config_support import load, valid
+from tests.factories import load, valid
 
 OFFSETS_HEAD = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n'
 
@@ -185,7 +185,7 @@ def test_progress_reads_the_sink_log_and_creates_nothing(tmp_path):
 def test_every_validating_entry_reports_what_the_connectors_refuse(tmp_path, capsys):
     from kafka_eos.connectors.cli import main
     from kafka_eos.connectors.pipeline import entry
-    from tests.test_config_support import write
+    from tests.factories import write
     data = valid(tmp_path)
     data["source"]["kafka"]["properties"] = {"auto.offset.reset": "earliest"}
     for side in ("source", "sink"):

@@ -12,7 +12,7 @@ from kafka_eos.config.loader import load_text
 from kafka_eos.config.rules import Context, check
 from kafka_eos.config.rules_safety import across_pipelines
 from kafka_eos.txn.sink_log import location_for
-from tests.test_config_support import load, paths, problems, valid
+from tests.factories import load, paths, problems, valid
 
 
 def mutate(tmp_path, change):

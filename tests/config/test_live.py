@@ -45,7 +45,7 @@ def test_broker_failures_map_to_unreachable_violations(monkeypatch, error, messa
 
 
 def test_the_live_context_carries_the_brokers_maximum(monkeypatch, tmp_path):
-    from tests.test_config_support import load, valid
+    from tests.factories import load, valid
     asked = []
     monkeypatch.setattr(broker_configs, "transaction_max_timeout_ms",
                         lambda conf, timeout_s: asked.append(conf["bootstrap.servers"]) or 600_000)
