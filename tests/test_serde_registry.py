@@ -117,3 +117,13 @@ def test_a_registry_that_fails_otherwise_fails_the_batch_not_the_record(monkeypa
     monkeypatch.setattr(registry_module, "_client", lambda registry: client)
     with pytest.raises(WriterSchemaUnavailable, match="schema id 5: the schema registry at http://registry:8081 failed"):
         _wire_decoder().decode(pa.array([frame(5, avro({"amount": 1}))]))
+
+
+def test_credentials_in_the_url_never_reach_a_records_error(monkeypatch):
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+    client = FailingClient(SchemaRegistryError(404, 40403, "No content with ID '77' was found."))
+    monkeypatch.setattr(registry_module, "_client", lambda registry: client)
+    schemas = registry_module.RegistrySchemas(Registry(url="http://bob:hunter2@registry:8081"))
+    with pytest.raises(LookupError) as error:
+        schemas(77)
+    assert "hunter2" not in str(error.value) and "http://***@registry:8081" in str(error.value)

@@ -91,14 +91,19 @@ class LocalRegistry:
             "quarkus.http.access-log.enabled": "false",
             "quarkus.oidc.tenant-enabled": "false",
         }
-        if self.settings.users:
-            props.update({"quarkus.http.auth.basic": "true",
-                          "quarkus.security.users.embedded.enabled": "true",
-                          "quarkus.security.users.embedded.plain-text": "true"})
-            for user, password in self.settings.users:
-                props[f"quarkus.security.users.embedded.users.{user}"] = password
-                props[f"quarkus.security.users.embedded.roles.{user}"] = "sr-admin"
+        for user in self.settings.users:
+            props.update(self.auth_properties(user))
         return props
+
+    @staticmethod
+    def auth_properties(user: tuple[str, str]) -> dict[str, str]:
+        """Settings requiring HTTP basic auth, with ``user`` (name, password) as an admin."""
+        name, password = user
+        return {"quarkus.http.auth.basic": "true",
+                "quarkus.security.users.embedded.enabled": "true",
+                "quarkus.security.users.embedded.plain-text": "true",
+                f"quarkus.security.users.embedded.users.{name}": password,
+                f"quarkus.security.users.embedded.roles.{name}": "sr-admin"}
 
     def wait_ready(self, timeout_s: float) -> None:
         """Wait until the ccompat API answers (401 counts: it is up and checking credentials)."""

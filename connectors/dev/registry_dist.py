@@ -76,6 +76,7 @@ def download(version: str, home: Path) -> dict[str, float]:
         expected = _fetch_text(url + ".sha1").split()[0].strip().lower()
         digest = _fetch_file(url, tarball)
     except OSError as exc:
+        tarball.unlink(missing_ok=True)
         shutil.rmtree(home, ignore_errors=True)
         raise BrokerEnvironmentError(
             f"could not download Apicurio Registry {version} from {url} ({exc}). Check access to Maven "
