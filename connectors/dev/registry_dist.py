@@ -54,9 +54,11 @@ def registry_home(version: str | None = None) -> Path:
 
 
 def runner_jar(home: Path) -> Path:
-    jars = sorted(home.glob("*-runner.jar"))
+    """The jar to ``java -jar``: ``*-runner.jar`` (3.0.x, legacy layout) or ``quarkus-run.jar`` (fast-jar)."""
+    jars = sorted(home.glob("*-runner.jar")) or sorted(home.glob("quarkus-run.jar"))
     if not jars:
-        raise BrokerEnvironmentError(f"{home} holds no *-runner.jar; delete it to download again")
+        raise BrokerEnvironmentError(f"{home} holds neither *-runner.jar nor quarkus-run.jar: "
+                                     "not an Apicurio Registry app distribution")
     return jars[0]
 
 
