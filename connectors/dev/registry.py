@@ -8,10 +8,12 @@ Invariants:
 - With ``users`` set, every API call needs HTTP basic auth of one of them (Quarkus embedded
   users, role sr-admin); without, the registry is open.
 - The process runs in its own session (so ``os.killpg`` stops it all); its output goes to
-  ``<workdir>/registry.log``, which ``log_tail()`` shows.
+  ``<workdir>/registry.log``, which ``log_tail()`` shows. Leaving the context manager removes
+  the workdir when it was a temporary one (not given in the settings).
 """
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -143,3 +145,5 @@ class LocalRegistry:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+        if self.settings.workdir is None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
