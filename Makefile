@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 	$(BIN)/python -c "from kafka_eos.connectors.dev.java_env import java_binary, broker_classpath; java_binary(); broker_classpath()"
+	$(BIN)/python -c "from kafka_eos.connectors.dev.registry_dist import registry_home; registry_home()"
 
 run: setup
 	$(BIN)/kafka-eos demo

@@ -19,6 +19,18 @@ def _dev_kafka(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dev_registry(args: argparse.Namespace) -> int:
+    from kafka_eos.connectors.dev import registry_background
+    if args.action == "up":
+        print(f"url={registry_background.up()}")
+    elif args.action == "down":
+        print("registry: stopped" if registry_background.down() else "registry: nothing running")
+    else:
+        url = registry_background.running_url()
+        print(f"url={url}" if url else "registry: not running")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from kafka_eos.connectors.demo import demo
     return demo(args.records, poison=args.poison)
@@ -123,6 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
     kafka.add_argument("--nodes", type=int, default=1, choices=[1, 3])
     kafka.add_argument("--transaction-max-timeout-ms", type=int, default=900_000)
     kafka.set_defaults(func=_dev_kafka)
+    registry = dev.add_parser("registry", help="a local schema registry (Apicurio, Confluent-compatible API; "
+                              "no Docker)")
+    registry.add_argument("action", choices=["up", "down", "status"])
+    registry.set_defaults(func=_dev_registry)
     return parser
 
 

@@ -37,3 +37,11 @@ def spark():
     session = local_session()
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def schema_registry():
+    """One real schema registry for the session (see providers.registry_from_environment)."""
+    from integration_tests.providers import registry_from_environment
+    with registry_from_environment() as registry:
+        yield registry

@@ -1,4 +1,4 @@
-"""Where the integration suite gets its Kafka broker: one fixture, three providers.
+"""Where the integration suite gets its Kafka broker (and schema registry): one fixture each, three providers.
 
 1. ``KAFKA_BOOTSTRAP_SERVERS`` set -> that external cluster, used as is.
 2. a Docker engine answers          -> testcontainers' Kafka container (apache/kafka 4.x, KRaft).
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
+from kafka_eos.connectors.dev.registry import LocalRegistry
 
 KAFKA_IMAGE = os.environ.get("KAFKA_EOS_KAFKA_IMAGE", "apache/kafka:4.2.1")
 
@@ -75,3 +76,92 @@ def broker_from_environment() -> Iterator[Broker]:
     else:
         with local_broker() as broker:
             yield broker
+
+
+# ---- the schema registry: the same three providers ----
+#
+# 1. ``SCHEMA_REGISTRY_URL`` set -> that registry (``SCHEMA_REGISTRY_AUTH`` = its user:password, if any).
+# 2. a Docker engine answers      -> testcontainers' Apicurio Registry container.
+# 3. otherwise                     -> the local Apicurio tarball (kafka_eos.connectors.dev.registry).
+# ``KAFKA_EOS_REGISTRY=external|docker|local`` forces one. The docker and local registries require
+# HTTP basic auth of a user made up for the session, so every test goes through real credentials.
+
+APICURIO_IMAGE = os.environ.get("KAFKA_EOS_APICURIO_IMAGE", "apicurio/apicurio-registry:3.0.9")
+
+
+@dataclass
+class SchemaRegistry:
+    url: str                      # the Confluent-compatible API
+    provider: str
+    user_info: str | None = None  # user:password, None when the registry needs none
+    local: LocalRegistry | None = None
+
+    def log_tail(self) -> str:
+        return self.local.log_tail() if self.local else f"(no registry log: {self.provider} provider)"
+
+
+def choose_registry_provider() -> str:
+    forced = os.environ.get("KAFKA_EOS_REGISTRY")
+    if forced:
+        return forced
+    if os.environ.get("SCHEMA_REGISTRY_URL"):
+        return "external"
+    return "docker" if docker_unavailable_reason() is None else "local"
+
+
+def _session_user() -> tuple[str, str]:
+    import secrets
+    return "kafkaeos", f"pw{secrets.token_hex(12)}"  # Quarkus env-var names: no dots or dashes
+
+
+@contextmanager
+def docker_registry(user: tuple[str, str]) -> Iterator[SchemaRegistry]:
+    from testcontainers.core.container import DockerContainer
+    from kafka_eos.connectors.dev.registry import CCOMPAT
+    container = DockerContainer(APICURIO_IMAGE).with_exposed_ports(8080)
+    # the same settings as the local registry, as environment variables (Quarkus maps them)
+    for key, value in LocalRegistry.auth_properties(user).items():
+        container.with_env(key.upper().replace(".", "_").replace("-", "_"), value)
+    with container:
+        url = f"http://{container.get_container_host_ip()}:{container.get_exposed_port(8080)}{CCOMPAT}"
+        _wait_http(url + "/subjects")
+        yield SchemaRegistry(url, "docker", ":".join(user))
+
+
+def _wait_http(url: str, timeout_s: float = 120.0) -> None:
+    import time
+    import urllib.error
+    import urllib.request
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            return
+        except urllib.error.HTTPError as exc:
+            if exc.code == 401:
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"{url} did not answer in {timeout_s:.0f}s")
+
+
+@contextmanager
+def local_registry(user: tuple[str, str]) -> Iterator[SchemaRegistry]:
+    from kafka_eos.connectors.dev.registry import RegistrySettings
+    with LocalRegistry(RegistrySettings(users=(user,))) as registry:
+        yield SchemaRegistry(registry.url, "local", ":".join(user), registry)
+
+
+@contextmanager
+def registry_from_environment() -> Iterator[SchemaRegistry]:
+    provider = choose_registry_provider()
+    if provider == "external":
+        yield SchemaRegistry(os.environ["SCHEMA_REGISTRY_URL"], "external",
+                             os.environ.get("SCHEMA_REGISTRY_AUTH") or None)
+    elif provider == "docker":
+        with docker_registry(_session_user()) as registry:
+            yield registry
+    else:
+        with local_registry(_session_user()) as registry:
+            yield registry

@@ -6,7 +6,10 @@ Invariants:
   registry lookup cached per process, or a dict in tests); the configured schema is the reader
   schema, so Avro schema resolution handles evolution.
 - A value must be consumed exactly: trailing bytes mean the wrong schema and are an error.
-- A null value (tombstone) decodes to null; a failing value gives an error for its row only.
+- A null value (tombstone) decodes to null; a failing value gives an error for its row only,
+  an id the registry does not know included (``UnknownSchemaId``). A lookup that fails for
+  another reason (``WriterSchemaUnavailable``: registry unreachable, credentials refused) says
+  nothing about the record, so it is raised and fails the batch.
 """
 from __future__ import annotations
 
@@ -16,10 +19,19 @@ from typing import Any, Callable
 import fastavro
 import pyarrow as pa
 
+from kafka_eos import KafkaEosError
 from kafka_eos.serde.arrow_types import RowDecodeError, arrow_type, coercer, decode_rows, parse_schema
 from kafka_eos.serde.wire_format import frame, unframe
 
 WriterSchemas = Callable[[int], Any]
+
+
+class UnknownSchemaId(KafkaEosError, LookupError):
+    """The registry has no schema of a record's id: that record's decode error."""
+
+
+class WriterSchemaUnavailable(KafkaEosError, RuntimeError):
+    """A writer schema could not be looked up for a reason that is not the record's."""
 Decoded = tuple[pa.Array, list]
 
 
@@ -53,6 +65,10 @@ class AvroDecoder:
         try:
             writer, body = self._writer_and_body(item)
             return _read_one(body, writer, self.reader)
+        except WriterSchemaUnavailable:
+            raise
+        except UnknownSchemaId as exc:
+            raise RowDecodeError(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - any failure to read bytes is this row's decode error
             raise RowDecodeError(f"invalid Avro: {type(exc).__name__}: {exc}") from None
 

@@ -6,19 +6,31 @@ Invariants:
 - The driver resolves what must be fixed for a query's life (the reader schema: the subject's
   latest version; the writer id: the configured schema registered under the subject) and ships
   the results, so executors only look up writer schemas by id.
+- An id the registry answers 404 for is ``UnknownSchemaId`` (the record's fault); any other
+  failed lookup is ``WriterSchemaUnavailable`` (fails the batch). Messages name the URL with
+  any ``user:password@`` masked: they end up in DLQ headers, which no log redaction sees.
 """
 from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Any
 
+from kafka_eos.serde.avro_serde import UnknownSchemaId, WriterSchemaUnavailable
 from kafka_eos.serde.formats import Registry
 from kafka_eos.serde.arrow_types import parse_schema
 
 
 MISSING_EXTRA = ("the schema registry client of confluent-kafka needs its extra packages (authlib, httpx, "
                  "cachetools, attrs): pip install 'confluent-kafka[schemaregistry]'")
+
+
+_USERINFO = re.compile(r"(://)[^/@\s]+@")
+
+
+def _masked(text: str) -> str:
+    return _USERINFO.sub(r"\1***@", text)
 
 
 def _registry_module():
@@ -46,7 +58,14 @@ class RegistrySchemas:
         self._by_id = functools.lru_cache(maxsize=256)(self._fetch)
 
     def _fetch(self, schema_id: int) -> Any:
-        schema = _client(self.registry).get_schema(schema_id)
+        try:
+            schema = _client(self.registry).get_schema(schema_id)
+        except Exception as exc:  # noqa: BLE001 - sorted into the record's fault or the registry's
+            if getattr(exc, "http_status_code", None) == 404:
+                raise UnknownSchemaId(_masked(f"unknown schema id {schema_id}: not in the schema registry at "
+                                              f"{self.registry.url} ({exc})")) from None
+            raise WriterSchemaUnavailable(_masked(f"schema id {schema_id}: the schema registry at "
+                                                  f"{self.registry.url} failed: {type(exc).__name__}: {exc}")) from None
         if schema.schema_type not in (None, "AVRO"):
             raise ValueError(f"schema id {schema_id} is a {schema.schema_type} schema, not Avro")
         return parse_schema(schema.schema_str)

@@ -5,6 +5,9 @@ Invariants:
   per-version cache directory outside the repository (``$KAFKA_EOS_CACHE``, default
   ``~/.cache/kafka-eos``); ``$KAFKA_EOS_MAVEN_ARGS`` adds Maven flags (mirrors, offline); a ``.complete`` marker is written only after a full copy, so an
   interrupted download is retried, never half-used.
+- ``find_java(major)`` looks for a JDK of at least that major version beyond the default one
+  (``JAVA_HOME``, ``PATH``, ``update-alternatives``, the usual JDK folders) and returns the
+  first that qualifies, in that order; no JDK path is assumed.
 - Every failure raises ``BrokerEnvironmentError`` with a message that says what to do.
 """
 from __future__ import annotations
@@ -35,6 +38,19 @@ def kafka_version() -> str:
     return match.group(1)
 
 
+def java_major(java: str) -> int:
+    """The major version of a java executable (8 for "1.8.0_x"), 0 when it does not answer."""
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    major = int(match.group(1)) if match else 0
+    if major == 1 and match and match.group(2):
+        major = int(match.group(2))
+    return major
+
+
 def java_binary() -> str:
     """Return the java executable, checking it is at least Java 17 (Kafka 4 brokers need it)."""
     home = os.environ.get("JAVA_HOME")
@@ -43,16 +59,50 @@ def java_binary() -> str:
         raise BrokerEnvironmentError(
             "Java not found: the local Kafka broker needs Java 17+. Install a JDK "
             "(e.g. `apt-get install openjdk-17-jdk-headless`) or set JAVA_HOME.")
-    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
-    major = int(match.group(1)) if match else 0
-    if major == 1 and match and match.group(2):
-        major = int(match.group(2))
+    major = java_major(java)
     if major < MIN_JAVA:
         raise BrokerEnvironmentError(
             f"{java} is Java {major or 'of unknown version'}; Kafka 4 brokers need Java {MIN_JAVA}+. "
             "Install a newer JDK or point JAVA_HOME at one.")
     return java
+
+
+JDK_FOLDERS = ("/usr/lib/jvm", "/usr/java", "/opt/java", "/opt/jdk", "/Library/Java/JavaVirtualMachines")
+
+
+def java_candidates() -> list[str]:
+    """Every java executable this machine offers, the configured ones first, without duplicates."""
+    found: list[str] = []
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        found.append(str(Path(home) / "bin" / "java"))
+    if shutil.which("java"):
+        found.append(shutil.which("java"))
+    if shutil.which("update-alternatives"):
+        listed = subprocess.run(["update-alternatives", "--list", "java"], capture_output=True, text=True)
+        found += listed.stdout.split()
+    for folder in JDK_FOLDERS:
+        if Path(folder).is_dir():
+            found += sorted((str(p) for p in Path(folder).glob("*/bin/java")), reverse=True)
+            found += sorted((str(p) for p in Path(folder).glob("*/Contents/Home/bin/java")), reverse=True)
+    unique: dict[str, str] = {}
+    for java in found:
+        if Path(java).exists():
+            unique.setdefault(os.path.realpath(java), java)
+    return list(unique.values())
+
+
+def find_java(major: int, needed_by: str) -> str:
+    """The first java of at least ``major`` among ``java_candidates()``."""
+    seen = []
+    for java in java_candidates():
+        version = java_major(java)
+        if version >= major:
+            return java
+        seen.append(f"{java} (Java {version or '?'})")
+    raise BrokerEnvironmentError(
+        f"{needed_by} needs Java {major}+; found only: {', '.join(seen) or 'no java at all'}. "
+        f"Install a JDK {major}+ (any vendor) or point JAVA_HOME at one.")
 
 
 def broker_classpath() -> str:

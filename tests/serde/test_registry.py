@@ -86,3 +86,44 @@ def test_a_missing_registry_extra_is_explained(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", without_registry)
     with pytest.raises(RuntimeError, match=r"pip install 'confluent-kafka\[schemaregistry\]'"):
         registry_module._registry_module()
+
+
+class FailingClient(FakeClient):
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    def get_schema(self, schema_id):
+        raise self.error
+
+
+def _wire_decoder() -> object:
+    return decoder(source_serde(SourceSpec(topics=("payments",), format=DataFormat.AVRO,
+                                           schema=SchemaRef(registry=REGISTRY, text=json.dumps(SCHEMA)))))
+
+
+def test_an_unknown_schema_id_is_that_records_decode_error(monkeypatch):
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+    client = FailingClient(SchemaRegistryError(404, 40403, "No content with ID '77' was found."))
+    monkeypatch.setattr(registry_module, "_client", lambda registry: client)
+    decoded, errors = _wire_decoder().decode(pa.array([frame(77, avro({"amount": 1}))]))
+    assert decoded.to_pylist() == [None]
+    assert errors[0].startswith("unknown schema id 77: not in the schema registry at http://registry:8081")
+
+
+def test_a_registry_that_fails_otherwise_fails_the_batch_not_the_record(monkeypatch):
+    from kafka_eos.serde.avro_serde import WriterSchemaUnavailable
+    client = FailingClient(ConnectionError("connection refused"))
+    monkeypatch.setattr(registry_module, "_client", lambda registry: client)
+    with pytest.raises(WriterSchemaUnavailable, match="schema id 5: the schema registry at http://registry:8081 failed"):
+        _wire_decoder().decode(pa.array([frame(5, avro({"amount": 1}))]))
+
+
+def test_credentials_in_the_url_never_reach_a_records_error(monkeypatch):
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+    client = FailingClient(SchemaRegistryError(404, 40403, "No content with ID '77' was found."))
+    monkeypatch.setattr(registry_module, "_client", lambda registry: client)
+    schemas = registry_module.RegistrySchemas(Registry(url="http://bob:hunter2@registry:8081"))
+    with pytest.raises(LookupError) as error:
+        schemas(77)
+    assert "hunter2" not in str(error.value) and "http://***@registry:8081" in str(error.value)
