@@ -11,7 +11,7 @@ from kafka_eos.config.loader import load_file
 from kafka_eos.connectors.cli import main
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster, free_port
 from integration_tests.kafka_tools import create_topic, produce, unique
-from tests.test_config_support import valid, write
+from tests.factories import valid, write
 
 
 def pipeline(tmp_path, bootstrap: str, timeout_ms: int, topic: str = "in"):
