@@ -1,9 +1,6 @@
 """Session fixtures: one real Kafka broker and one real SparkSession for the whole suite."""
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
 from integration_tests.providers import broker_from_environment

@@ -1,6 +1,9 @@
 """Small helpers the integration tests share: topics, transactional produce, counted reads."""
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
+
 import time
 import uuid
 from typing import Iterable
@@ -79,3 +82,81 @@ def committed_end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     request = {TopicPartition(topic, p): OffsetSpec.latest() for p in meta.partitions}
     result = admin.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED)
     return {tp.partition: f.result().offset for tp, f in result.items()}
+
+
+# --- exactly-once accounting: the one checker every integration test uses -----------------------
+
+ABORTED_BASE = 1_000_000
+"""Input ids at or above this were written in aborted transactions: none may reach the output."""
+
+
+@dataclass(frozen=True)
+class ExactlyOnceReport:
+    """What the read_committed output holds against the ids it should hold."""
+    records: int
+    expected: int
+    lost: int
+    duplicated: int
+    aborted_input: int
+    before_start: int = 0         # ids not expected (outside 0..ids-1, or before the query's start)
+    order_violations: int = 0     # per key, an id after a larger one (only counted when asked)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.duplicated or self.aborted_input or self.order_violations
+                    or self.before_start)
+
+    def line(self) -> str:
+        return (f"{self.records} out of {self.expected} expected, {self.lost} lost, {self.duplicated} duplicated, "
+                f"{self.aborted_input} from aborted input transactions, {self.order_violations} order violations, "
+                f"{self.before_start} unexpected (e.g. from before the query's start)")
+
+
+def output_id(message) -> int:
+    return int(message.value().decode().removeprefix("out-"))
+
+
+def output_ids(bootstrap: str, topic: str, isolation: str = "read_committed") -> Counter:
+    return Counter(output_id(m) for m in read_all(bootstrap, topic, isolation, idle_s=1.5, timeout_s=300))
+
+
+def _order_violations(messages) -> int:
+    seen: Counter = Counter()
+    last_by_key: dict[bytes, int] = {}
+    violations = 0
+    for m in messages:  # read_all returns each partition's records in offset order
+        value = output_id(m)
+        seen[value] += 1
+        if value < ABORTED_BASE and seen[value] == 1:
+            if m.key() in last_by_key and value < last_by_key[m.key()]:
+                violations += 1
+            last_by_key[m.key()] = value
+    return violations
+
+
+def committed_input_ids(bootstrap: str, input_topic: str, start: dict[int, int]) -> set[int]:
+    """Ids of the committed input records at or after ``start`` (partition -> first offset): what a
+    query started there must output."""
+    records = read_all(bootstrap, input_topic, "read_committed", idle_s=2.0, timeout_s=300)
+    return {int(m.value()) for m in records if m.offset() >= start[m.partition()] and int(m.value()) < ABORTED_BASE}
+
+
+def check_exactly_once(bootstrap: str, topic: str, ids: int | None = None, expected: set[int] | None = None,
+                       ordered: bool = False) -> ExactlyOnceReport:
+    """Read ``topic`` with read_committed and count: every expected id exactly once (``expected``, or
+    0..ids-1), nothing from aborted input, nothing else; with ``ordered``, per-key order too."""
+    messages = read_all(bootstrap, topic, "read_committed", idle_s=2.0, timeout_s=300)
+    counts = Counter(output_id(m) for m in messages)
+    wanted = set(range(ids or 0)) if expected is None else expected
+    return ExactlyOnceReport(
+        records=len(messages), expected=len(wanted),
+        lost=sum(1 for i in wanted if counts[i] == 0),
+        duplicated=sum(c - 1 for c in counts.values() if c > 1),
+        aborted_input=sum(c for i, c in counts.items() if i >= ABORTED_BASE),
+        before_start=sum(c for i, c in counts.items() if i < ABORTED_BASE and i not in wanted),
+        order_violations=_order_violations(messages) if ordered else 0)
+
+
+def assert_exactly_once(report: ExactlyOnceReport) -> None:
+    assert report.ok, report.line()
+    assert report.records >= 1, "the output is empty"

@@ -6,16 +6,14 @@ import os
 import signal
 import subprocess
 import time
-from collections import Counter
 from pathlib import Path
 
 from kafka_eos.connectors.spark_harness import SMALL_CONF, python_env, spark_submit_binary
-from integration_tests.kafka_tools import create_topic, produce, read_all, unique
+from integration_tests.kafka_tools import ABORTED_BASE, create_topic, produce, unique
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.offsets import model
 
 JOB = Path(__file__).parent / "jobs" / "eos_pipeline.py"
-ABORTED_BASE = 1_000_000
 
 
 def seed_input(bootstrap: str, topic: str, ids: int, partitions: int = 3) -> None:
@@ -77,17 +75,6 @@ def tail(log: Path, lines: int = 60) -> str:
     text = log.read_text(errors="replace").splitlines() if log.exists() else []
     keep = [l for l in text if not l.startswith("%") and "\tat " not in l]
     return "\n".join(keep[-lines:])
-
-
-def output_ids(bootstrap: str, topic: str, isolation: str = "read_committed") -> Counter:
-    return Counter(int(m.value().decode().removeprefix("out-")) for m in read_all(bootstrap, topic, isolation, idle_s=1.5))
-
-
-def exactly_once_report(counts: Counter, ids: int) -> dict[str, int]:
-    return {"missing": sum(1 for i in range(ids) if counts[i] == 0),
-            "duplicated": sum(c - 1 for i, c in counts.items() if c > 1),
-            "aborted_input": sum(c for i, c in counts.items() if i >= ABORTED_BASE),
-            "unexpected": sum(c for i, c in counts.items() if ids <= i < ABORTED_BASE)}
 
 
 def planned_start(checkpoint: Path) -> dict[int, int]:

@@ -14,8 +14,8 @@ import pytest
 from confluent_kafka import Producer
 
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings
-from integration_tests.kafka_tools import create_topic, unique
-from integration_tests.pipeline_runs import exactly_once_report, kill_group, output_ids, start_job, tail
+from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, create_topic, output_ids, unique
+from integration_tests.pipeline_runs import kill_group, start_job, tail
 from integration_tests.providers import local_broker
 
 DOWN_S, REJOIN_S, STARTUP_S, DRAIN_S = 45, 15, 600, 150
@@ -116,5 +116,4 @@ def test_query_survives_each_broker_killed_in_turn(tmp_path):
         assert drained, f"output incomplete {DRAIN_S}s after the input stopped:\n{tail(log)}"
         assert rc == 0 and "query failed" not in log.read_text(), f"job failed ({rc}):\n{tail(log)}"
         assert all(n > 0 for n in progress.values()), f"no batch committed during an outage: {progress}"
-        report = exactly_once_report(output_ids(broker.bootstrap, names["output"]), ids)
-        assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, (report, ids)
+        assert_exactly_once(check_exactly_once(broker.bootstrap, names["output"], ids))

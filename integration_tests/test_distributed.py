@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kafka_eos.connectors.dev.standalone_spark import StandaloneSpark
 from kafka_eos.connectors.dev.processes import descendants
-from integration_tests.kafka_tools import unique
-from integration_tests.pipeline_runs import exactly_once_report, output_ids, seed_input, start_job, wait_for
+from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, unique
+from integration_tests.pipeline_runs import seed_input, start_job, wait_for
 
 IDS = 3000
 
@@ -28,5 +28,4 @@ def test_worker_killed_mid_batch_on_a_standalone_cluster(bootstrap, tmp_path):
         cluster.kill_worker(worker)        # the Worker and its executor die mid-write
         cluster.start_worker(worker)
         assert proc.wait(500) == 0, log.read_text()[-3000:]
-    report = exactly_once_report(output_ids(bootstrap, names["output"]), IDS)
-    assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report
+    assert_exactly_once(check_exactly_once(bootstrap, names["output"], IDS))

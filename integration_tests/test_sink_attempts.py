@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from kafka_eos.connectors.dev.processes import cmdline
-from integration_tests.kafka_tools import create_topic, read_all, unique
-from integration_tests.pipeline_runs import (exactly_once_report, kill_group, output_ids, seed_input, start_job,
+from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, create_topic, read_all, unique
+from integration_tests.pipeline_runs import (kill_group, seed_input, start_job,
                                              tail, wait_for)
 
 IDS = 3000
@@ -69,8 +69,7 @@ def test_a_zombie_attempt_of_batch_1_does_not_fence_batch_3(bootstrap, tmp_path)
     text = log.read_text(errors="replace")
     assert rc == 0, f"the query failed ({rc}):\n{tail(log)}"
     assert "TransactionLostError" not in text, tail(log)
-    report = exactly_once_report(output_ids(bootstrap, names["output"]), IDS)
-    assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report
+    assert_exactly_once(check_exactly_once(bootstrap, names["output"], IDS))
 
 
 def test_speculation_is_refused_before_anything_is_written(bootstrap, tmp_path):

@@ -8,8 +8,8 @@ import signal
 
 import pytest
 
-from integration_tests.kafka_tools import unique
-from integration_tests.pipeline_runs import (exactly_once_report, kill_group, output_ids, run_to_completion,
+from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, output_ids, unique
+from integration_tests.pipeline_runs import (kill_group, run_to_completion,
                                              seed_input, start_job, wait_for)
 from kafka_eos.txn.sink_log import SinkLogReader
 
@@ -52,8 +52,7 @@ def test_driver_killed_then_restarted_is_exactly_once(point, bootstrap, pipeline
         assert sum(output_ids(bootstrap, pipeline["output"], "read_uncommitted").values()) > sum(visible.values())
     kill_group(proc)
     run_to_completion(args, log)
-    report = exactly_once_report(output_ids(bootstrap, pipeline["output"]), IDS)
-    assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report
+    assert_exactly_once(check_exactly_once(bootstrap, pipeline["output"], IDS))
 
 
 def test_executor_task_killed_mid_write_is_retried_exactly_once(bootstrap, pipeline, tmp_path):
@@ -63,8 +62,7 @@ def test_executor_task_killed_mid_write_is_retried_exactly_once(bootstrap, pipel
     marker = wait_for((tmp_path / "faults", "task_write.*"), proc, 300, log)
     os.kill(int(marker.suffix[1:]), signal.SIGKILL)  # the Python worker running the task
     assert proc.wait(400) == 0
-    report = exactly_once_report(output_ids(bootstrap, pipeline["output"]), IDS)
-    assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report
+    assert_exactly_once(check_exactly_once(bootstrap, pipeline["output"], IDS))
 
 
 def test_driver_down_longer_than_the_transaction_timeout_loses_nothing(tmp_path):
@@ -88,5 +86,4 @@ def test_driver_down_longer_than_the_transaction_timeout_loses_nothing(tmp_path)
         run_to_completion(args, log)
         assert sink_log(tmp_path).get(1).state == "committed"
         assert "was decided but not fully committed" in log.read_text()
-        report = exactly_once_report(output_ids(broker.bootstrap, names["output"]), IDS)
-        assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report
+        assert_exactly_once(check_exactly_once(broker.bootstrap, names["output"], IDS))

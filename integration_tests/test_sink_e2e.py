@@ -1,13 +1,12 @@
 """Kafka -> kafka-eos source -> transform -> kafka-eos sink, exactly once, with real Spark."""
 from __future__ import annotations
 
-import pytest
 
 from pyspark.errors import StreamingQueryException
 
 from kafka_eos import connectors
-from integration_tests.kafka_tools import create_topic, unique
-from integration_tests.pipeline_runs import (exactly_once_report, kill_group, output_ids, run_to_completion,
+from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, output_ids, unique
+from integration_tests.pipeline_runs import (kill_group, run_to_completion,
                                              seed_input, start_job, wait_for)
 
 IDS = 2000
@@ -37,8 +36,7 @@ def test_end_to_end_each_id_exactly_once(spark, bootstrap, tmp_path):
     seed_input(bootstrap, source, IDS)
     query = run_query(spark, bootstrap, source, out, tmp_path / "ck", unique("e2e"))
     assert query.exception() is None
-    report = exactly_once_report(output_ids(bootstrap, out), IDS)
-    assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report
+    assert_exactly_once(check_exactly_once(bootstrap, out, IDS))
     batches = sorted((tmp_path / "ck" / "kafka-eos-sink").glob("[0-9]*.json"))
     assert len(batches) >= 3  # maxOffsetsPerTrigger split the input into several 2PC batches
 
@@ -71,5 +69,4 @@ def test_a_newer_run_fences_a_stalled_older_one(bootstrap, tmp_path):
         old.wait(120)
     except Exception:  # noqa: BLE001 - whatever A does next, it must not duplicate
         kill_group(old)
-    report = exactly_once_report(output_ids(bootstrap, names["output"]), IDS)
-    assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report
+    assert_exactly_once(check_exactly_once(bootstrap, names["output"], IDS))

@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings
-from integration_tests.kafka_tools import unique
-from integration_tests.pipeline_runs import (exactly_once_report, kill_group, output_ids, run_to_completion,
+from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, unique
+from integration_tests.pipeline_runs import (kill_group, run_to_completion,
                                              seed_input, start_job, wait_for)
 from integration_tests.providers import local_broker
 from kafka_eos.txn.sink_log import SinkLogReader
@@ -38,5 +38,4 @@ def test_decided_batch_with_expired_transactional_ids_is_rewritten(tmp_path):
         run_to_completion(args, log)
         reader = SinkLogReader(str(tmp_path / "checkpoint" / "kafka-eos-sink"))
         assert reader.get(1).state == "committed"
-        report = exactly_once_report(output_ids(broker.bootstrap, names["output"]), IDS)
-        assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report
+        assert_exactly_once(check_exactly_once(broker.bootstrap, names["output"], IDS))

@@ -11,9 +11,8 @@ from __future__ import annotations
 import time
 
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings
-from integration_tests.kafka_tools import unique
-from integration_tests.pipeline_runs import (exactly_once_report, kill_group, output_ids, seed_input, start_job,
-                                             tail, wait_for)
+from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, unique
+from integration_tests.pipeline_runs import kill_group, seed_input, start_job, tail, wait_for
 from integration_tests.providers import local_broker
 
 IDS = 3000
@@ -35,16 +34,15 @@ def test_non_deterministic_rewrite_of_a_lost_batch_is_exactly_once_or_refused(tm
 
         restart = start_job(args, log)
         rc = restart.wait(400)
-        counts = output_ids(broker.bootstrap, names["output"])
-        report = exactly_once_report(counts, IDS)
+        report = check_exactly_once(broker.bootstrap, names["output"], IDS)
         if rc == 0:
-            assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report
+            assert_exactly_once(report)
             return
         from kafka_eos.txn.sink_log import SinkLogReader
         text = log.read_text(errors="replace")
         assert "ReplayMismatchError" in text and "batch 1" in text, tail(log)
         assert "non-deterministic" in text, tail(log)
         # the refusal commits nothing of the re-write: no id twice, and batch 1 stays decided, not committed
-        assert report["duplicated"] == 0 and report["aborted_input"] == 0 and report["unexpected"] == 0, report
+        assert report.duplicated == 0 and report.aborted_input == 0 and report.before_start == 0, report.line()
         assert SinkLogReader(str(tmp_path / "checkpoint" / "kafka-eos-sink")).get(1).state == "decided"
-        assert sum(counts.values()) < IDS  # nothing after batch 1 was committed either
+        assert report.records < IDS  # nothing after batch 1 was committed either

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from integration_tests.kafka_tools import create_topic, unique
-from integration_tests.pipeline_runs import (exactly_once_report, kill_group, output_ids, run_to_completion,
+from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, create_topic, output_ids, unique
+from integration_tests.pipeline_runs import (kill_group, run_to_completion,
                                              seed_input, start_job, tail, wait_for)
 
 IDS = 3000
@@ -48,8 +48,7 @@ def test_a_stalled_run_cannot_overwrite_the_decision_of_a_run_that_took_over(boo
     finally:
         kill_group(run_a)
     run_to_completion(args, tmp_path / "clean.log")
-    report = exactly_once_report(output_ids(bootstrap, names["output"]), IDS)
-    assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report
+    assert_exactly_once(check_exactly_once(bootstrap, names["output"], IDS))
     assert rc_a != 0 and "took over" in log_a.read_text(errors="replace"), tail(log_a)
 
 
@@ -102,5 +101,4 @@ def test_a_dead_runs_open_transactions_are_aborted_at_query_start(bootstrap, nam
         assert restart.wait(300) == 0, tail(log)
     finally:
         kill_group(restart)
-    report = exactly_once_report(output_ids(bootstrap, names["output"]), IDS)
-    assert report == {"missing": 0, "duplicated": 0, "aborted_input": 0, "unexpected": 0}, report
+    assert_exactly_once(check_exactly_once(bootstrap, names["output"], IDS))

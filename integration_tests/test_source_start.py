@@ -22,9 +22,9 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 from kafka_eos.connectors.demo_data import count_ids, create_topics, produce_orders, read_committed
 from kafka_eos.connectors.schema import source_schema
 from kafka_eos.connectors.source.stream_reader import KafkaStreamReader
-from integration_tests.kafka_tools import create_topic, produce, read_all, unique
+from integration_tests.kafka_tools import create_topic, produce, read_all, unique, output_ids
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos
-from integration_tests.pipeline_runs import (kill_group, output_ids, planned_start, run_to_completion, start_job,
+from integration_tests.pipeline_runs import (kill_group, planned_start, run_to_completion, start_job,
                                              wait_for)
 
 PARTITIONS = 3

@@ -9,8 +9,7 @@ import time
 
 from confluent_kafka import KafkaException, Producer
 
-from integration_tests.chaos.checker import ABORTED_BASE
-from integration_tests.kafka_tools import create_topic, unique
+from integration_tests.kafka_tools import ABORTED_BASE, create_topic, unique
 
 KEYS = 97
 

@@ -27,9 +27,9 @@ from pathlib import Path
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
 from kafka_eos.connectors.dev.standalone_spark import StandaloneSpark
 from integration_tests.chaos import injector
-from integration_tests.chaos.checker import Report, check, expected_ids
 from integration_tests.chaos.generator import generate
-from integration_tests.kafka_tools import create_topic, unique
+from integration_tests.kafka_tools import (ExactlyOnceReport, check_exactly_once, committed_input_ids, create_topic,
+                                          unique)
 from integration_tests.pipeline_runs import kill_group, planned_start, run_to_completion, start_job, tail
 
 
@@ -135,9 +135,9 @@ class ChaosRun:
         if not self.s.live_start:
             return None
         start = planned_start(self.workdir / "checkpoint")
-        return expected_ids(self.kafka.bootstrap, self.input, start)
+        return committed_input_ids(self.kafka.bootstrap, self.input, start)
 
-    def run(self) -> Report:
+    def run(self) -> ExactlyOnceReport:
         faults = injector.plan(self.s.seed, self.s.faults, self.s.kinds())
         writer = self.start_input(faults)
         for number, fault in enumerate(faults, 1):
@@ -151,7 +151,7 @@ class ChaosRun:
             kill_group(self.job)
         self.restarts += 1
         run_to_completion(self.args(streaming=False), self.log, timeout=900)
-        report = check(self.kafka.bootstrap, self.output, self.s.records, self.expected())
+        report = check_exactly_once(self.kafka.bootstrap, self.output, self.s.records, self.expected(), ordered=True)
         print(f"[chaos seed={self.s.seed}] {self.s.records} in, {report.line()}; {len(faults)} faults, "
               f"{self.restarts} pipeline restarts", flush=True)
         if not report.ok:
@@ -159,7 +159,7 @@ class ChaosRun:
         return report
 
 
-def run(settings: ChaosSettings, workdir: Path | None = None) -> Report:
+def run(settings: ChaosSettings, workdir: Path | None = None) -> ExactlyOnceReport:
     with ExitStack() as stack:
         directory = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kafka-eos-chaos-")))
         return ChaosRun(settings, directory, stack).run()

@@ -6,13 +6,9 @@ import os
 import pytest
 
 from integration_tests.chaos.runner import ChaosSettings, run
+from integration_tests.kafka_tools import assert_exactly_once
 
 SEED = int(os.environ.get("CHAOS_SEED", "11"))
-
-
-def assert_exactly_once(report) -> None:
-    assert report.ok, report.line()
-    assert report.records >= 1
 
 
 def test_short_chaos_run_is_exactly_once(tmp_path):
