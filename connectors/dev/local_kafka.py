@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
-from kafka_eos.connectors.dev.tls import write_private
-from kafka_eos.connectors.dev.security import ADMIN, ETL, ClusterSecurity
+
+ADMIN, ETL = "admin", "etl"  # the users of a sasl_ssl cluster (kafka_eos.connectors.dev.security)
 
 SECURITY_MODES = ("plaintext", "sasl_ssl")
 
@@ -108,8 +108,9 @@ class LocalKafkaCluster:
     def __post_init__(self) -> None:
         self.workdir = Path(self.settings.workdir or tempfile.mkdtemp(prefix="kafka-eos-broker-"))
         self.cluster_id = new_cluster_id()
-        self.security: ClusterSecurity | None = None
+        self.security = None
         if self.settings.security == "sasl_ssl":
+            from kafka_eos.connectors.dev.security import ClusterSecurity  # needs cryptography
             self.workdir.chmod(0o700)
             self.security = ClusterSecurity.create(self.workdir / "security", self.settings.passwords)
 
@@ -207,7 +208,9 @@ class LocalKafkaCluster:
     def _format(self, java: str, classpath: str, node: Node) -> None:
         node.directory.mkdir(parents=True, exist_ok=True)
         (node.directory / "log4j2.properties").write_text(LOG4J)
-        write_private(node.directory / "server.properties", self._properties(node).encode())
+        properties = node.directory / "server.properties"
+        properties.touch(mode=0o600)  # a secured node's file holds the keystore and admin passwords
+        properties.write_text(self._properties(node))
         cmd = self._java(java, classpath, node) + [
             "kafka.tools.StorageTool", "format", "-t", self.cluster_id,
             "-c", str(node.directory / "server.properties")]

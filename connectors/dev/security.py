@@ -18,11 +18,11 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from kafka_eos.connectors.dev.local_kafka import ADMIN, ETL
 from kafka_eos.connectors.dev.tls import TlsFiles, generate, write_private
 from kafka_eos.secrets import Secret
 
 MECHANISM = "SCRAM-SHA-512"
-ADMIN, ETL = "admin", "etl"
 LISTENER = "SASL_SSL"
 
 
