@@ -3,7 +3,8 @@
 ``grant_pipeline`` gives a user exactly what a kafka-eos pipeline needs: Read/Describe on its
 input topics and consumer groups (the source's ``spark-kafka-source`` prefix unless named),
 Write/Describe on its output topics, Write/Describe on its transactional-id prefix, and
-IdempotentWrite on the cluster. Topics are created by the admin, not by the pipeline's user.
+IdempotentWrite and DescribeConfigs on the cluster (the sink and ``kafka-eos validate`` read the
+broker's ``transaction.max.timeout.ms``). Topics are created by the admin, not by the pipeline's user.
 """
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def pipeline_acls(user: str, inputs: Iterable[str], outputs: Iterable[str], tran
     out += [_binding(user, ResourceType.GROUP, g, op) for g in groups for op in (read, describe)]
     out += [_binding(user, ResourceType.TRANSACTIONAL_ID, transactional_id_prefix, op, prefixed)
             for op in (write, describe)]
-    out.append(_binding(user, ResourceType.BROKER, "kafka-cluster", AclOperation.IDEMPOTENT_WRITE))
+    out += [_binding(user, ResourceType.BROKER, "kafka-cluster", op)
+            for op in (AclOperation.IDEMPOTENT_WRITE, AclOperation.DESCRIBE_CONFIGS)]
     return list(dict.fromkeys(out))  # a topic both read and written is described once
 
 

@@ -133,6 +133,8 @@ class LocalKafkaCluster:
                           for i in range(self.settings.nodes)]
             for node in self.nodes:
                 self._format(java, classpath, node)
+            if self.security:
+                self.security.write_client_files(self.bootstrap)
         for node in self.nodes:
             self.start_node(node.node_id, java, classpath)
         self.wait_ready(timeout_s)

@@ -44,10 +44,7 @@ class ClusterSecurity:
         given = dict(passwords)
         users = tuple((u, Secret(given[u]) if u in given else password_for(u)) for u in (ADMIN, ETL))
         tls = generate(directory / "tls", secrets.token_urlsafe(24))
-        security = cls(directory, tls, users)
-        for user, _ in users:
-            write_private(security.client_file(user), security.properties_text(user).encode())
-        return security
+        return cls(directory, tls, users)
 
     def password(self, user: str) -> Secret:
         return dict(self.users)[user]
@@ -61,8 +58,11 @@ class ClusterSecurity:
         """Owner-only (0600) properties file with ``user``'s client settings, password included."""
         return self.directory / f"{user}.properties"
 
-    def properties_text(self, user: str) -> str:
-        return "".join(f"{k}={v}\n" for k, v in self.client_conf(user).items())
+    def write_client_files(self, bootstrap: str) -> None:
+        """Each user's ``client_file``: bootstrap.servers and its client settings."""
+        for user, _ in self.users:
+            conf = {"bootstrap.servers": bootstrap, **self.client_conf(user)}
+            write_private(self.client_file(user), "".join(f"{k}={v}\n" for k, v in conf.items()).encode())
 
     def redacted_conf(self, user: str = ETL) -> dict[str, str]:
         return {**self.client_conf(user), "sasl.password": "***"}
