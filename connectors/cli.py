@@ -10,7 +10,8 @@ from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError
 def _dev_kafka(args: argparse.Namespace) -> int:
     from kafka_eos.connectors.dev import background
     if args.action == "up":
-        print(f"bootstrap={background.up(args.nodes, args.transaction_max_timeout_ms)}")
+        print(f"bootstrap={background.up(args.nodes, args.transaction_max_timeout_ms, args.security)}")
+        _print_client_settings(background.client_settings())
     elif args.action == "down":
         print("kafka: stopped" if background.down() else "kafka: nothing running")
     else:
@@ -29,6 +30,16 @@ def _dev_registry(args: argparse.Namespace) -> int:
         url = registry_background.running_url()
         print(f"url={url}" if url else "registry: not running")
     return 0
+
+
+def _print_client_settings(client: dict[str, str]) -> None:
+    """A secured broker's client settings; the password only as the path of its 0600 file."""
+    files = {k: client.pop(k) for k in ("password_file", "admin_file") if k in client}
+    for key, value in client.items():
+        print(f"{key}={value}")
+    if files:
+        print(f"# sasl.password: in {files['password_file']} (owner-only, with every setting above); "
+              f"admin (super user): {files['admin_file']}")
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -134,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     kafka.add_argument("action", choices=["up", "down", "status"])
     kafka.add_argument("--nodes", type=int, default=1, choices=[1, 3])
     kafka.add_argument("--transaction-max-timeout-ms", type=int, default=900_000)
+    kafka.add_argument("--security", choices=["plaintext", "sasl_ssl"], default="plaintext",
+                       help="sasl_ssl: SCRAM-SHA-512 over TLS with ACLs enforced; users admin and etl "
+                            "(passwords from KAFKA_EOS_DEV_ADMIN_PASSWORD / KAFKA_EOS_DEV_ETL_PASSWORD or generated)")
     kafka.set_defaults(func=_dev_kafka)
     registry = dev.add_parser("registry", help="a local schema registry (Apicurio, Confluent-compatible API; "
                               "no Docker)")

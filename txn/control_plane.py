@@ -2,7 +2,8 @@
 ListTransactions, DescribeConfigs — the requests confluent-kafka's AdminClient does not offer.
 
 Built on kafka-python's protocol layer with the same connection and security settings as the
-producers (librdkafka names mapped to kafka-python's). One client per (settings) per process.
+producers (librdkafka settings carried by ``kafka_eos.txn.client_settings``, which refuses what it
+cannot carry). One client per (settings) per process.
 """
 from __future__ import annotations
 
@@ -13,29 +14,14 @@ from kafka.admin import KafkaAdminClient
 from kafka.protocol.metadata import CoordinatorType
 from kafka.protocol.producer.transaction import EndTxnRequest
 
+from kafka_eos.txn.client_settings import IGNORED, kafka_python_settings
+
 # EndTxn v3/v4 = transactions v1 semantics, which librdkafka-opened transactions need (v5+ is
 # transactions v2 and must not be mixed with a v1 client's transactions).
 END_TXN_MAX_VERSION = 4
 
-_RDKAFKA_TO_KAFKA_PYTHON = {
-    "bootstrap.servers": "bootstrap_servers",
-    "client.id": "client_id",
-    "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism",
-    "sasl.mechanisms": "sasl_mechanism",
-    "sasl.username": "sasl_plain_username",
-    "sasl.password": "sasl_plain_password",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-}
 _clients: dict[tuple, "ControlPlaneClient"] = {}
 _lock = threading.Lock()
-
-
-def kafka_python_settings(conf: Mapping[str, str]) -> dict[str, str]:
-    return {_RDKAFKA_TO_KAFKA_PYTHON[k]: v for k, v in conf.items() if k in _RDKAFKA_TO_KAFKA_PYTHON}
 
 
 class ControlPlaneClient(KafkaAdminClient):
@@ -72,11 +58,11 @@ class ControlPlaneClient(KafkaAdminClient):
 
 
 def control_plane(conf: Mapping[str, str]) -> ControlPlaneClient:
-    """The process-wide client for these connection settings (created on first use)."""
-    settings = kafka_python_settings(conf)
-    key = tuple(sorted(settings.items()))
+    """The process-wide client for these connection settings (created on first use); raises
+    ``ClientSettingsError`` for a security setting it cannot carry."""
+    key = tuple(sorted((k, str(v)) for k, v in conf.items() if k not in IGNORED))
     with _lock:
         client = _clients.get(key)
         if client is None:
-            client = _clients[key] = ControlPlaneClient(**settings, request_timeout_ms=30000)
+            client = _clients[key] = ControlPlaneClient(**kafka_python_settings(conf), request_timeout_ms=30000)
         return client

@@ -30,21 +30,26 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def up(nodes: int = 1, transaction_max_timeout_ms: int = 900_000) -> str:
-    """Start a broker (or reuse the running one) and return its bootstrap string."""
+def up(nodes: int = 1, transaction_max_timeout_ms: int = 900_000, security: str = "plaintext") -> str:
+    """Start a broker (or reuse the running one of the same ``security``) and return its bootstrap
+    string; ``client_settings()`` tells how to connect to a secured one."""
     if state_file().exists():
         state = json.loads(state_file().read_text())
-        if all(_alive(pid) for pid in state["pids"]):
+        if all(_alive(pid) for pid in state["pids"]) and state.get("security", "plaintext") == security:
             return state["bootstrap"]
         down()
-    cluster = LocalKafkaCluster(ClusterSettings(nodes=nodes, transaction_max_timeout_ms=transaction_max_timeout_ms))
+    cluster = LocalKafkaCluster(ClusterSettings(nodes=nodes, transaction_max_timeout_ms=transaction_max_timeout_ms,
+                                                security=security))
     try:
         cluster.start()
     except Exception:
         cluster.stop()
         raise
     state = {"format": STATE_FORMAT, "bootstrap": cluster.bootstrap, "workdir": str(cluster.workdir),
-             "pids": [n.process.pid for n in cluster.nodes]}
+             "pids": [n.process.pid for n in cluster.nodes], "security": security}
+    if cluster.security:
+        state["client"] = {**cluster.security.redacted_conf(), "password_file": str(cluster.security.client_file("etl")),
+                           "admin_file": str(cluster.security.client_file("admin"))}
     state_file().parent.mkdir(parents=True, exist_ok=True)
     state_file().write_text(json.dumps(state))
     return cluster.bootstrap
@@ -67,6 +72,14 @@ def down() -> bool:
     shutil.rmtree(state["workdir"], ignore_errors=True)
     state_file().unlink()
     return True
+
+
+def client_settings() -> dict[str, str]:
+    """The running secured broker's client settings for the ``etl`` user, password redacted, plus
+    the owner-only files holding the etl and admin settings with their passwords; {} if plaintext."""
+    if not state_file().exists():
+        return {}
+    return dict(json.loads(state_file().read_text()).get("client", {}))
 
 
 def running_bootstrap() -> str | None:

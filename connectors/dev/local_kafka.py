@@ -8,6 +8,8 @@ Invariants:
 - ``transaction.max.timeout.ms`` is a setting of the cluster (tests use a short one for the
   broker-aborts-on-timeout case).
 - Each node's output goes to ``<workdir>/node-N/broker.log``; ``log_tail()`` shows it.
+- ``security="sasl_ssl"``: clients and brokers use a SASL_SSL (SCRAM-SHA-512) listener with ACLs
+  enforced (``kafka_eos.connectors.dev.security``); its users exist from storage format on.
 """
 from __future__ import annotations
 
@@ -23,6 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
+
+ADMIN, ETL = "admin", "etl"  # the users of a sasl_ssl cluster (kafka_eos.connectors.dev.security)
+
+SECURITY_MODES = ("plaintext", "sasl_ssl")
 
 LOG4J = """status = warn
 appender.out.type = Console
@@ -44,6 +50,12 @@ class ClusterSettings:
     heap: str = "512m"
     workdir: Path | None = None
     extra: tuple[tuple[str, str], ...] = ()
+    security: str = "plaintext"
+    passwords: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # sasl_ssl users; else env or generated
+
+    def __post_init__(self) -> None:
+        if self.security not in SECURITY_MODES:
+            raise BrokerEnvironmentError(f"security={self.security!r}: use one of {', '.join(SECURITY_MODES)}")
 
 
 def new_cluster_id() -> str:
@@ -96,10 +108,23 @@ class LocalKafkaCluster:
     def __post_init__(self) -> None:
         self.workdir = Path(self.settings.workdir or tempfile.mkdtemp(prefix="kafka-eos-broker-"))
         self.cluster_id = new_cluster_id()
+        self.security = None
+        if self.settings.security == "sasl_ssl":
+            from kafka_eos.connectors.dev.security import ClusterSecurity  # needs cryptography
+            self.workdir.chmod(0o700)
+            self.security = ClusterSecurity.create(self.workdir / "security", self.settings.passwords)
 
     @property
     def bootstrap(self) -> str:
         return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def client_conf(self, user: str = ETL) -> dict[str, str]:
+        """librdkafka settings to connect as ``user`` (just the bootstrap on a plaintext cluster)."""
+        conf = {"bootstrap.servers": self.bootstrap}
+        return {**conf, **self.security.client_conf(user)} if self.security else conf
+
+    def admin_conf(self) -> dict[str, str]:
+        return self.client_conf(ADMIN)
 
     def start(self, timeout_s: float = 90.0) -> "LocalKafkaCluster":
         java, classpath = java_binary(), broker_classpath()
@@ -108,6 +133,8 @@ class LocalKafkaCluster:
                           for i in range(self.settings.nodes)]
             for node in self.nodes:
                 self._format(java, classpath, node)
+            if self.security:
+                self.security.write_client_files(self.bootstrap)
         for node in self.nodes:
             self.start_node(node.node_id, java, classpath)
         self.wait_ready(timeout_s)
@@ -146,7 +173,7 @@ class LocalKafkaCluster:
         from confluent_kafka.admin import AdminClient
         running = [n for n in self.nodes if n.process is not None]
         deadline = time.monotonic() + timeout_s
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        admin = AdminClient({**self.admin_conf(), "log_level": 0})
         while time.monotonic() < deadline:
             for node in running:
                 if node.process.poll() is not None:
@@ -183,10 +210,14 @@ class LocalKafkaCluster:
     def _format(self, java: str, classpath: str, node: Node) -> None:
         node.directory.mkdir(parents=True, exist_ok=True)
         (node.directory / "log4j2.properties").write_text(LOG4J)
-        (node.directory / "server.properties").write_text(self._properties(node))
+        properties = node.directory / "server.properties"
+        properties.touch(mode=0o600)  # a secured node's file holds the keystore and admin passwords
+        properties.write_text(self._properties(node))
         cmd = self._java(java, classpath, node) + [
             "kafka.tools.StorageTool", "format", "-t", self.cluster_id,
             "-c", str(node.directory / "server.properties")]
+        if self.security:
+            cmd += self.security.scram_arguments()
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise BrokerEnvironmentError(f"formatting Kafka storage failed:\n{proc.stdout}\n{proc.stderr}")
@@ -220,5 +251,7 @@ class LocalKafkaCluster:
             "log.retention.check.interval.ms": 1000,
             "log.segment.delete.delay.ms": 0,
         }
+        if self.security:
+            props.update(self.security.broker_properties(node.port, node.controller_port))
         props.update(dict(self.settings.extra))
         return "".join(f"{k}={v}\n" for k, v in props.items())

@@ -1,0 +1,102 @@
+"""SASL_SSL (SCRAM-SHA-512) for the local broker: users, listener settings, ACLs.
+
+Invariants:
+- Clients connect to one SASL_SSL listener; brokers talk to each other over that same
+  listener as the ``admin`` user. The controller listener stays PLAINTEXT on 127.0.0.1, and its
+  principal (``User:ANONYMOUS``) is a super user, as KRaft needs for broker registration; it
+  serves only the controller quorum's requests.
+- ACLs are enforced (``StandardAuthorizer``, ``allow.everyone.if.no.acl.found=false``); super
+  users are ``admin`` and the controller principal; every other user needs ACLs
+  (``grant_pipeline`` gives a pipeline's).
+- Passwords come from ``KAFKA_EOS_DEV_<USER>_PASSWORD`` when set, else are generated; they are
+  held as ``Secret`` and written only to owner-only (0600) files.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafka_eos.connectors.dev.local_kafka import ADMIN, ETL
+from kafka_eos.connectors.dev.tls import TlsFiles, generate, write_private
+from kafka_eos.secrets import Secret
+
+MECHANISM = "SCRAM-SHA-512"
+LISTENER = "SASL_SSL"
+
+
+def password_for(user: str) -> Secret:
+    """``$KAFKA_EOS_DEV_<USER>_PASSWORD`` if set, else a new random password."""
+    given = os.environ.get(f"KAFKA_EOS_DEV_{user.upper()}_PASSWORD")
+    return Secret(given or secrets.token_urlsafe(24))
+
+
+@dataclass(frozen=True)
+class ClusterSecurity:
+    """The TLS files and SCRAM users of one secured cluster."""
+    directory: Path
+    tls: TlsFiles
+    users: tuple[tuple[str, Secret], ...]
+
+    @classmethod
+    def create(cls, directory: Path, passwords: tuple[tuple[str, str], ...] = ()) -> "ClusterSecurity":
+        given = dict(passwords)
+        users = tuple((u, Secret(given[u]) if u in given else password_for(u)) for u in (ADMIN, ETL))
+        tls = generate(directory / "tls", secrets.token_urlsafe(24))
+        return cls(directory, tls, users)
+
+    def password(self, user: str) -> Secret:
+        return dict(self.users)[user]
+
+    def client_conf(self, user: str = ETL) -> dict[str, str]:
+        """librdkafka settings (no bootstrap) of a client logging in as ``user``."""
+        return {"security.protocol": "SASL_SSL", "sasl.mechanism": MECHANISM, "sasl.username": user,
+                "sasl.password": self.password(user).reveal(), "ssl.ca.location": str(self.tls.ca_file)}
+
+    def client_file(self, user: str) -> Path:
+        """Owner-only (0600) properties file with ``user``'s client settings, password included."""
+        return self.directory / f"{user}.properties"
+
+    def write_client_files(self, bootstrap: str) -> None:
+        """Each user's ``client_file``: bootstrap.servers and its client settings."""
+        for user, _ in self.users:
+            conf = {"bootstrap.servers": bootstrap, **self.client_conf(user)}
+            write_private(self.client_file(user), "".join(f"{k}={v}\n" for k, v in conf.items()).encode())
+
+    def redacted_conf(self, user: str = ETL) -> dict[str, str]:
+        return {**self.client_conf(user), "sasl.password": "***"}
+
+    def scram_arguments(self) -> list[str]:
+        """``kafka-storage format`` arguments that create every user's SCRAM credential."""
+        out = []
+        for user, password in self.users:
+            out += ["--add-scram", f"{MECHANISM}=[name={user},password={password.reveal()}]"]
+        return out
+
+    def broker_properties(self, port: int, controller_port: int) -> dict[str, object]:
+        """server.properties entries for a node with a SASL_SSL listener on ``port``."""
+        admin = self.password(ADMIN).reveal()
+        jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                f'username="{ADMIN}" password="{admin}";')
+        prefix = f"listener.name.{LISTENER.lower()}.{MECHANISM.lower()}"
+        return {
+            "listeners": f"{LISTENER}://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"{LISTENER}://127.0.0.1:{port}",
+            "listener.security.protocol.map": f"{LISTENER}:SASL_SSL,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": LISTENER,
+            "sasl.enabled.mechanisms": MECHANISM,
+            "sasl.mechanism.inter.broker.protocol": MECHANISM,
+            f"{prefix}.sasl.jaas.config": jaas,
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": self.tls.keystore,
+            "ssl.keystore.password": self.tls.keystore_password,
+            "ssl.key.password": self.tls.keystore_password,
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": self.tls.ca_file,
+            "ssl.endpoint.identification.algorithm": "https",
+            "ssl.client.auth": "none",
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "allow.everyone.if.no.acl.found": "false",
+            "super.users": f"User:{ADMIN};User:ANONYMOUS",
+        }

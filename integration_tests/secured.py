@@ -1,0 +1,140 @@
+"""Fixtures and helpers for tests on the local SASL_SSL (SCRAM-SHA-512, ACLs on) cluster.
+
+Test files import the fixtures (``from integration_tests.secured import secured_broker``). The
+``etl`` user's password is known to the tests (``ETL_PASSWORD``) so they can look for it in
+every output; test data is written and read as ``admin``, the pipelines run as ``etl``.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import pytest
+import yaml
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from integration_tests.kafka_tools import unique
+from integration_tests.pipeline_cli import EXAMPLES, CliRun, kafka_eos
+from kafka_eos.connectors.demo_data import order
+from kafka_eos.connectors.dev.acls import grant_pipeline
+from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
+from kafka_eos.connectors.spark_harness import SMALL_CONF, python_env, spark_submit_binary
+
+ETL_PASSWORD = f"etl-Pw-{secrets.token_hex(12)}"
+ADMIN_PASSWORD = f"admin-Pw-{secrets.token_hex(12)}"
+SECURED_JOB = Path(__file__).parent / "jobs" / "secured_pipeline.py"
+SECURITY_ENV = "KAFKA_EOS_TEST_KAFKA_SECURITY"  # JSON of the job's kafka.* security options
+
+
+@pytest.fixture(scope="session")
+def secured_broker() -> Iterator[LocalKafkaCluster]:
+    settings = ClusterSettings(security="sasl_ssl", passwords=(("admin", ADMIN_PASSWORD), ("etl", ETL_PASSWORD)))
+    with LocalKafkaCluster(settings) as cluster:
+        yield cluster
+
+
+def create_topics(cluster: LocalKafkaCluster, partitions: dict[str, int]) -> None:
+    admin = AdminClient({**cluster.admin_conf(), "log_level": 3})
+    futures = admin.create_topics([NewTopic(t, n, replication_factor=-1) for t, n in partitions.items()])
+    for future in futures.values():
+        future.result(30)
+
+
+def grant(cluster: LocalKafkaCluster, inputs: Iterable[str], outputs: Iterable[str], prefix: str) -> None:
+    grant_pipeline(cluster.admin_conf(), "etl", list(inputs), list(outputs), prefix)
+    time.sleep(1)  # ACLs reach the broker's authorizer through the metadata log
+
+
+def produce(cluster: LocalKafkaCluster, topic: str, records: list[tuple[bytes, bytes]], commit: bool = True) -> None:
+    """As admin, in one transaction committed or aborted."""
+    producer = Producer({**cluster.admin_conf(), "transactional.id": f"seed-{uuid.uuid4().hex}", "linger.ms": 20,
+                         "log_level": 3})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for key, value in records:
+        producer.produce(topic, key=key, value=value)
+        producer.poll(0)
+    producer.flush(60)
+    (producer.commit_transaction if commit else producer.abort_transaction)(60)
+
+
+def seed_orders(cluster: LocalKafkaCluster, topic: str, run: str, orders: int, chunk: int = 1000) -> None:
+    """Orders ``<run>-0..orders-1`` in committed transactions, each followed by an aborted one."""
+    for start in range(0, orders, chunk):
+        produce(cluster, topic, [order(run, i) for i in range(start, min(orders, start + chunk))])
+        produce(cluster, topic, [order(f"{run}-aborted", i) for i in range(start, start + 20)], commit=False)
+
+
+def read_committed(cluster: LocalKafkaCluster, topic: str, timeout_s: float = 120) -> list:
+    """Every committed record of ``topic``, read as admin."""
+    consumer = Consumer({**cluster.admin_conf(), "group.id": f"check-{uuid.uuid4().hex}", "log_level": 3,
+                         "isolation.level": "read_committed", "enable.partition.eof": True,
+                         "enable.auto.commit": False})
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    out, done, deadline = [], set(), time.monotonic() + timeout_s
+    while len(done) < len(partitions):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic}: not read to the end in {timeout_s}s")
+        for msg in consumer.consume(1000, 0.5):
+            if msg.error() is None:
+                out.append(msg)
+            elif msg.error().code() == KafkaError._PARTITION_EOF:
+                done.add(msg.partition())
+            else:
+                raise KafkaException(msg.error())
+    consumer.close()
+    return out
+
+
+def exactly_once(counts: Counter, expected: list[str]) -> dict[str, int]:
+    return {"missing": sum(1 for i in expected if counts[i] == 0),
+            "duplicated": sum(c - 1 for i, c in counts.items() if c > 1),
+            "unexpected": sum(c for i, c in counts.items() if i not in set(expected))}
+
+
+def job_env(cluster: LocalKafkaCluster) -> dict[str, str]:
+    """The secured job's environment: the etl user's settings as JSON (the password never in argv)."""
+    security = {f"kafka.{k}": v for k, v in cluster.client_conf("etl").items() if k != "bootstrap.servers"}
+    return {**python_env(), SECURITY_ENV: json.dumps(security)}
+
+
+def start_secured_job(cluster: LocalKafkaCluster, args: list[str], log: Path,
+                      master: str = "local[2,3]") -> subprocess.Popen:
+    cmd = [spark_submit_binary(), "--master", master]
+    for key, value in SMALL_CONF.items():
+        cmd += ["--conf", f"{key}={value}"]
+    cmd += [str(SECURED_JOB), "--bootstrap", cluster.bootstrap, *args]
+    out = open(log, "ab")
+    return subprocess.Popen(cmd, env=job_env(cluster), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def secured_pipeline(cluster, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """orders-json.yaml on topics of its own, with the security settings its comment shows."""
+    names = {"input": unique("orders"), "output": unique("priced"), "dlq": unique("dlq"), "prefix": unique("secured")}
+    doc = yaml.safe_load((EXAMPLES / "orders-json.yaml").read_text())
+    doc["source"]["kafka"]["properties"].update({
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "${KAFKA_USERNAME}",
+        "sasl.password": "${KAFKA_PASSWORD}", "ssl.ca.location": str(cluster.security.tls.ca_file)})
+    doc["source"]["topics"], doc["sink"]["topic"] = [names["input"]], names["output"]
+    doc["errors"]["dlq_topic"] = names["dlq"]
+    doc["sink"]["transactional_id_prefix"] = names["prefix"]
+    doc["source"]["schema"]["file"] = str(EXAMPLES.parent / "schemas" / "order.avsc")
+    path = tmp_path / "orders-secured.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    create_topics(cluster, {names["input"]: 3, names["output"]: 3, names["dlq"]: 1})
+    grant(cluster, [names["input"]], [names["output"], names["dlq"]], names["prefix"])
+    return path, names
+
+
+def run_secured(cluster, path: Path, tmp_path: Path, args: tuple[str, ...] = ()) -> CliRun:
+    """``kafka-eos run <path> --once`` as etl; the password reaches the run only through its environment."""
+    env = {"KAFKA_USERNAME": "etl", "KAFKA_PASSWORD": ETL_PASSWORD}
+    return kafka_eos(["run", str(path), "--once", *args], cluster.bootstrap, tmp_path / "checkpoints", env=env)

@@ -1,0 +1,54 @@
+"""Crash matrix over SASL_SSL: the driver is SIGKILLed after the commit decision, then restarted
+from its checkpoint; the recovery (EndTxn through the control plane, as ``etl`` over SCRAM and
+TLS) brings every input id exactly once into the read_committed output. Real spark-submit."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from integration_tests.kafka_tools import unique
+from integration_tests.pipeline_runs import kill_group, tail, wait_for
+from integration_tests.secured import (create_topics, exactly_once, grant, produce, read_committed,
+                                       secured_broker, start_secured_job)
+
+__all__ = ["secured_broker"]
+IDS = 3000
+
+
+@pytest.fixture
+def names(secured_broker):
+    names = {"input": unique("in"), "output": unique("out"), "prefix": unique("crash")}
+    create_topics(secured_broker, {names["input"]: 3, names["output"]: 3})
+    grant(secured_broker, [names["input"]], [names["output"]], names["prefix"])
+    for start in range(0, IDS, 500):
+        produce(secured_broker, names["input"], [(str(i).encode(), str(i).encode()) for i in range(start, start + 500)])
+        produce(secured_broker, names["input"], [(b"x", f"aborted-{start + i}".encode()) for i in range(20)],
+                commit=False)
+    return names
+
+
+def run(cluster, args, log, timeout: float = 400) -> None:
+    proc = start_secured_job(cluster, args, log)
+    try:
+        rc = proc.wait(timeout)
+    except Exception:
+        kill_group(proc)
+        raise
+    assert rc == 0, f"job failed ({rc}):\n{tail(log)}"
+
+
+@pytest.mark.parametrize("point", ["after_decision"])
+def test_driver_killed_after_the_decision_recovers_exactly_once_over_sasl_ssl(point, secured_broker, names, tmp_path):
+    args = ["--input", names["input"], "--output", names["output"], "--checkpoint", str(tmp_path / "checkpoint"),
+            "--prefix", names["prefix"], "--max-offsets", "1000"]
+    log = tmp_path / "job.log"
+    (tmp_path / "faults").mkdir()
+    proc = start_secured_job(secured_broker, args + ["--fault", f"{point}@1", "--fault-dir", str(tmp_path / "faults")],
+                             log)
+    wait_for((tmp_path / "faults", f"{point}.*"), proc, 300, log)
+    kill_group(proc)
+    run(secured_broker, args, log)
+    counts = Counter(m.value().decode().removeprefix("out-") for m in read_committed(secured_broker, names["output"]))
+    assert exactly_once(counts, [str(i) for i in range(IDS)]) == {"missing": 0, "duplicated": 0, "unexpected": 0}
+    assert "batch 1 was decided but not fully committed" in log.read_text(), "the restart finished the decided batch"

@@ -1,0 +1,56 @@
+"""The orders-json example over SASL_SSL (SCRAM-SHA-512, TLS, ACLs on), run by ``kafka-eos run``
+as the ``etl`` user with only a pipeline's ACLs: every order exactly once in read_committed output."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+import yaml
+
+from integration_tests.kafka_tools import unique
+from integration_tests.pipeline_cli import progress_lines
+from integration_tests.secured import (ETL_PASSWORD, create_topics, exactly_once, read_committed, run_secured,
+                                       secured_broker, secured_pipeline, seed_orders)
+
+__all__ = ["secured_broker"]
+ORDERS = 3000
+
+
+def test_orders_json_over_sasl_ssl_is_exactly_once(secured_broker, tmp_path):
+    path, names = secured_pipeline(secured_broker, tmp_path)
+    seed_orders(secured_broker, names["input"], "sec", ORDERS)
+    run = run_secured(secured_broker, path, tmp_path)
+    assert run.code == 0, run.log()
+    assert progress_lines(run, "orders-json"), run.stdout
+    ids = Counter(json.loads(m.value())["order_id"] for m in read_committed(secured_broker, names["output"]))
+    assert exactly_once(ids, [f"sec-{i}" for i in range(ORDERS)]) == {"missing": 0, "duplicated": 0, "unexpected": 0}
+    assert ETL_PASSWORD not in run.stdout + run.stderr
+
+
+def test_without_the_transactional_id_acl_the_sink_is_refused_and_writes_nothing(secured_broker, tmp_path):
+    """ACLs are real: the same pipeline with a transactional-id prefix etl has no ACL for fails."""
+    path, names = secured_pipeline(secured_broker, tmp_path)
+    seed_orders(secured_broker, names["input"], "noacl", 100)
+    doc = yaml.safe_load(path.read_text())
+    doc["sink"]["transactional_id_prefix"] = unique("no-acl")
+    path.write_text(yaml.safe_dump(doc))
+    run = run_secured(secured_broker, path, tmp_path)
+    assert run.code != 0, run.log()
+    assert "authoriz" in (run.stdout + run.stderr).lower(), run.log()
+    assert read_committed(secured_broker, names["output"]) == []
+
+
+@pytest.mark.xfail(strict=True, reason="the kafka-eos source reads a topic its user may not Describe as empty "
+                                       "instead of failing (offsets/kafka_offsets.py KafkaOffsets.listing drops topics whose "
+                                       "metadata error is TOPIC_AUTHORIZATION_FAILED)")
+def test_a_source_topic_without_read_acl_fails_the_run(secured_broker, tmp_path):
+    path, _ = secured_pipeline(secured_broker, tmp_path)
+    doc = yaml.safe_load(path.read_text())
+    forbidden = unique("forbidden")
+    doc["source"]["topics"] = [forbidden]
+    create_topics(secured_broker, {forbidden: 1})
+    seed_orders(secured_broker, forbidden, "forbidden", 10)
+    path.write_text(yaml.safe_dump(doc))
+    run = run_secured(secured_broker, path, tmp_path)
+    assert run.code != 0, run.log()
