@@ -1,12 +1,11 @@
 """Small helpers the integration tests share: topics, transactional produce, counted reads."""
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass
-
 import time
 import uuid
-from typing import Iterable
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Callable, Collection, Hashable, Iterable
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -49,9 +48,10 @@ def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, by
 
 
 def read_all(bootstrap: str, topic: str, isolation: str = "read_committed",
-             idle_s: float = 2.0, timeout_s: float = 60.0) -> list:
-    """Read a topic from the beginning until every partition is at its end; return messages."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("reader"),
+             idle_s: float = 2.0, timeout_s: float = 60.0, conf: dict | None = None) -> list:
+    """Read a topic from the beginning until every partition is at its end; return messages.
+    ``conf``: more client settings (e.g. a secured cluster's security settings)."""
+    consumer = Consumer({**(conf or {}), "bootstrap.servers": bootstrap, "group.id": unique("reader"),
                          "isolation.level": isolation, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest"})
     meta = consumer.list_topics(topic, timeout=10).topics[topic]
@@ -141,20 +141,27 @@ def committed_input_ids(bootstrap: str, input_topic: str, start: dict[int, int])
     return {int(m.value()) for m in records if m.offset() >= start[m.partition()] and int(m.value()) < ABORTED_BASE}
 
 
-def check_exactly_once(bootstrap: str, topic: str, ids: int | None = None, expected: set[int] | None = None,
-                       ordered: bool = False) -> ExactlyOnceReport:
-    """Read ``topic`` with read_committed and count: every expected id exactly once (``expected``, or
-    0..ids-1), nothing from aborted input, nothing else; with ``ordered``, per-key order too."""
-    messages = read_all(bootstrap, topic, "read_committed", idle_s=2.0, timeout_s=300)
-    counts = Counter(output_id(m) for m in messages)
-    wanted = set(range(ids or 0)) if expected is None else expected
+def tally(seen: Iterable[Hashable], expected: Collection[Hashable]) -> ExactlyOnceReport:
+    """Count the ids found in an output against the ids it should hold."""
+    counts = Counter(seen)
+    wanted = set(expected)
+    aborted = {i for i in counts if isinstance(i, int) and i >= ABORTED_BASE}
     return ExactlyOnceReport(
-        records=len(messages), expected=len(wanted),
+        records=sum(counts.values()), expected=len(wanted),
         lost=sum(1 for i in wanted if counts[i] == 0),
         duplicated=sum(c - 1 for c in counts.values() if c > 1),
-        aborted_input=sum(c for i, c in counts.items() if i >= ABORTED_BASE),
-        before_start=sum(c for i, c in counts.items() if i < ABORTED_BASE and i not in wanted),
-        order_violations=_order_violations(messages) if ordered else 0)
+        aborted_input=sum(counts[i] for i in aborted),
+        before_start=sum(c for i, c in counts.items() if i not in aborted and i not in wanted))
+
+
+def check_exactly_once(bootstrap: str, topic: str, ids: int | None = None, expected: Collection | None = None,
+                       ordered: bool = False, id_of: Callable = output_id, conf: dict | None = None
+                       ) -> ExactlyOnceReport:
+    """Read ``topic`` with read_committed and count: every expected id exactly once (``expected``, or
+    0..ids-1), nothing from aborted input, nothing else; with ``ordered``, per-key order too."""
+    messages = read_all(bootstrap, topic, "read_committed", idle_s=2.0, timeout_s=300, conf=conf)
+    report = tally((id_of(m) for m in messages), range(ids or 0) if expected is None else expected)
+    return replace(report, order_violations=_order_violations(messages)) if ordered else report
 
 
 def assert_exactly_once(report: ExactlyOnceReport) -> None:

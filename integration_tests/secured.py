@@ -11,16 +11,15 @@ import secrets
 import subprocess
 import time
 import uuid
-from collections import Counter
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import pytest
 import yaml
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from integration_tests.kafka_tools import unique
+from integration_tests.kafka_tools import ExactlyOnceReport, check_exactly_once, read_all, unique
 from integration_tests.pipeline_cli import EXAMPLES, CliRun, kafka_eos
 from kafka_eos.connectors.demo_data import order
 from kafka_eos.connectors.dev.acls import grant_pipeline
@@ -72,32 +71,13 @@ def seed_orders(cluster: LocalKafkaCluster, topic: str, run: str, orders: int, c
         produce(cluster, topic, [order(f"{run}-aborted", i) for i in range(start, start + 20)], commit=False)
 
 
-def read_committed(cluster: LocalKafkaCluster, topic: str, timeout_s: float = 120) -> list:
+def read_committed(cluster: LocalKafkaCluster, topic: str) -> list:
     """Every committed record of ``topic``, read as admin."""
-    consumer = Consumer({**cluster.admin_conf(), "group.id": f"check-{uuid.uuid4().hex}", "log_level": 3,
-                         "isolation.level": "read_committed", "enable.partition.eof": True,
-                         "enable.auto.commit": False})
-    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-    out, done, deadline = [], set(), time.monotonic() + timeout_s
-    while len(done) < len(partitions):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{topic}: not read to the end in {timeout_s}s")
-        for msg in consumer.consume(1000, 0.5):
-            if msg.error() is None:
-                out.append(msg)
-            elif msg.error().code() == KafkaError._PARTITION_EOF:
-                done.add(msg.partition())
-            else:
-                raise KafkaException(msg.error())
-    consumer.close()
-    return out
+    return read_all(cluster.bootstrap, topic, conf=cluster.admin_conf(), timeout_s=120)
 
 
-def exactly_once(counts: Counter, expected: list[str]) -> dict[str, int]:
-    return {"missing": sum(1 for i in expected if counts[i] == 0),
-            "duplicated": sum(c - 1 for i, c in counts.items() if c > 1),
-            "unexpected": sum(c for i, c in counts.items() if i not in set(expected))}
+def check_exactly_once_as_admin(cluster: LocalKafkaCluster, topic: str, **kwargs) -> ExactlyOnceReport:
+    return check_exactly_once(cluster.bootstrap, topic, conf=cluster.admin_conf(), **kwargs)
 
 
 def job_env(cluster: LocalKafkaCluster) -> dict[str, str]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from kafka_eos.connectors.demo_data import count_ids, create_topics, read_committed
-from integration_tests.kafka_tools import produce, unique
+from kafka_eos.connectors.demo_data import create_topics
+from integration_tests.kafka_tools import assert_exactly_once, produce, read_all, tally, unique
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, progress_lines
 from integration_tests.registry_tools import (PAYMENT, PAYMENT_V1, PAYMENT_V2, cli_env, client, decode_by_id,
                                               payment, register, wire)
@@ -44,12 +44,11 @@ def test_example_reads_wire_format_by_id_and_writes_it_exactly_once(bootstrap, s
     assert_no_password(schema_registry, result.stdout, result.stderr)
 
     sink_id = client(schema_registry).get_latest_version("payments-clean-value").schema_id
-    decoded = [decode_by_id(schema_registry, m.value()) for m in read_committed(bootstrap, "payments-clean")]
+    decoded = [decode_by_id(schema_registry, m.value()) for m in read_all(bootstrap, "payments-clean")]
     ours = [(schema_id, r) for schema_id, r in decoded if r["payment_id"].startswith(f"{run}-")]
     assert {schema_id for schema_id, _ in ours} == {sink_id}, "each output record carries the registered id"
     kept = [f"{run}-{i}" for i in range(n) if i % 10 - 1 > 0]
-    assert count_ids([r["payment_id"] for _, r in ours], kept) == \
-        {"out": len(kept), "duplicates": 0, "missing": 0, "unexpected": 0}
+    assert_exactly_once(tally([r["payment_id"] for _, r in ours], kept))
     currency = {r["payment_id"]: r["currency"] for _, r in ours}
     assert {currency[i] for i in kept if int(i.rsplit("-", 1)[1]) % 2} == {"EUR"}, "v1 records get the default"
     assert {currency[i] for i in kept if not int(i.rsplit("-", 1)[1]) % 2} == {"USD"}, "v2 records keep theirs"
@@ -84,9 +83,11 @@ def test_an_unknown_schema_id_goes_to_the_dlq_with_the_reason(bootstrap, schema_
     result = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path / "ck", env=cli_env(schema_registry))
     assert result.code == 0, result.log()
     assert_no_password(schema_registry, result.stdout, result.stderr)
-    out = [decode_by_id(schema_registry, m.value())[1]["payment_id"] for m in read_committed(bootstrap, topics["sink"])]
-    assert count_ids(out, [k.decode() for k, _ in good]) == {"out": 7, "duplicates": 0, "missing": 0, "unexpected": 0}
-    dlq = read_committed(bootstrap, topics["dlq"])
+    out = [decode_by_id(schema_registry, m.value())[1]["payment_id"] for m in read_all(bootstrap, topics["sink"])]
+    report = tally(out, [k.decode() for k, _ in good])
+    assert_exactly_once(report)
+    assert report.records == 7
+    dlq = read_all(bootstrap, topics["dlq"])
     assert sorted(m.key() for m in dlq) == sorted(k for k, _ in bad)
     by_key = dict(bad)
     for message in dlq:

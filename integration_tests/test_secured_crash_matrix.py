@@ -3,13 +3,12 @@ from its checkpoint; the recovery (EndTxn through the control plane, as ``etl`` 
 TLS) brings every input id exactly once into the read_committed output. Real spark-submit."""
 from __future__ import annotations
 
-from collections import Counter
 
 import pytest
 
-from integration_tests.kafka_tools import unique
+from integration_tests.kafka_tools import assert_exactly_once, unique
 from integration_tests.pipeline_runs import kill_group, tail, wait_for
-from integration_tests.secured import (create_topics, exactly_once, grant, produce, read_committed,
+from integration_tests.secured import (check_exactly_once_as_admin, create_topics, grant, produce,
                                        secured_broker, start_secured_job)
 
 __all__ = ["secured_broker"]
@@ -49,6 +48,5 @@ def test_driver_killed_after_the_decision_recovers_exactly_once_over_sasl_ssl(po
     wait_for((tmp_path / "faults", f"{point}.*"), proc, 300, log)
     kill_group(proc)
     run(secured_broker, args, log)
-    counts = Counter(m.value().decode().removeprefix("out-") for m in read_committed(secured_broker, names["output"]))
-    assert exactly_once(counts, [str(i) for i in range(IDS)]) == {"missing": 0, "duplicated": 0, "unexpected": 0}
+    assert_exactly_once(check_exactly_once_as_admin(secured_broker, names["output"], ids=IDS))
     assert "batch 1 was decided but not fully committed" in log.read_text(), "the restart finished the decided batch"

@@ -3,14 +3,13 @@ as the ``etl`` user with only a pipeline's ACLs: every order exactly once in rea
 from __future__ import annotations
 
 import json
-from collections import Counter
 
 import pytest
 import yaml
 
-from integration_tests.kafka_tools import unique
+from integration_tests.kafka_tools import assert_exactly_once, unique
 from integration_tests.pipeline_cli import progress_lines
-from integration_tests.secured import (ETL_PASSWORD, create_topics, exactly_once, read_committed, run_secured,
+from integration_tests.secured import (ETL_PASSWORD, check_exactly_once_as_admin, create_topics, read_committed, run_secured,
                                        secured_broker, secured_pipeline, seed_orders)
 
 __all__ = ["secured_broker"]
@@ -23,8 +22,9 @@ def test_orders_json_over_sasl_ssl_is_exactly_once(secured_broker, tmp_path):
     run = run_secured(secured_broker, path, tmp_path)
     assert run.code == 0, run.log()
     assert progress_lines(run, "orders-json"), run.stdout
-    ids = Counter(json.loads(m.value())["order_id"] for m in read_committed(secured_broker, names["output"]))
-    assert exactly_once(ids, [f"sec-{i}" for i in range(ORDERS)]) == {"missing": 0, "duplicated": 0, "unexpected": 0}
+    assert_exactly_once(check_exactly_once_as_admin(secured_broker, names["output"],
+                                                    expected={f"sec-{i}" for i in range(ORDERS)},
+                                                    id_of=lambda m: json.loads(m.value())["order_id"]))
     assert ETL_PASSWORD not in run.stdout + run.stderr
 
 
