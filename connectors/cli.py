@@ -70,6 +70,21 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stop(args: argparse.Namespace) -> int:
+    """Place the stop marker beside the pipeline's checkpoint; the run stops after its running batch."""
+    from kafka_eos.connectors.pipeline.stop import StopNotSupported, request_stop
+    from kafka_eos.connectors.pipeline.validation import load_valid
+    from kafka_eos.config.violations import InvalidPipeline
+    try:
+        cfg = load_valid(args.pipeline, offline=True)
+        path = request_stop(cfg.checkpoint.location)
+    except (InvalidPipeline, StopNotSupported) as exc:
+        print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
+        return 1
+    print(f"kafka-eos: stop requested ({path}); the run stops after its running batch commits")
+    return 0
+
+
 def _validate(args: argparse.Namespace) -> int:
     from kafka_eos.connectors.pipeline.validation import validate_files
     report = validate_files(args.pipelines, offline=args.offline, timeout_s=args.timeout)
@@ -107,6 +122,9 @@ def _add_pipeline_commands(sub) -> None:
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     run.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker when validating")
     run.set_defaults(func=_run)
+    stop = sub.add_parser("stop", help="ask the run of a pipeline (another process) to stop after its running batch")
+    stop.add_argument("pipeline", metavar="pipeline.yaml")
+    stop.set_defaults(func=_stop)
     validate = sub.add_parser("validate", help="check pipeline files; exit 0 valid, 1 invalid, 2 broker unreachable")
     validate.add_argument("pipelines", nargs="+", metavar="pipeline.yaml")
     validate.add_argument("--offline", action="store_true", help="skip the live broker checks")
