@@ -33,7 +33,7 @@ def _dev_registry(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     from kafka_eos.connectors.demo import demo
-    return demo(args.records, poison=args.poison)
+    return demo(args.records, poison=args.poison, verbose=args.verbose)
 
 
 def _conf(pairs: list[str]) -> dict[str, str]:
@@ -63,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
         return submit(args.pipeline, args.master, redactor, args.once, conf, name=f"kafka-eos {cfg.name}")
     from kafka_eos.connectors.pipeline.runner import PipelineFailed, run_local
     try:
-        run_local(cfg, args.once, conf=conf, emit=lambda line: print(line, flush=True))
+        run_local(cfg, args.once, conf=conf, emit=lambda line: print(line, flush=True), verbose=args.verbose)
     except PipelineFailed as exc:
         print(f"kafka-eos: {exc}", file=sys.stderr)
         return 1
@@ -121,6 +121,7 @@ def _add_pipeline_commands(sub) -> None:
                      "(availableNow trigger)")
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     run.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker when validating")
+    run.add_argument("--verbose", action="store_true", help="show Spark's and Java's own log lines and progress bar")
     run.set_defaults(func=_run)
     stop = sub.add_parser("stop", help="ask the run of a pipeline (another process) to stop after its running batch")
     stop.add_argument("pipeline", metavar="pipeline.yaml")
@@ -145,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "an exactly-once count")
     demo.add_argument("--records", type=int, default=100_000, help="orders to generate")
     demo.add_argument("--poison", type=int, default=10, help="records that are not JSON (to the DLQ)")
+    demo.add_argument("--verbose", action="store_true", help="show Spark's and Java's own log lines and progress bar")
     demo.set_defaults(func=_demo)
     _add_pipeline_commands(sub)
     dev = sub.add_parser("dev", help="developer tooling").add_subparsers(dest="tool", required=True)

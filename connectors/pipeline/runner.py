@@ -123,10 +123,16 @@ def _wait(query, reporter: ProgressReporter, stop: StopControl, poll_s: float) -
 
 
 def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
-              conf: dict[str, str] | None = None, emit: Callable[[str], None] = print) -> RunResult:
-    """Run in a new local SparkSession of this process (what ``kafka-eos run`` does without --master)."""
+              conf: dict[str, str] | None = None, emit: Callable[[str], None] = print,
+              verbose: bool = False) -> RunResult:
+    """Run in a new local SparkSession of this process (what ``kafka-eos run`` does without --master);
+    the driver's console is quiet unless ``verbose`` (``console``)."""
+    from kafka_eos.connectors.pipeline.console import console_conf, quiet_environment
     from kafka_eos.connectors.spark_harness import local_session
-    spark = local_session(master, app=f"kafka-eos {cfg.name}", conf={**RUN_CONF, **(conf or {})})
+    quiet_environment(master, verbose)
+    user = conf or {}
+    spark = local_session(master, app=f"kafka-eos {cfg.name}",
+                          conf={**RUN_CONF, **user, **console_conf(verbose, user)})
     try:
         result = run_query(spark, cfg, once, emit)
         emit(result.summary())
