@@ -24,7 +24,7 @@ from kafka_eos.config.model import OnDecodeError, PipelineConfig
 from kafka_eos.config.redact import Redactor, install
 from kafka_eos.connectors.pipeline import builder
 from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint
-from kafka_eos.connectors.pipeline.progress import ProgressReporter
+from kafka_eos.connectors.pipeline.progress import BatchReport, ProgressReporter
 from kafka_eos.connectors.pipeline.stop import StopControl
 from kafka_eos.secrets import spark_redaction_conf
 
@@ -79,7 +79,7 @@ def _skipped_counter(spark, cfg: PipelineConfig):
 
 
 def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[str], None] = print,
-              poll_s: float = POLL_S) -> RunResult:
+              poll_s: float = POLL_S, listeners: list[Callable[[BatchReport], None]] | None = None) -> RunResult:
     """Build, start and wait for the pipeline's query in ``spark``; raise ``PipelineFailed``."""
     redactor: Redactor = install(cfg.secrets())
     started = time.monotonic()
@@ -89,7 +89,7 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
         query = builder.start(spark, cfg, once, on_skipped)
     except (builder.PipelineBuildError, CheckpointShapeError) as exc:
         raise PipelineFailed(redactor(f"{cfg.origin}: {exc}")) from None
-    reporter = ProgressReporter(cfg, redactor, emit, skipped)
+    reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners)
     stop = StopControl(cfg.checkpoint.location, lambda line: emit(redactor(line))).install()
     try:
         _wait(query, reporter, stop, poll_s)
@@ -124,18 +124,26 @@ def _wait(query, reporter: ProgressReporter, stop: StopControl, poll_s: float) -
 
 def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
               conf: dict[str, str] | None = None, emit: Callable[[str], None] = print,
-              verbose: bool = False) -> RunResult:
+              verbose: bool = False, metrics_port: int | None = None) -> RunResult:
     """Run in a new local SparkSession of this process (what ``kafka-eos run`` does without --master);
-    the driver's console is quiet unless ``verbose`` (``console``)."""
+    the driver's console is quiet unless ``verbose`` (``console``); with ``metrics_port``, a
+    Prometheus endpoint on 127.0.0.1 serves the batches' numbers (``metrics``)."""
     from kafka_eos.connectors.pipeline.console import console_conf, quiet_environment
     from kafka_eos.connectors.spark_harness import local_session
     quiet_environment(master, verbose)
     user = conf or {}
     spark = local_session(master, app=f"kafka-eos {cfg.name}",
                           conf={**RUN_CONF, **user, **console_conf(verbose, user)})
+    metrics = None
     try:
-        result = run_query(spark, cfg, once, emit)
+        if metrics_port is not None:
+            from kafka_eos.connectors.pipeline.metrics import PrometheusMetrics
+            metrics = PrometheusMetrics(cfg.name or "kafka-eos", metrics_port)
+            emit(f"kafka-eos {cfg.name}: metrics at http://127.0.0.1:{metrics.port}/metrics")
+        result = run_query(spark, cfg, once, emit, listeners=[metrics] if metrics else None)
         emit(result.summary())
         return result
     finally:
+        if metrics is not None:
+            metrics.close()
         spark.stop()
