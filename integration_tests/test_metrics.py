@@ -49,3 +49,5 @@ def test_scrape_during_a_run_counts_what_was_written(bootstrap, tmp_path, pipeli
     assert got['kafka_eos_records_skipped_total{pipeline="orders-json"}'] == 2
     assert got['kafka_eos_batch_duration_seconds_count{pipeline="orders-json"}'] >= 1
     assert got['kafka_eos_last_committed_batch{pipeline="orders-json"}'] >= 0
+    behind = {k: v for k, v in got.items() if k.startswith("kafka_eos_offsets_behind") and f'topic="{source}"' in k}
+    assert len(behind) == 2 and set(behind.values()) == {0}, got  # everything read by then

@@ -2,7 +2,6 @@
 restarts resume exactly once and find no recovery work."""
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
