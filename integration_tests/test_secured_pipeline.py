@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 import yaml
 
 from integration_tests.kafka_tools import assert_exactly_once, unique
@@ -41,9 +40,6 @@ def test_without_the_transactional_id_acl_the_sink_is_refused_and_writes_nothing
     assert read_committed(secured_broker, names["output"]) == []
 
 
-@pytest.mark.xfail(strict=True, reason="the kafka-eos source reads a topic its user may not Describe as empty "
-                                       "instead of failing (offsets/kafka_offsets.py KafkaOffsets.listing drops topics whose "
-                                       "metadata error is TOPIC_AUTHORIZATION_FAILED)")
 def test_a_source_topic_without_read_acl_fails_the_run(secured_broker, tmp_path):
     path, _ = secured_pipeline(secured_broker, tmp_path)
     doc = yaml.safe_load(path.read_text())
@@ -54,3 +50,4 @@ def test_a_source_topic_without_read_acl_fails_the_run(secured_broker, tmp_path)
     path.write_text(yaml.safe_dump(doc))
     run = run_secured(secured_broker, path, tmp_path)
     assert run.code != 0, run.log()
+    assert "TOPIC_AUTHORIZATION_FAILED" in run.log() and f"--operation Read --topic {forbidden}" in run.log(), run.log()

@@ -7,6 +7,11 @@ Invariants:
   naming them. Transient failures (timeouts, transport errors, brokers down, leader moves:
   ``_transient``) are retried with backoff within ONE deadline per call (``timeout_s``);
   partitions already answered are not asked again. A non-transient error fails at once.
+- A source naming its topics (``subscribe``, ``assign``) asks for exactly those topics
+  (DescribeTopics, never auto-creating): one its principal may not Describe raises
+  ``TopicAuthorizationError`` naming the ACL to add (Kafka leaves such topics out of an
+  all-topics listing, which would read as empty); a topic that does not exist is left out, as a
+  pattern's listing leaves it out.
 - Nothing here reads committed consumer-group offsets: ``commit_group`` only writes them, for
   monitoring (lag tools); recovery always uses Spark's offset log.
 """
@@ -14,19 +19,51 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Callable, Iterable, Mapping, TypeVar
+from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition as KafkaTP
+from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from kafka_eos import KafkaEosError
+from kafka_eos.offsets.acl_advice import AclMissingError, MissingAcl, principal_of
 from kafka_eos.offsets.model import Offsets, TopicPartition, describe
 from kafka_eos.offsets.subscription import Subscription
 
 
 class KafkaLookupError(KafkaEosError, RuntimeError):
     """Kafka did not answer a metadata or offset lookup."""
+
+
+class TopicAuthorizationError(AclMissingError):
+    """The source's principal may not Describe/Read a topic it names."""
+
+
+def named_topics(subscription: Subscription | None) -> tuple[str, ...]:
+    """The topics a subscription names (none for a pattern or no subscription)."""
+    if subscription is None or subscription.kind == "subscribePattern":
+        return ()
+    return tuple(sorted(set(subscription.topics) | {t for t, _ in subscription.assigned}))
+
+
+def named_listing(answers: Mapping[str, Sequence[int] | KafkaError], conf: Mapping[str, str]) -> dict[str, list[int]]:
+    """topic -> sorted partitions from DescribeTopics answers (partition ids, or the topic's
+    error). Unauthorized topics raise ``TopicAuthorizationError``; unknown topics are left out;
+    any other error raises ``KafkaLookupError``."""
+    denied = sorted(t for t, a in answers.items()
+                    if isinstance(a, KafkaError) and a.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    if denied:
+        principal = principal_of(conf)
+        raise TopicAuthorizationError([MissingAcl(principal, "topic", t, "Read") for t in denied],
+                                      conf.get("bootstrap.servers", ""), "the kafka-eos source cannot read "
+                                      f"{', '.join(denied)} (TOPIC_AUTHORIZATION_FAILED)")
+    failed = {t: a for t, a in answers.items() if isinstance(a, KafkaError)
+              and a.code() not in (KafkaError.UNKNOWN_TOPIC_OR_PART,)}
+    if failed:
+        raise KafkaLookupError("could not describe Kafka topics: " +
+                               "; ".join(f"{t}: {e.name()}" for t, e in sorted(failed.items())))
+    return {t: sorted(a) for t, a in answers.items() if not isinstance(a, KafkaError)}
 
 
 T = TypeVar("T")
@@ -67,10 +104,15 @@ class KafkaOffsets:
 
     def __init__(self, conf: Mapping[str, str], timeout_s: float = 30.0) -> None:
         self._admin = AdminClient(dict(conf))
+        self._conf = dict(conf)
         self._timeout_s = timeout_s
 
-    def listing(self) -> dict[str, list[int]]:
-        """topic -> sorted partition ids, for every topic Kafka lists without error."""
+    def listing(self, subscription: Subscription | None = None) -> dict[str, list[int]]:
+        """topic -> sorted partition ids: the topics ``subscription`` names (see ``named_listing``),
+        else every topic Kafka lists without error."""
+        named = named_topics(subscription)
+        if named:
+            return self._named(named)
         try:
             meta = self._retrying(lambda remaining: self._admin.list_topics(timeout=remaining))
         except (KafkaException, TimeoutError, FutureTimeout, ConnectionError) as exc:
@@ -79,7 +121,28 @@ class KafkaOffsets:
         return {name: sorted(t.partitions) for name, t in meta.topics.items() if t.error is None}
 
     def partitions(self, subscription: Subscription) -> set[TopicPartition]:
-        return subscription.select(self.listing())
+        return subscription.select(self.listing(subscription))
+
+    def _named(self, topics: tuple[str, ...]) -> dict[str, list[int]]:
+        def attempt(seconds: float) -> dict[str, list[int] | KafkaError]:
+            futures = self._admin.describe_topics(TopicCollection(list(topics)), request_timeout=seconds)
+            answers: dict[str, list[int] | KafkaError] = {}
+            for name, future in futures.items():
+                try:
+                    answers[name] = [p.id for p in future.result(seconds + 1.0).partitions]
+                except KafkaException as exc:
+                    error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                    if error is None or _transient(exc):
+                        raise
+                    answers[name] = error
+            return answers
+        try:
+            answers = self._retrying(attempt)
+        except (KafkaException, TimeoutError, FutureTimeout, ConnectionError) as exc:
+            raise KafkaLookupError(f"could not describe Kafka topics {', '.join(topics)} within "
+                                   f"{self._timeout_s:.0f}s: {exc!r}. Check kafka.bootstrap.servers and that the "
+                                   "brokers are reachable.") from None
+        return named_listing(answers, self._conf)
 
     def earliest(self, tps: Iterable[TopicPartition]) -> Offsets:
         return self._list({tp: OffsetSpec.earliest() for tp in tps}, "earliest")

@@ -35,7 +35,7 @@ class KafkaBatchReader(DataSourceReader):
     def offset_bounds(self) -> tuple[Offsets, Offsets]:
         """(start, end) per partition, after the data-loss policy."""
         kafka = KafkaOffsets(self.options.admin_conf())
-        listing = kafka.listing()
+        listing = kafka.listing(self.options.subscription)
         missing = self.options.subscription.missing(listing)
         if missing:
             raise ValueError(f"option assign names partitions Kafka does not have: "

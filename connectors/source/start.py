@@ -29,7 +29,7 @@ def pin_start(options: Mapping[str, str]) -> dict[str, str]:
     (unchanged when no partition is read yet: the source then resolves as usual)."""
     parsed = parse_source_options(options, streaming=True)
     kafka = KafkaOffsets(parsed.admin_conf())
-    partitions = parsed.subscription.select(kafka.listing())
+    partitions = parsed.subscription.select(kafka.listing(parsed.subscription))
     if not partitions:
         return dict(options)
     start = resolve(parsed.starting, partitions, kafka, parsed.timestamp_strategy)

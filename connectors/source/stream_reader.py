@@ -73,7 +73,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._kafka
 
     def initialOffset(self) -> dict:
-        listing = self.kafka.listing()
+        listing = self.kafka.listing(self.options.subscription)
         missing = self.options.subscription.missing(listing)
         if missing:
             raise ValueError(f"option assign names partitions Kafka does not have: "
