@@ -30,6 +30,17 @@ from kafka_eos.connectors.dev.registry_dist import apicurio_version, registry_ho
 CCOMPAT = "/apis/ccompat/v7"
 
 
+def answers(url: str) -> bool:
+    """Whether a registry answers at ``url`` (a 401 counts: it is up and checking credentials)."""
+    try:
+        with urllib.request.urlopen(url, timeout=2):
+            return True
+    except urllib.error.HTTPError as exc:
+        return exc.code == 401
+    except OSError:
+        return False
+
+
 @dataclass(frozen=True)
 class RegistrySettings:
     """What kind of local registry to start."""
@@ -114,14 +125,8 @@ class LocalRegistry:
             if self.process is None or self.process.poll() is not None:
                 code = self.process.returncode if self.process else None
                 raise BrokerEnvironmentError(f"Apicurio Registry exited with {code}:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(self.url + "/subjects", timeout=2):
-                    return
-            except urllib.error.HTTPError as exc:
-                if exc.code == 401:
-                    return
-            except OSError:
-                pass
+            if answers(self.url + "/subjects"):
+                return
             time.sleep(0.3)
         raise BrokerEnvironmentError(f"Apicurio Registry did not answer in {timeout_s:.0f}s:\n{self.log_tail()}")
 
