@@ -14,7 +14,6 @@ Invariants:
 from __future__ import annotations
 
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError
 from kafka_eos.connectors.dev.local_kafka import free_port
+from kafka_eos.connectors.dev.processes import stop_process
 from kafka_eos.connectors.dev.registry_dist import apicurio_version, registry_home, registry_java, runner_jar
 
 CCOMPAT = "/apis/ccompat/v7"
@@ -131,13 +131,7 @@ class LocalRegistry:
         raise BrokerEnvironmentError(f"Apicurio Registry did not answer in {timeout_s:.0f}s:\n{self.log_tail()}")
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+        stop_process(self.process)
         self.process = None
 
     def log_tail(self, lines: int = 40) -> str:
