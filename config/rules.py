@@ -11,11 +11,20 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from kafka_eos.config.model import DataFormat, KafkaCluster, OnDecodeError, PipelineConfig, SchemaRef
+from kafka_eos.config.model import DataFormat, KafkaCluster, OnDecodeError, PipelineConfig, SchemaRef, TransformSpec
 from kafka_eos.config.rules_safety import SAFETY_RULES
 from kafka_eos.config.violations import Backstop, Context, Rule, Violation
 
 SQL_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
+# what makes Spark keep state across batches: an aggregation (GROUP BY, a time window), a
+# deduplication (DISTINCT, SQL's dropDuplicates) or a join
+STATEFUL_SQL = re.compile(r"(?is)\bgroup\s+by\b|\bdistinct\b|\bjoin\b|\b(?:session_)?window\s*\(")
+
+
+def stateful(t: TransformSpec) -> bool:
+    """Whether the transform (``sql`` and ``steps``, comments aside) keeps state across batches."""
+    texts = [t.sql or ""] + [e for step in t.steps for e in step.exprs]
+    return any(STATEFUL_SQL.search(SQL_COMMENT.sub(" ", text)) for text in texts)
 
 
 def _cluster(cluster: KafkaCluster, path: str) -> list[Violation]:

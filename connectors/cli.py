@@ -101,6 +101,11 @@ def _validate(args: argparse.Namespace) -> int:
     from kafka_eos.connectors.pipeline.validation import validate_files
     report = validate_files(args.pipelines, offline=args.offline, timeout_s=args.timeout)
     print(report.render(), file=sys.stdout if report.exit_code == 0 else sys.stderr)
+    if args.against_checkpoint and report.configs and report.exit_code != 1:
+        from kafka_eos.connectors.pipeline.checkpoint_compat import against_checkpoints
+        code, text = against_checkpoints(report.configs)
+        print(text, file=sys.stdout if code == 0 else sys.stderr)
+        return 1 if code == 1 else max(code, report.exit_code)
     return report.exit_code
 
 
@@ -144,6 +149,8 @@ def _add_pipeline_commands(sub) -> None:
     validate.add_argument("pipelines", nargs="+", metavar="pipeline.yaml")
     validate.add_argument("--offline", action="store_true", help="skip the live broker checks")
     validate.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker")
+    validate.add_argument("--against-checkpoint", action="store_true", help="also say whether each change from the "
+                          "pipeline that wrote the checkpoint keeps it (exit 1: a change needs a new checkpoint)")
     validate.set_defaults(func=_validate)
     describe = sub.add_parser("describe", help="print the resolved plan of a pipeline (secrets redacted)")
     describe.add_argument("pipeline", metavar="pipeline.yaml")

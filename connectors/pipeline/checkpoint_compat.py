@@ -1,23 +1,157 @@
-"""Refuse, before Spark does, to resume a checkpoint with a plan of another shape.
+"""Which pipeline changes a checkpoint survives: refused at query start, reported before a restart.
 
-Spark's offset log (read through ``checkpoint_log``: one line per source scan in each entry)
-fixes how many source scans the query has. A pipeline with
-``errors.on_decode_error: dlq`` scans its source twice (the output branch and the DLQ branch;
-Spark does not share a streaming scan between two branches of a union), ``fail`` and ``skip``
-once. Switching between ``dlq`` and the others on an existing checkpoint would stop the query
-with Spark's "There are [1] sources in the checkpoint offsets and now there are [2]"; this
-check says the same in pipeline terms, with the fix, before anything starts.
+``compare`` holds the rules (pure): the pipeline's shape (``pipeline_shape.shape_of``) against
+what the checkpoint recorded (``pipeline_shape.recorded_shape``) and what its sink log says.
+
+- Source scans (``errors.on_decode_error: dlq`` scans the source twice, ``fail``/``skip`` once;
+  see ``builder.scans_per_batch``): Spark's offset log fixes their number, so switching the DLQ
+  on or off needs a new checkpoint. ``check_checkpoint`` refuses this one at query start, before
+  Spark stops with "There are [1] sources in the checkpoint offsets and now there are [2]".
+- A stateful transform (``config.rules.stateful``: GROUP BY, window, DISTINCT, join) keeps its
+  state in the checkpoint in the shape of the plan that wrote it: adding, removing or changing
+  one (its transform, or the decoding of the rows it aggregates) needs a new checkpoint.
+- The sink log belongs to one ``transactional_id_prefix``: changing it needs a new checkpoint.
+- A batch decided but not committed (``txn.sink_log``) is re-written to the same sink partition
+  indexes with the same records each: while one is pending, a change that alters the rows per
+  sink partition or their number (DLQ, ``minPartitions``, the transform, the decoding) must wait
+  until that batch commits.
+- Everything else keeps the checkpoint: a stateless transform, decoding, topics (partitions new
+  to the query are read from their earliest offset), sink settings, ``minPartitions``.
+A checkpoint without pipeline records (older kafka-eos) is compared on source scans and state
+only; what cannot be compared is said so.
+
+``against_checkpoints`` (``kafka-eos validate --against-checkpoint``) reads each checkpoint and
+renders the verdicts: exit 0 all kept, 1 a change needs a new checkpoint, 2 a checkpoint could
+not be read.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Sequence
+
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import PipelineConfig
-from kafka_eos.connectors.pipeline.builder import scans_per_batch
+from kafka_eos.config.redact import Redactor
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
+from kafka_eos.connectors.pipeline.pipeline_shape import PipelineShape, recorded_shape, shape_of
+from kafka_eos.connectors.pipeline.progress import sink_log_location
+from kafka_eos.txn.sink_log import DECIDED, SinkLogReader
+
+NEW_LOCATION = "start with a new checkpoint.location (and source.starting_offsets where the old one stopped)"
 
 
 class CheckpointShapeError(KafkaEosError, ValueError):
     """The checkpoint was written by a plan with another number of source scans."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What an existing checkpoint tells about the pipeline that wrote it."""
+    location: str
+    shape: PipelineShape | None       # None: no batch planned yet, nothing to resume
+    pending_batch: int | None = None  # a batch decided but not committed (sink log)
+    prefix: str | None = None         # the transactional-id prefix its sink log belongs to
+
+
+@dataclass(frozen=True)
+class Verdict:
+    change: str
+    keeps: bool
+    fix: str = ""
+
+    def line(self) -> str:
+        if self.keeps:
+            return f"{self.change}: keeps the checkpoint"
+        return f"{self.change}: needs a new checkpoint\n      fix: {self.fix}"
+
+
+def _scans(found: Checkpoint, cfg: PipelineConfig, wanted: PipelineShape) -> list[Verdict]:
+    before = found.shape.scans
+    if before is None or before == wanted.scans:
+        return []
+    policy = cfg.errors.on_decode_error.value
+    made_with = "dlq" if before == 2 else "fail or skip"
+    return [Verdict(f"errors.on_decode_error: {policy} cannot resume checkpoint {found.location}, which was "
+                    f"written with on_decode_error {made_with} ({before} source scan(s) per batch; {policy} "
+                    f"needs {wanted.scans})", False,
+                    f"keep on_decode_error {made_with} for this checkpoint, or {NEW_LOCATION}")]
+
+
+def _differs(before: PipelineShape, after: PipelineShape, part: str) -> bool:
+    return getattr(before, part) is not None and getattr(before, part) != getattr(after, part)
+
+
+def _state(before: PipelineShape, wanted: PipelineShape) -> list[Verdict]:
+    if before.stateful is None or before.stateful == wanted.stateful:
+        if not wanted.stateful:
+            return []
+        if not before.recorded:
+            return [Verdict("stateful transform: not compared (the checkpoint has no pipeline record: an older "
+                            "kafka-eos wrote it); only an unchanged transform and decoding keep its state", True)]
+        changed = [name for part, name in (("transform", "transform.sql/steps/watermark"),
+                                           ("decode", "source format/schema")) if _differs(before, wanted, part)]
+        return [Verdict(f"{' and '.join(changed)} of a stateful transform changed (its state in the checkpoint "
+                        "has the old plan's shape)", False, NEW_LOCATION)] if changed else []
+    added = "added" if wanted.stateful else "removed"
+    return [Verdict(f"transform: a stateful operation (GROUP BY, window, DISTINCT or join) {added} (Spark keeps "
+                    "aggregation state in the checkpoint in the shape of the plan that wrote it)", False, NEW_LOCATION)]
+
+
+def _layout(before: PipelineShape, wanted: PipelineShape) -> list[str]:
+    """Changes of the rows per sink partition, or of their number, that keep the checkpoint otherwise."""
+    if not before.recorded:
+        return ["transform/decoding (not comparable: the checkpoint has no pipeline record)"]
+    found = [] if wanted.stateful else [name for part, name in (
+        ("transform", "transform.sql/steps/watermark changed (stateless transform)"),
+        ("decode", "source format/schema changed (stateless transform)")) if _differs(before, wanted, part)]
+    if before.min_partitions != wanted.min_partitions:
+        found.append(f"source.options minPartitions changed ({before.min_partitions} -> {wanted.min_partitions})")
+    return found
+
+
+def _prefix(found: Checkpoint, cfg: PipelineConfig) -> list[Verdict]:
+    wanted = cfg.sink.transactional_id_prefix
+    if not found.prefix or not wanted or found.prefix == wanted:
+        return []
+    return [Verdict(f"sink.transactional_id_prefix changed ({found.prefix} -> {wanted}; the sink log of the "
+                    "checkpoint belongs to the old prefix)", False,
+                    f"keep transactional_id_prefix {found.prefix} for this checkpoint, or {NEW_LOCATION}")]
+
+
+def compare(found: Checkpoint, cfg: PipelineConfig, wanted: PipelineShape | None = None) -> list[Verdict]:
+    """The verdict on each change from the pipeline that wrote ``found`` to ``cfg`` (``wanted``:
+    its shape); empty when there is no change or nothing to resume."""
+    before, wanted = found.shape, wanted or shape_of(cfg)
+    if before is None:
+        return []
+    verdicts = _scans(found, cfg, wanted) + _state(before, wanted) + _prefix(found, cfg)
+    layout = _layout(before, wanted)
+    if found.pending_batch is None:
+        verdicts += [Verdict(change, True) for change in layout if before.recorded]
+    else:
+        verdicts += [Verdict(f"{change}, while batch {found.pending_batch} is decided but not committed (it is "
+                             "re-written with the same rows per sink partition)", False,
+                             f"finish the pending batch first: run the previous pipeline file on this checkpoint "
+                             f"until batch {found.pending_batch} commits (kafka-eos run <previous file> --once), "
+                             f"then restart with this one; or {NEW_LOCATION}") for change in layout]
+    if before.recorded:
+        verdicts += [Verdict(change, True) for part, change in (
+            ("subscription", "source topics/pattern/assign changed (partitions new to the query are read from "
+                             "their earliest offset)"),
+            ("sink", "sink settings changed")) if _differs(before, wanted, part)]
+    return verdicts
+
+
+def read_checkpoint(cfg: PipelineConfig) -> Checkpoint:
+    """What the checkpoint of ``cfg`` holds (reads only; errors of the storage propagate)."""
+    location = cfg.checkpoint.location or ""
+    shape = recorded_shape(location) if location else None
+    if shape is None:
+        return Checkpoint(location, None)
+    log = SinkLogReader(sink_log_location(cfg))
+    latest, meta = log.latest(), log.meta() or {}
+    pending = latest.batch_id if latest is not None and latest.state == DECIDED else None
+    return Checkpoint(location, shape, pending, meta.get("prefix"))
 
 
 def checkpoint_sources(location: str) -> int | None:
@@ -28,16 +162,40 @@ def checkpoint_sources(location: str) -> int | None:
 
 
 def check_checkpoint(cfg: PipelineConfig) -> None:
-    """Raise ``CheckpointShapeError`` when the checkpoint cannot be resumed by this pipeline."""
+    """Raise ``CheckpointShapeError`` when the checkpoint's source scans differ from the plan's."""
     location = cfg.checkpoint.location
-    found = checkpoint_sources(location) if location else None
-    wanted = scans_per_batch(cfg)
-    if found is None or found == wanted:
+    scans = checkpoint_sources(location) if location else None
+    if scans is None:
         return
-    policy = cfg.errors.on_decode_error.value
-    made_with = "dlq" if found == 2 else "fail or skip"
-    raise CheckpointShapeError(
-        f"errors.on_decode_error: {policy} cannot resume checkpoint {location}, which was written with "
-        f"on_decode_error {made_with} ({found} source scan(s) per batch; {policy} needs {wanted}). "
-        f"Fix: keep on_decode_error {made_with} for this checkpoint, or start with a new checkpoint.location "
-        "(and source.starting_offsets where the old one stopped)")
+    found = Checkpoint(location, PipelineShape(scans=scans, stateful=None, recorded=False))
+    for verdict in _scans(found, cfg, shape_of(cfg)):
+        raise CheckpointShapeError(f"{verdict.change}. Fix: {verdict.fix}")
+
+
+def against_checkpoint(cfg: PipelineConfig) -> tuple[int, list[str]]:
+    """Exit code and report lines of one pipeline against its checkpoint (not redacted)."""
+    head = f"{cfg.origin}: against checkpoint {cfg.checkpoint.location}"
+    try:
+        found = read_checkpoint(cfg)
+    except (OSError, ValueError, KafkaEosError) as exc:
+        return 2, [f"{head}: unreadable: {exc}"]
+    if found.shape is None:
+        return 0, [f"{head}: no batch yet, nothing to resume (any change is fine)"]
+    verdicts = compare(found, cfg)
+    refused = sum(not v.keeps for v in verdicts)
+    summary = f"{refused} change(s) need a new checkpoint" if refused else "the checkpoint is kept"
+    lines = [f"  {v.line()}" for v in verdicts] or ["  no change the checkpoint depends on: keeps the checkpoint"]
+    if not found.shape.recorded:
+        lines.append("  (the checkpoint has no pipeline record: compared by source scans and state only)")
+    return (1 if refused else 0), [f"{head}: {summary}", *lines]
+
+
+def against_checkpoints(configs: Sequence[PipelineConfig]) -> tuple[int, str]:
+    """``kafka-eos validate --against-checkpoint``: exit code (1 over 2 over 0) and the report, redacted."""
+    codes, lines = [], []
+    for cfg in configs:
+        code, mine = against_checkpoint(cfg)
+        codes.append(code)
+        lines += [Redactor(cfg.secrets())(line) for line in mine]
+    code = 1 if 1 in codes else max(codes, default=0)
+    return code, "\n".join(lines)

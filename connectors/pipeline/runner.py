@@ -8,6 +8,8 @@ Invariants:
   pipeline's trigger until it fails or is stopped: SIGTERM, Ctrl-C or the stop marker stop it
   between batches, after the running batch committed (``stop.StopControl``); a second signal
   stops it at once.
+- Once Spark accepted the plan, the pipeline's shape is recorded beside the checkpoint
+  (``pipeline_shape.record_shape``), for ``kafka-eos validate --against-checkpoint``.
 - A failed query raises ``PipelineFailed`` with the query's error, shortened to the lines that
   say what failed (the Python exception of the task or of the sink), secrets redacted. Nothing
   of a failed batch is committed: the next run resumes from the checkpoint.
@@ -24,6 +26,7 @@ from kafka_eos.config.model import OnDecodeError, PipelineConfig
 from kafka_eos.config.redact import Redactor, install
 from kafka_eos.connectors.pipeline import builder
 from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint
+from kafka_eos.connectors.pipeline.pipeline_shape import record_shape
 from kafka_eos.connectors.pipeline.progress import BatchReport, ProgressReporter
 from kafka_eos.connectors.pipeline.stop import StopControl
 from kafka_eos.secrets import spark_redaction_conf
@@ -89,6 +92,7 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
         query = builder.start(spark, cfg, once, on_skipped)
     except (builder.PipelineBuildError, CheckpointShapeError) as exc:
         raise PipelineFailed(redactor(f"{cfg.origin}: {exc}")) from None
+    _record_shape(query, cfg, redactor)
     reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners)
     stop = StopControl(cfg.checkpoint.location, lambda line: emit(redactor(line))).install()
     try:
@@ -106,6 +110,15 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
                                       f"{error_summary(str(error))}\nNothing of the failed batch was committed; "
                                       "a new run resumes from the checkpoint."))
     return result
+
+
+def _record_shape(query, cfg: PipelineConfig, redactor: Redactor) -> None:
+    """Record the shape of the pipeline Spark accepted beside its checkpoint (``pipeline_shape``)."""
+    try:
+        record_shape(cfg)
+    except (OSError, KafkaEosError) as exc:
+        query.stop()
+        raise PipelineFailed(redactor(f"{cfg.origin}: cannot record the pipeline beside its checkpoint: {exc}")) from None
 
 
 def _wait(query, reporter: ProgressReporter, stop: StopControl, poll_s: float) -> None:
