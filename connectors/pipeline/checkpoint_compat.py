@@ -101,7 +101,7 @@ def _layout(before: PipelineShape, wanted: PipelineShape) -> list[str]:
     """Changes of the rows per sink partition, or of their number, that keep the checkpoint otherwise."""
     if not before.recorded:
         return ["transform/decoding (not comparable: the checkpoint has no pipeline record)"]
-    found = [] if wanted.stateful else [name for part, name in (
+    found = [] if wanted.stateful or before.stateful else [name for part, name in (
         ("transform", "transform.sql/steps/watermark changed (stateless transform)"),
         ("decode", "source format/schema changed (stateless transform)")) if _differs(before, wanted, part)]
     if before.min_partitions != wanted.min_partitions:
@@ -139,6 +139,8 @@ def compare(found: Checkpoint, cfg: PipelineConfig, wanted: PipelineShape | None
             ("subscription", "source topics/pattern/assign changed (partitions new to the query are read from "
                              "their earliest offset)"),
             ("sink", "sink settings changed")) if _differs(before, wanted, part)]
+        if before.scans == wanted.scans and before.dlq_topic != wanted.dlq_topic:
+            verdicts.append(Verdict(f"errors.dlq_topic changed ({before.dlq_topic} -> {wanted.dlq_topic})", True))
     return verdicts
 
 

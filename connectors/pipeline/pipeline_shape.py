@@ -3,7 +3,7 @@ to tell whether a changed pipeline can resume the checkpoint.
 
     <checkpoint>/kafka-eos-pipeline/<seq>.json
         {"v": 1, "scans": 2, "stateful": false, "min_partitions": null,
-         "transform": <fingerprint>, "decode": ..., "subscription": ..., "sink": ...}
+         "transform": <fingerprint>, "decode": ..., "subscription": ..., "sink": ..., "dlq_topic": ...}
 
 Invariants:
 - Records are create-only (``LogStore.create``), numbered from 0; ``record_shape`` writes a new
@@ -52,7 +52,8 @@ class PipelineShape:
     transform: str | None = None        # fingerprints: transform.sql/steps/watermark
     decode: str | None = None           # source format, key format, schema, headers
     subscription: str | None = None     # source topics/pattern/assign
-    sink: str | None = None             # sink settings, DLQ topic, guarantee, trigger
+    sink: str | None = None             # sink settings, guarantee, trigger
+    dlq_topic: str | None = None
     recorded: bool = True               # False: inferred from Spark's checkpoint alone
 
     def to_json(self) -> str:
@@ -97,7 +98,7 @@ def _sink_parts(cfg: PipelineConfig) -> Any:
     return {"cluster": k.kafka.redacted(), "topic": k.topic, "topic_column": k.topic_column,
             "columns": [k.key_column, k.value_column, k.headers_column], "format": k.format.value,
             "schema": _schema(k.schema), "options": redacted(dict(k.options)),
-            "timeouts": [k.transaction_timeout_ms, k.batch_margin_ms], "dlq_topic": cfg.errors.dlq_topic,
+            "timeouts": [k.transaction_timeout_ms, k.batch_margin_ms],
             "guarantee": cfg.guarantee.value, "trigger": str(cfg.checkpoint.trigger)}
 
 
@@ -110,7 +111,7 @@ def shape_of(cfg: PipelineConfig) -> PipelineShape:
         transform=_fingerprint(_transform_parts(cfg), redact),
         decode=_fingerprint([s.format.value, s.key_format.value, _schema(s.schema), s.include_headers], redact),
         subscription=_fingerprint([list(s.topics), s.pattern, [[t, list(p)] for t, p in s.assign]], redact),
-        sink=_fingerprint(_sink_parts(cfg), redact))
+        sink=_fingerprint(_sink_parts(cfg), redact), dlq_topic=cfg.errors.dlq_topic if scans_per_batch(cfg) > 1 else None)
 
 
 def _newest(reader: LogReader) -> tuple[int, PipelineShape] | None:

@@ -199,3 +199,21 @@ def test_many_mistakes_are_reported_at_once(tmp_path):
     assert {"source.topic", "source.topics", 'source.kafka.properties["isolation.level"]',
             'sink.kafka.properties["acks"]', "sink.transaction_timeout_ms", "sink.transactional_id_prefix",
             "checkpoint.location", "errors.dlq_topic"} <= set(paths(found))
+
+
+@pytest.mark.parametrize("sql,steps,expected", [
+    ("SELECT key, value FROM source WHERE value.amount > 0", [], False),
+    ("SELECT key, count(*) AS n FROM source GROUP BY window(ts, '1 minute'), key", [], True),
+    ("SELECT DISTINCT key, value FROM source", [], True),
+    ("SELECT a.key, a.value FROM source a JOIN source b ON a.key = b.key", [], True),
+    ("SELECT key, value FROM source -- GROUP BY key\n", [], False),
+    (None, [{"select": ["window(ts, '1 minute') AS w", "value"]}], True),
+    (None, [{"filter": "value.amount > 0"}], False),
+])
+def test_stateful_transforms_are_aggregations_deduplications_and_joins(tmp_path, sql, steps, expected):
+    from kafka_eos.config.rules import stateful
+    data = valid(tmp_path)
+    data["transform"] = {**({"sql": sql} if sql else {}), **({"steps": steps} if steps else {})}
+    cfg, found = load(tmp_path, data)
+    assert cfg is not None, found
+    assert stateful(cfg.transform) is expected
