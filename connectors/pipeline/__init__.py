@@ -5,5 +5,6 @@
 ``entry`` is the spark-submit entry file, ``progress`` prints one line per batch.
 ``spark_options`` maps a config to Spark's option maps, ``validation`` adds the connectors' own
 check to the config rules, ``checkpoint_log`` is the one reader of Spark's checkpoint
-(``checkpoint_compat`` and ``describe`` call it).
+(``checkpoint_compat`` and ``describe`` call it), ``pipeline_shape`` records the pipeline's shape
+beside the checkpoint and ``checkpoint_compat`` says which changes of it the checkpoint survives.
 """
