@@ -111,7 +111,8 @@ def shape_of(cfg: PipelineConfig) -> PipelineShape:
         transform=_fingerprint(_transform_parts(cfg), redact),
         decode=_fingerprint([s.format.value, s.key_format.value, _schema(s.schema), s.include_headers], redact),
         subscription=_fingerprint([list(s.topics), s.pattern, [[t, list(p)] for t, p in s.assign]], redact),
-        sink=_fingerprint(_sink_parts(cfg), redact), dlq_topic=cfg.errors.dlq_topic if scans_per_batch(cfg) > 1 else None)
+        sink=_fingerprint(_sink_parts(cfg), redact),
+        dlq_topic=cfg.errors.dlq_topic if scans_per_batch(cfg) > 1 else None)
 
 
 def _newest(reader: LogReader) -> tuple[int, PipelineShape] | None:

@@ -118,7 +118,8 @@ def _record_shape(query, cfg: PipelineConfig, redactor: Redactor) -> None:
         record_shape(cfg)
     except (OSError, KafkaEosError) as exc:
         query.stop()
-        raise PipelineFailed(redactor(f"{cfg.origin}: cannot record the pipeline beside its checkpoint: {exc}")) from None
+        raise PipelineFailed(redactor(f"{cfg.origin}: cannot record the pipeline beside its checkpoint: {exc}")
+                             ) from None
 
 
 def _wait(query, reporter: ProgressReporter, stop: StopControl, poll_s: float) -> None:

@@ -58,7 +58,8 @@ def test_no_change_and_no_checkpoint_have_nothing_to_say(tmp_path):
     (lambda d: d["transform"].update(sql="SELECT key, value FROM source WHERE value.amount > 10"),
      ("transform.sql/steps/watermark changed (stateless transform)",)),
     (lambda d: d["source"].update(schema={"inline": {"type": "record", "name": "O", "fields": [
-        {"name": "id", "type": "long"}, {"name": "amount", "type": "double"}, {"name": "note", "type": ["null", "string"]}]}}),
+        {"name": "id", "type": "long"}, {"name": "amount", "type": "double"},
+        {"name": "note", "type": ["null", "string"]}]}}),
      ("source format/schema changed",)),
     (lambda d: d["sink"].update(format="bytes", transaction_timeout_ms=600000), ("sink settings changed",)),
     (lambda d: d["source"].update(topics=["in", "in2"]), ("source topics", "earliest offset")),
@@ -80,7 +81,8 @@ def test_dlq_added_or_removed_needs_a_new_checkpoint(tmp_path):
 def test_adding_removing_or_changing_state_needs_a_new_checkpoint(tmp_path):
     only(verdicts(tmp_path, after=stateful), False, "stateful operation", "added", "fix: start with a new checkpoint")
     only(verdicts(tmp_path, before=stateful), False, "stateful operation", "removed")
-    other_window = lambda d: (stateful(d), d["transform"].update(sql=AGGREGATION.replace("1 minute", "5 minutes")))  # noqa: E731
+    other_window = lambda d: (stateful(d),  # noqa: E731
+                              d["transform"].update(sql=AGGREGATION.replace("1 minute", "5 minutes")))
     only(verdicts(tmp_path, before=stateful, after=other_window), False,
          "transform.sql/steps/watermark of a stateful transform changed")
     assert verdicts(tmp_path, before=stateful, after=stateful) == []

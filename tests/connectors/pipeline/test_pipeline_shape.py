@@ -48,7 +48,8 @@ def test_the_record_holds_no_secret_not_even_hashed(tmp_path):
     def secrets(data, password):
         data["sink"]["kafka"]["properties"] = {"sasl.password": password, "security.protocol": "SASL_SSL"}
         data["sink"]["options"] = {"some.secret": password}
-    one, other = config(tmp_path, lambda d: secrets(d, "hunter2-pw")), config(tmp_path, lambda d: secrets(d, "other-pw"))
+    one = config(tmp_path, lambda d: secrets(d, "hunter2-pw"))
+    other = config(tmp_path, lambda d: secrets(d, "other-pw"))
     assert shape_of(one) == shape_of(other), "a secret does not enter any fingerprint"
     record_shape(one)
     text = (Path(records_location(one.checkpoint.location)) / "0.json").read_text()
