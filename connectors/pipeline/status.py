@@ -14,6 +14,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka.errors import KafkaError
+
+from kafka_eos import KafkaEosError
 from kafka_eos.config.live import ClusterProblem, reachable
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
@@ -25,7 +28,8 @@ from kafka_eos.connectors.source.options import parse_source_options
 from kafka_eos.offsets import model
 from kafka_eos.offsets.kafka_offsets import KafkaLookupError, KafkaOffsets
 from kafka_eos.txn.errors import SinkLogError
-from kafka_eos.txn.sink_status import Decision, last_decision, open_transactions
+from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.sink_status import Decision, OpenTransaction, last_decision, open_transactions
 from kafka_eos.txn.transactional_ids import TransactionalIdFactory
 
 FORMAT_VERSION = 1
@@ -94,6 +98,20 @@ def _reach(cfg: PipelineConfig, timeout_s: float) -> str | None:
     return None
 
 
+def _open(sink: SinkConfig, report: Report) -> list[OpenTransaction] | None:
+    """The open transactions under the sink's prefix (None, with an attention line, when the
+    broker would not list or describe them)."""
+    try:
+        opened = open_transactions(sink.producer_conf, TransactionalIdFactory(sink.transactional_id_prefix, sink.slots))
+    except (KafkaEosError, KafkaError, ConnectionError, TimeoutError) as exc:
+        report.attention.append(f"the transactions under prefix {sink.transactional_id_prefix} could not be listed: "
+                                f"{exc!r} - fix: grant the sink's principal Describe on TransactionalId (prefixed "
+                                f"{sink.transactional_id_prefix}) and DescribeCluster, or check the brokers")
+        return None
+    report.facts["open_transactions"] = {"prefix": sink.transactional_id_prefix, **open_facts(opened)}
+    return opened
+
+
 def gather(cfg: PipelineConfig, timeout_s: float = 10.0) -> Report:
     """The status of ``cfg`` (reads the checkpoint, the sink log and the brokers)."""
     report = Report({"pipeline": cfg.name, "file": cfg.origin, "guarantee": cfg.guarantee.value})
@@ -113,15 +131,11 @@ def gather(cfg: PipelineConfig, timeout_s: float = 10.0) -> Report:
         return report
     try:
         report.facts["source"] = _source(cfg, positions, timeout_s)
-        opened = None
-        if sink is not None:
-            ids = TransactionalIdFactory(sink.transactional_id_prefix, sink.slots)
-            opened = open_transactions(sink.producer_conf, ids)
-            report.facts["open_transactions"] = {"prefix": sink.transactional_id_prefix, **open_facts(opened)}
     except KafkaLookupError as exc:
         report.unreachable = f"{exc} - fix: check that the brokers are up and reachable"
         return report
-    if decision is not None and opened is not None and sink is not None:
+    opened = _open(sink, report) if sink is not None else None
+    if decision is not None and sink is not None:
         report.attention += attention(decision, opened, sink.trigger_interval_ms + sink.batch_margin_ms,
                                       cfg.origin)
     return report

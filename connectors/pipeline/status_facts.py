@@ -37,8 +37,8 @@ def _seconds(ms: int) -> str:
     return f"{ms / 1000:.0f} s"
 
 
-def _pending(decision: Decision, opened: list[OpenTransaction], origin: str) -> str:
-    matched, gone = still_open(decision, opened)
+def _pending(decision: Decision, opened: list[OpenTransaction] | None, origin: str) -> str:
+    matched, gone = still_open(decision, opened) if opened is not None else ([], [])
     parts = ", ".join(str(p.sink_partition) for p in decision.pending)
     records = sum(p.records for p in decision.pending)
     line = (f"batch {decision.batch_id} is decided but not committed: {len(decision.pending)} transaction(s) "
@@ -68,14 +68,17 @@ def _lingering(txn: OpenTransaction, origin: str) -> str:
             "lingering transactions once recovery is done")
 
 
-def attention(decision: Decision, opened: list[OpenTransaction], batch_budget_ms: int, origin: str) -> list[str]:
-    """What needs attention, one line each (``batch_budget_ms``: how long a running batch's
-    transaction may be open: trigger interval + batch margin)."""
+def attention(decision: Decision, opened: list[OpenTransaction] | None, batch_budget_ms: int,
+              origin: str) -> list[str]:
+    """What needs attention, one line each (``opened``: None when they could not be listed;
+    ``batch_budget_ms``: how long a running batch's transaction may be open: trigger interval +
+    batch margin)."""
     lines = []
     if decision.state is DecisionState.DECIDED_PENDING:
         lines.append(_pending(decision, opened, origin))
     elif decision.state is DecisionState.LOST:
         lines.append(_lost(decision, origin))
-    matched, _ = still_open(decision, opened)
-    lines += [_lingering(t, origin) for t in opened if t not in matched and t.age_ms > batch_budget_ms]
+    if opened is not None:
+        matched, _ = still_open(decision, opened)
+        lines += [_lingering(t, origin) for t in opened if t not in matched and t.age_ms > batch_budget_ms]
     return lines

@@ -64,3 +64,9 @@ def test_report_exit_codes_and_json_document(tmp_path):
     text = status.render(cfg, report)
     assert "hunter2-secret" not in text and "attention: something about ***" in text
     assert "last planned batch 2, last committed batch 1" in text and text.endswith("status: broker unreachable")
+
+
+def test_decided_pending_is_reported_when_transactions_could_not_be_listed():
+    decision = Decision(DecisionState.DECIDED_PENDING, 4, 2, 12, (0,), (PENDING,))
+    [line] = attention(decision, None, 130_000, "p.yaml")
+    assert "batch 4 is decided but not committed" in line and "no longer open" not in line
