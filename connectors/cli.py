@@ -129,6 +129,30 @@ def _describe(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+def _status(args: argparse.Namespace) -> int:
+    """Exit 0 healthy, 1 needs attention (or an invalid file), 2 a broker is unreachable."""
+    from kafka_eos.config.violations import InvalidPipeline, exit_code
+    from kafka_eos.connectors.pipeline import status
+    from kafka_eos.connectors.pipeline.validation import load_valid
+    try:
+        cfg = load_valid(args.pipeline, offline=True)
+    except InvalidPipeline as exc:
+        print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
+        return exit_code(exc.violations)
+    report = status.gather(cfg, args.timeout)
+    print(status.render(cfg, report, as_json=args.json))
+    return report.exit_code
+
+
+def _add_status_command(sub) -> None:
+    status = sub.add_parser("status", help="checkpoint, lag, sink log and open transactions of a pipeline; "
+                            "exit 0 healthy, 1 needs attention, 2 broker unreachable")
+    status.add_argument("pipeline", metavar="pipeline.yaml")
+    status.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker")
+    status.add_argument("--json", action="store_true", help="a JSON object (with format_version)")
+    status.set_defaults(func=_status)
+
+
 def _add_pipeline_commands(sub) -> None:
     run = sub.add_parser("run", help="validate, then run a pipeline (in this process, or spark-submit with --master)")
     run.add_argument("pipeline", metavar="pipeline.yaml")
@@ -170,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--verbose", action="store_true", help="show Spark's and Java's own log lines and progress bar")
     demo.set_defaults(func=_demo)
     _add_pipeline_commands(sub)
+    _add_status_command(sub)
     dev = sub.add_parser("dev", help="developer tooling").add_subparsers(dest="tool", required=True)
     kafka = dev.add_parser("kafka", help="a local Kafka broker (KRaft, no Docker)")
     kafka.add_argument("action", choices=["up", "down", "status"])

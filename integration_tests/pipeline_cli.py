@@ -27,11 +27,23 @@ def kafka_eos(args: list[str], bootstrap: str, checkpoints: Path, timeout: float
               env: dict[str, str] | None = None) -> CliRun:
     """``kafka-eos <args>`` with the examples' ``${KAFKA_BOOTSTRAP_SERVERS}`` and
     ``${KAFKA_EOS_CHECKPOINTS}`` pointing at the test broker and a test directory."""
-    full_env = {**python_env(), "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "KAFKA_EOS_CHECKPOINTS": str(checkpoints),
-                **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "kafka_eos.connectors.cli", *args], env=full_env, cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run([sys.executable, "-m", "kafka_eos.connectors.cli", *args], env=_env(bootstrap, checkpoints, env),
+                          cwd=REPO, capture_output=True, text=True, timeout=timeout)
     return CliRun(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _env(bootstrap: str, checkpoints: Path, env: dict[str, str] | None) -> dict[str, str]:
+    return {**python_env(), "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "KAFKA_EOS_CHECKPOINTS": str(checkpoints),
+            **(env or {})}
+
+
+def start_kafka_eos(args: list[str], bootstrap: str, checkpoints: Path, log: Path) -> subprocess.Popen:
+    """``kafka-eos <args>`` in the background as its own process group (``pipeline_runs.kill_group``
+    kills it with its JVM), output to ``log``."""
+    with open(log, "ab") as out:
+        return subprocess.Popen([sys.executable, "-m", "kafka_eos.connectors.cli", *args],
+                                env=_env(bootstrap, checkpoints, None), cwd=REPO, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def progress_lines(run: CliRun, pipeline: str) -> list[str]:

@@ -1,0 +1,189 @@
+"""``kafka-eos status``: where a pipeline stands, from its checkpoint, its sink log and the live broker.
+
+Facts: the checkpoint's last planned and last committed batch; per source partition the
+position (the end of the last committed batch) and the lag to the read_committed end offset;
+the sink log's last decision and its state (``txn.sink_status``); the Ongoing transactions under
+the sink's transactional-id prefix with their age against ``transaction.timeout.ms``.
+Exit codes: 0 healthy, 1 something needs attention (one line each, with the fix), 2 a broker
+is unreachable. Invariant: status reads only (checkpoint, sink log, broker); it never commits,
+aborts or writes anything, and its output is redacted (``render``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka.errors import KafkaError
+
+from kafka_eos import KafkaEosError
+from kafka_eos.config.live import ClusterProblem, reachable
+from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.redact import Redactor
+from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
+from kafka_eos.connectors.pipeline.spark_options import sink_options, source_options
+from kafka_eos.connectors.pipeline.status_facts import attention, decision_facts, open_facts
+from kafka_eos.connectors.sink.options import sink_config
+from kafka_eos.connectors.source.options import parse_source_options
+from kafka_eos.offsets import model
+from kafka_eos.offsets.kafka_offsets import KafkaLookupError, KafkaOffsets
+from kafka_eos.txn.errors import SinkLogError
+from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.sink_status import Decision, OpenTransaction, last_decision, open_transactions
+from kafka_eos.txn.transactional_ids import TransactionalIdFactory
+
+FORMAT_VERSION = 1
+HEALTHY, ATTENTION, UNREACHABLE = 0, 1, 2
+_STATUS = {HEALTHY: "healthy", ATTENTION: "attention", UNREACHABLE: "unreachable"}
+
+
+@dataclass
+class Report:
+    """The facts (JSON-ready), what needs attention, and why a broker could not be asked."""
+    facts: dict[str, Any] = field(default_factory=dict)
+    attention: list[str] = field(default_factory=list)
+    unreachable: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return UNREACHABLE if self.unreachable else ATTENTION if self.attention else HEALTHY
+
+    def document(self) -> dict[str, Any]:
+        return {"format_version": FORMAT_VERSION, "status": _STATUS[self.exit_code], "exit_code": self.exit_code,
+                **self.facts, "attention": self.attention, "unreachable": self.unreachable}
+
+
+def _positions(cfg: PipelineConfig, report: Report) -> model.Offsets | None:
+    """The checkpoint facts; returns the source position (end of the last committed batch)."""
+    reader = CheckpointReader(cfg.checkpoint.location or "")
+    planned, committed = reader.offset_batches(), reader.commit_batches()
+    report.facts["checkpoint"] = {"location": cfg.checkpoint.location,
+                                  "last_planned_batch": planned[-1] if planned else None,
+                                  "last_committed_batch": committed[-1] if committed else None}
+    entry = reader.offsets(committed[-1]) if committed else None
+    if entry is None or not entry.sources:
+        return None
+    try:
+        return model.decode(json.loads(entry.sources[-1]))
+    except ValueError:  # not a kafka-eos source line (OffsetFormatError is a ValueError)
+        return None
+
+
+def _source(cfg: PipelineConfig, positions: model.Offsets | None, timeout_s: float) -> dict[str, Any]:
+    """Per source partition: position, read_committed end offset and lag."""
+    options = parse_source_options(source_options(cfg), streaming=True)
+    offsets = KafkaOffsets(options.admin_conf(), timeout_s)
+    partitions = offsets.partitions(options.subscription) | set(positions or {})
+    ends = offsets.latest(partitions)
+    rows = []
+    for tp in sorted(partitions):
+        position, end = (positions or {}).get(tp), ends.get(tp)
+        lag = None if position is None or end is None else max(0, end - position)
+        rows.append({"topic": tp[0], "partition": tp[1], "position": position, "end": end, "lag": lag})
+    known = [r["lag"] for r in rows if r["lag"] is not None]
+    return {"partitions": rows, "total_lag": sum(known) if positions else None}
+
+
+def _reach(cfg: PipelineConfig, timeout_s: float) -> str | None:
+    """Why the source or sink cluster cannot be asked (None: both answer)."""
+    asked = set()
+    for path, cluster in (("source.kafka", cfg.source.kafka), ("sink.kafka", cfg.sink.kafka)):
+        if cluster.bootstrap_servers and cluster.bootstrap_servers not in asked:
+            asked.add(cluster.bootstrap_servers)
+            try:
+                reachable(cluster, path, timeout_s)
+            except ClusterProblem as exc:
+                return (f"{path}: {exc.violation.message} - fix: start the cluster, or correct "
+                        f"{path}.bootstrap_servers and its security settings")
+    return None
+
+
+def _open(sink: SinkConfig, report: Report) -> list[OpenTransaction] | None:
+    """The open transactions under the sink's prefix (None, with an attention line, when the
+    broker would not list or describe them)."""
+    try:
+        opened = open_transactions(sink.producer_conf, TransactionalIdFactory(sink.transactional_id_prefix, sink.slots))
+    except (KafkaEosError, KafkaError, ConnectionError, TimeoutError) as exc:
+        report.attention.append(f"the transactions under prefix {sink.transactional_id_prefix} could not be listed: "
+                                f"{exc!r} - fix: grant the sink's principal Describe on TransactionalId (prefixed "
+                                f"{sink.transactional_id_prefix}) and DescribeCluster, or check the brokers")
+        return None
+    report.facts["open_transactions"] = {"prefix": sink.transactional_id_prefix, **open_facts(opened)}
+    return opened
+
+
+def gather(cfg: PipelineConfig, timeout_s: float = 10.0) -> Report:
+    """The status of ``cfg`` (reads the checkpoint, the sink log and the brokers)."""
+    report = Report({"pipeline": cfg.name, "file": cfg.origin, "guarantee": cfg.guarantee.value})
+    positions = _positions(cfg, report)
+    sink = sink_config(sink_options(cfg)) if cfg.exactly_once else None
+    decision: Decision | None = None
+    if sink is not None:
+        try:
+            decision = last_decision(sink.log_location)
+            report.facts["sink_log"] = {"location": sink.log_location, **decision_facts(decision)}
+        except (SinkLogError, ValueError) as exc:
+            report.facts["sink_log"] = {"location": sink.log_location, "state": "unreadable"}
+            report.attention.append(f"sink log {sink.log_location} cannot be read: {exc} - fix: run the "
+                                    "kafka-eos build that wrote it")
+    report.unreachable = _reach(cfg, timeout_s)
+    if report.unreachable:
+        return report
+    try:
+        report.facts["source"] = _source(cfg, positions, timeout_s)
+    except KafkaLookupError as exc:
+        report.unreachable = f"{exc} - fix: check that the brokers are up and reachable"
+        return report
+    opened = _open(sink, report) if sink is not None else None
+    if decision is not None and sink is not None:
+        report.attention += attention(decision, opened, sink.trigger_interval_ms + sink.batch_margin_ms,
+                                      cfg.origin)
+    return report
+
+
+def _v(value: Any) -> str:
+    return "none" if value is None else str(value)
+
+
+def _lines(doc: dict[str, Any]) -> list[str]:
+    c = doc["checkpoint"]
+    lines = [f"pipeline: {doc['pipeline'] or '-'} ({doc['file']}), {doc['guarantee']}",
+             f"checkpoint: {c['location']}: last planned batch {_v(c['last_planned_batch'])}, "
+             f"last committed batch {_v(c['last_committed_batch'])}"]
+    source = doc.get("source")
+    for row in (source or {}).get("partitions", []):
+        lines.append(f"source {row['topic']}-{row['partition']}: position {_v(row['position'])}, "
+                     f"end (read_committed) {_v(row['end'])}, lag {_v(row['lag'])}")
+    if source:
+        lines.append(f"source lag: {source['total_lag']} records" if source["total_lag"] is not None else
+                     "source lag: unknown (no batch committed yet)")
+    log = doc.get("sink_log")
+    if log:
+        lines.append(f"sink log: {log['location']}: " + (
+            "no decision yet" if log["state"] == "none" else f"last decision batch {log.get('batch')}: "
+            f"{log['state']} ({log.get('sink_partitions')} sink partitions, {log.get('records')} records)"
+            if log["state"] != "unreadable" else "unreadable"))
+    txns = doc.get("open_transactions")
+    if txns is not None:
+        rows = txns["transactions"]
+        lines.append(f"open transactions under prefix {txns['prefix']}: {len(rows) or 'none'}")
+        lines += [f"open transaction {t['transactional_id']}: open {t['age_ms'] / 1000:.0f} s of "
+                  f"{t['timeout_ms'] / 1000:.0f} s (transaction.timeout.ms), partitions "
+                  f"{', '.join(t['partitions']) or '-'}" for t in rows]
+    return lines
+
+
+def render(cfg: PipelineConfig, report: Report, as_json: bool = False) -> str:
+    """One line per fact (or the JSON document), secrets redacted."""
+    doc = report.document()
+    if as_json:
+        text = json.dumps(doc, indent=2, default=str)
+    else:
+        lines = _lines(doc)
+        if report.unreachable:
+            lines.append(f"broker unreachable: {report.unreachable}")
+        lines += [f"attention: {line}" for line in report.attention]
+        lines.append({HEALTHY: "status: healthy", ATTENTION: f"status: needs attention ({len(report.attention)})",
+                      UNREACHABLE: "status: broker unreachable"}[report.exit_code])
+        text = "\n".join(lines)
+    return Redactor(cfg.secrets())(text)

@@ -1,0 +1,84 @@
+"""The sink side of ``kafka-eos status`` as facts and attention lines (pure functions).
+
+Attention (one line each, with the fix):
+- the last decision is ``decided-pending``: its transactions wait for their commit, which the
+  next run makes before its first batch; after ``transaction.timeout.ms`` the broker aborts
+  them and the run re-writes them instead;
+- the last decision is ``lost``: the next run replays that batch and re-writes the lost partitions;
+- an open transaction that is not a pending one of the decision and is older than a running
+  batch may be (trigger interval + batch margin, the budget of the transaction-timeout rule):
+  a dead run or task attempt left it; read_committed readers of its partitions wait for it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_eos.txn.sink_status import Decision, DecisionState, OpenTransaction, still_open
+
+
+def decision_facts(decision: Decision) -> dict[str, Any]:
+    if decision.state is DecisionState.NONE:
+        return {"state": str(decision.state)}
+    return {"state": str(decision.state), "batch": decision.batch_id, "sink_partitions": decision.num_partitions,
+            "records": decision.records, "committed_partitions": list(decision.committed),
+            "pending": [{"sink_partition": p.sink_partition, "transactional_id": p.transactional_id,
+                         "records": p.records} for p in decision.pending],
+            "lost_partitions": list(decision.lost), "lost_records": decision.lost_records}
+
+
+def open_facts(opened: list[OpenTransaction]) -> dict[str, Any]:
+    return {"transactions": [{"transactional_id": t.transactional_id, "state": t.state,
+                              "producer_id": t.producer_id, "producer_epoch": t.producer_epoch,
+                              "age_ms": t.age_ms, "timeout_ms": t.timeout_ms, "remaining_ms": t.remaining_ms,
+                              "partitions": list(t.partitions)} for t in opened]}
+
+
+def _seconds(ms: int) -> str:
+    return f"{ms / 1000:.0f} s"
+
+
+def _pending(decision: Decision, opened: list[OpenTransaction] | None, origin: str) -> str:
+    matched, gone = still_open(decision, opened) if opened is not None else ([], [])
+    parts = ", ".join(str(p.sink_partition) for p in decision.pending)
+    records = sum(p.records for p in decision.pending)
+    line = (f"batch {decision.batch_id} is decided but not committed: {len(decision.pending)} transaction(s) "
+            f"of sink partitions {parts or '-'} ({records} records) wait for their commit")
+    if matched:
+        line += f"; the broker aborts them in {_seconds(min(t.remaining_ms for t in matched))} (transaction.timeout.ms)"
+    if gone:
+        line += (f"; {len(gone)} of them are no longer open (committed by a run that crashed before recording "
+                 "it, or aborted by the broker: the next run finds out and re-writes the aborted ones)")
+    return (line + f" - fix: run the pipeline (kafka-eos run {origin}); it commits them before its first "
+            "batch (if it is running now, this is the commit of its current batch: check again)")
+
+
+def _lost(decision: Decision, origin: str) -> str:
+    parts = ", ".join(str(p) for p in decision.lost)
+    return (f"batch {decision.batch_id}: the broker aborted the decided transactions of sink partitions {parts} "
+            f"({decision.lost_records} records) before they were committed; their data is not in the output "
+            f"yet - fix: run the pipeline (kafka-eos run {origin}); it replays batch {decision.batch_id} and "
+            "re-writes exactly those partitions")
+
+
+def _lingering(txn: OpenTransaction, origin: str) -> str:
+    return (f"transaction {txn.transactional_id} has been open {_seconds(txn.age_ms)}, longer than a batch of "
+            f"this pipeline may take: a dead run or task attempt left it; read_committed readers of "
+            f"{', '.join(txn.partitions) or 'its partitions'} wait until it ends (the broker aborts it in "
+            f"{_seconds(txn.remaining_ms)}) - fix: run the pipeline (kafka-eos run {origin}); it aborts "
+            "lingering transactions once recovery is done")
+
+
+def attention(decision: Decision, opened: list[OpenTransaction] | None, batch_budget_ms: int,
+              origin: str) -> list[str]:
+    """What needs attention, one line each (``opened``: None when they could not be listed;
+    ``batch_budget_ms``: how long a running batch's transaction may be open: trigger interval +
+    batch margin)."""
+    lines = []
+    if decision.state is DecisionState.DECIDED_PENDING:
+        lines.append(_pending(decision, opened, origin))
+    elif decision.state is DecisionState.LOST:
+        lines.append(_lost(decision, origin))
+    if opened is not None:
+        matched, _ = still_open(decision, opened)
+        lines += [_lingering(t, origin) for t in opened if t not in matched and t.age_ms > batch_budget_ms]
+    return lines

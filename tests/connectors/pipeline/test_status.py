@@ -1,0 +1,72 @@
+"""`kafka-eos status` without a broker: attention lines, exit codes, rendering (redacted, JSON)."""
+from __future__ import annotations
+
+import json
+
+from kafka_eos.connectors.pipeline import status
+from kafka_eos.connectors.pipeline.status_facts import attention, decision_facts
+from kafka_eos.txn.sink_status import Decision, DecisionState, OpenTransaction, PendingTransaction
+from tests.factories import load, valid
+
+PENDING = PendingTransaction(1, "t-eos-1-1", 101, 3, 7)
+
+
+def txn(tid: str, age_ms: int, pid: int = 101, epoch: int = 3) -> OpenTransaction:
+    return OpenTransaction(tid, "Ongoing", pid, epoch, age_ms, 300_000, ("out-1",))
+
+
+def test_committed_and_young_transactions_need_no_attention():
+    decision = Decision(DecisionState.COMMITTED, 4, 2, 12, (0, 1))
+    assert attention(decision, [txn("t-eos-0-0", 5_000)], 130_000, "p.yaml") == []
+
+
+def test_decided_pending_says_when_the_broker_aborts_and_how_to_fix():
+    decision = Decision(DecisionState.DECIDED_PENDING, 4, 2, 12, (0,), (PENDING,))
+    [line] = attention(decision, [txn("t-eos-1-1", 200_000)], 130_000, "p.yaml")
+    assert "batch 4 is decided but not committed" in line and "sink partitions 1 (7 records)" in line
+    assert "aborts them in 100 s" in line and "fix: run the pipeline (kafka-eos run p.yaml)" in line
+
+
+def test_decided_pending_whose_transaction_ended_says_so():
+    decision = Decision(DecisionState.DECIDED_PENDING, 4, 2, 12, (0,), (PENDING,))
+    [line] = attention(decision, [], 130_000, "p.yaml")
+    assert "1 of them are no longer open" in line
+
+
+def test_lost_partitions_are_rewritten_by_the_next_run():
+    decision = Decision(DecisionState.LOST, 4, 2, 12, (0,), (), (1,), 7)
+    [line] = attention(decision, [], 130_000, "p.yaml")
+    assert "sink partitions 1 (7 records)" in line and "re-writes exactly those partitions" in line
+
+
+def test_a_transaction_older_than_a_batch_may_take_is_lingering():
+    decision = Decision(DecisionState.COMMITTED, 4, 2, 12, (0, 1))
+    [line] = attention(decision, [txn("t-eos-0-0", 140_000, pid=7)], 130_000, "p.yaml")
+    assert line.startswith("transaction t-eos-0-0 has been open 140 s") and "out-1" in line
+
+
+def test_report_exit_codes_and_json_document(tmp_path):
+    data = valid(tmp_path)
+    data["sink"]["kafka"]["properties"] = {"sasl.password": "hunter2-secret"}
+    cfg, found = load(tmp_path, data)
+    assert cfg is not None, found
+    report = status.Report({"pipeline": "t", "file": cfg.origin, "guarantee": "exactly_once",
+                            "checkpoint": {"location": "c", "last_planned_batch": 2, "last_committed_batch": 1},
+                            "sink_log": {"location": "c/kafka-eos-sink",
+                                         **decision_facts(Decision(DecisionState.NONE))}})
+    assert report.exit_code == status.HEALTHY
+    report.attention.append("something about hunter2-secret")
+    assert report.exit_code == status.ATTENTION
+    report.unreachable = "sink.kafka: cannot reach Kafka"
+    assert report.exit_code == status.UNREACHABLE
+    doc = json.loads(status.render(cfg, report, as_json=True))
+    assert (doc["format_version"], doc["status"], doc["exit_code"]) == (1, "unreachable", 2)
+    text = status.render(cfg, report)
+    assert "hunter2-secret" not in text and "attention: something about ***" in text
+    assert "last planned batch 2, last committed batch 1" in text and text.endswith("status: broker unreachable")
+
+
+def test_decided_pending_is_reported_when_transactions_could_not_be_listed():
+    decision = Decision(DecisionState.DECIDED_PENDING, 4, 2, 12, (0,), (PENDING,))
+    [line] = attention(decision, None, 130_000, "p.yaml")
+    assert "batch 4 is decided but not committed" in line and "no longer open" not in line
