@@ -165,18 +165,18 @@ def test_driver_kills_keep_both_topics_exactly_once(bootstrap, tmp_path):
     source, sink, late = topics(bootstrap)
     sent = seed(bootstrap, source, minutes=6)
     sent += seed(bootstrap, source, minutes=1, start_minute=1)
-    path = late_pipeline(tmp_path, source, sink, late, max_offsets=400, trigger="1 second")
+    path = late_pipeline(tmp_path, source, sink, late, max_offsets=200, trigger="1 second")
     env = {**python_env(), "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "KAFKA_EOS_CHECKPOINTS": str(tmp_path / "cp")}
-    for kill_after in (2, 3):
+    for kill_after in (1, 2):          # batch lines of that run, then into the next batch
         log = tmp_path / f"run-{kill_after}.log"
         with open(log, "w") as out:
             proc = subprocess.Popen([sys.executable, "-m", "kafka_eos.connectors.cli", "run", str(path)], env=env,
                                     cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 360
         while sum(l.startswith("kafka-eos late-clicks batch ") for l in log.read_text().splitlines()) < kill_after:
             assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.3)
-        time.sleep(kill_after * 0.4)                       # somewhere inside the next batch
+        time.sleep(kill_after * 0.7)                       # somewhere inside the next batch
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
     last = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path / "cp")
@@ -219,6 +219,7 @@ def test_sliding_and_session_windows_account_for_every_record(bootstrap, tmp_pat
     for kind, (call, column, starts_of, length) in cases.items():
         source, sink, late = topics(bootstrap)
         sent = seed_bursts(bootstrap, source)
+        (tmp_path / kind).mkdir()
         path = late_pipeline(tmp_path / kind, source, sink, late, max_offsets=100)
         doc = yaml.safe_load(path.read_text())
         doc["transform"]["sql"] = SQL.replace("window(event_time, '1 minute')", call).replace(
