@@ -202,13 +202,13 @@ def _watermark(s: Section | None) -> Watermark | None:
     if s is None:
         return None
     column, delay, expression = s.str("column"), s.str("delay"), s.str("expression")
-    delay_ms = s.duration_ms("delay", 0)
+    delay_ms, late_topic = s.duration_ms("delay", 0), s.str("late_topic")
     s.done()
     if not column or not delay:
         s.problem(s.path, "a watermark needs a column and a delay",
                   "write watermark: {column: event_time, expression: value.created_at, delay: 10 minutes}")
         return None
-    return Watermark(column=column, delay=delay, delay_ms=delay_ms, expression=expression)
+    return Watermark(column=column, delay=delay, delay_ms=delay_ms, expression=expression, late_topic=late_topic)
 
 
 def _sink(s: Section, base_dir: Path) -> SinkSpec:

@@ -95,6 +95,7 @@ class Watermark:
     delay: str
     delay_ms: int
     expression: str | None = None   # defines ``column`` first (e.g. ``value.created_at``)
+    late_topic: str | None = None   # source records behind the watermark go here (same transaction)
 
 
 @dataclass(frozen=True)

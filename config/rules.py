@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from kafka_eos.config.late_records import LateSpecError, late_spec
 from kafka_eos.config.model import DataFormat, KafkaCluster, OnDecodeError, PipelineConfig, SchemaRef, TransformSpec
 from kafka_eos.config.rules_safety import SAFETY_RULES
 from kafka_eos.config.violations import Backstop, Context, Rule, Violation
@@ -164,6 +165,26 @@ _MODELED = {
 }
 
 
+def late_records(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    w, key = cfg.transform.watermark, "transform.watermark.late_topic"
+    if w is None or not w.late_topic:
+        return []
+    found = []
+    inputs = set(cfg.source.topics) | {t for t, _ in cfg.source.assign}
+    if w.late_topic in inputs | {cfg.sink.topic, cfg.errors.dlq_topic}:
+        found.append(Violation(key, f"the late topic {w.late_topic!r} is also an input, the output or the DLQ topic",
+                               "use a topic of its own, e.g. <output>-late"))
+    if cfg.sink.topic_column:
+        found.append(Violation("sink.topic_column", "a late topic needs the output topic in sink.topic "
+                               "(late records are routed with a topic column of their own)", "set sink.topic instead"))
+    try:
+        late_spec(cfg.transform.sql, w.column)
+    except LateSpecError as exc:
+        found.append(Violation("transform.sql", f"late_topic cannot tell which records are late: {exc}",
+                               f"group by one window over {w.column} with literal durations, or remove late_topic"))
+    return found
+
+
 def option_conflicts(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     """``options`` pass other Spark options through; they must not redo what a key already says."""
     found = []
@@ -188,4 +209,4 @@ def check(cfg: PipelineConfig, ctx: Context = Context(), backstops: Sequence[Bac
 
 
 RULES: list[Rule] = [clusters, subscription, schemas, sink_target, decode_errors, no_loops, transform,
-                     option_conflicts]
+                     late_records, option_conflicts]

@@ -84,7 +84,7 @@ def expected_views(minute: int, page_index: int) -> int:
 
 
 def test_avro_example_emits_each_closed_window_exactly_once(bootstrap, tmp_path):
-    create_topics(bootstrap, {"clicks": 2, "page-views": 2})
+    create_topics(bootstrap, {"clicks": 2, "page-views": 2, "clicks-late": 1})
     run_id = unique("avro")
     pages = [f"{run_id}-{p}" for p in PAGES]
     clicks = [(page.encode(), click(page, f"user-{n}", START + timedelta(minutes=minute, seconds=n)))
@@ -107,6 +107,15 @@ def test_avro_example_emits_each_closed_window_exactly_once(bootstrap, tmp_path)
     expected = sorted((page, START + timedelta(minutes=minute), expected_views(minute, i))
                       for minute in range(4) for i, page in enumerate(pages))
     assert ours == expected, "each closed window exactly once, with its count; none from the aborted input"
+
+    # a click for a window already closed goes to the late topic, once
+    produce(bootstrap, "clicks", [(b"old", click(pages[1], "old", START + timedelta(seconds=5)))],
+            transactional=unique("clicks"))
+    again = kafka_eos(["run", str(EXAMPLES / "clicks-avro.yaml"), "--once"], bootstrap, tmp_path)
+    assert again.code == 0, again.log()
+    late = [m for m in read_committed(bootstrap, "clicks-late") if m.key() == b"old"
+            and fastavro.schemaless_reader(io.BytesIO(m.value()), CLICK_SCHEMA, None)["page"] == pages[1]]
+    assert len(late) == 1, "the late click is in the late topic exactly once"
 
 
 @pytest.fixture

@@ -5,17 +5,18 @@
     good     = decoded without failed rows -> key cast -> watermark  -> view ``source``
     result   = transform.sql, then steps -> sink columns -> value encoded to binary
     dlq      = decoded failed rows -> DLQ rows (original key/value + error headers)
-    query    = (result unionByName dlq).writeStream.format("kafka-eos")   (sink_options)
+    late     = raw rows behind the watermark -> late-topic rows (``late_records``; with late_topic)
+    query    = (result unionByName dlq unionByName late).writeStream.format("kafka-eos")   (sink_options)
 
 Invariants:
-- One source and one sink: output rows and DLQ rows of a task go into the same Kafka
-  transaction, so the DLQ is exactly-once too.
+- One source and one sink: output, DLQ and late rows of a batch are committed together, so the
+  DLQ and the late topic are exactly-once too.
 - The plan is a deterministic function of the batch's offset range: nothing here repartitions
   or adds a nondeterministic expression, and ``unionByName`` keeps its children's partitions in
-  order (output partitions first, then DLQ partitions). A replayed batch therefore gives the same
+  order (output partitions first, then DLQ partitions, then late partitions). A replayed batch therefore gives the same
   rows to the same sink partition index, which the sink relies on to re-write lost partitions.
-- With a DLQ each batch's offset range is read and decoded twice (once per branch; Spark does not
-  share a streaming subplan). Both scans start at the same offsets (``pin_start``), and a fixed
+- With a DLQ or a late topic each batch's offset range is read and decoded once per branch (Spark
+  does not share a streaming subplan). Both scans start at the same offsets (``pin_start``), and a fixed
   offset range read read_committed yields the same records both times, so each record lands in
   exactly one branch.
 - Errors name the YAML key to fix; option maps (they hold revealed secrets) are never logged.
@@ -32,10 +33,12 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from kafka_eos import KafkaEosError
 from kafka_eos import connectors
 from kafka_eos.config.model import DataFormat, PipelineConfig
+from kafka_eos.connectors.pipeline.late_records import late_frame
 from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema, dlq_spark_schema
 from kafka_eos.connectors.pipeline.serde_resolve import sink_serde, source_serde
 from kafka_eos.connectors.pipeline.spark_options import (sink_options, sink_select_exprs, source_options,
-                                                         trigger_kwargs, uses_dlq)
+                                                         late_topic, routes_by_topic, trigger_kwargs,
+                                                         uses_dlq)
 from kafka_eos.connectors.source.start import pin_start
 from kafka_eos.serde import batch
 from kafka_eos.serde.codecs import ValueSerde
@@ -48,9 +51,9 @@ class PipelineBuildError(KafkaEosError, ValueError):
 
 
 def scans_per_batch(cfg: PipelineConfig) -> int:
-    """Source scans in the plan: 2 with a DLQ (output and DLQ branches; see the invariants), else 1.
-    Spark's offset log records one source per scan, and counts each scan's rows as input."""
-    return 2 if uses_dlq(cfg) else 1
+    """Source scans in the plan: one per branch (output, DLQ, late; see the invariants). Spark's
+    offset log records one source per scan, and counts each scan's rows as input."""
+    return 1 + int(uses_dlq(cfg)) + int(late_topic(cfg) is not None)
 
 
 def read_source(spark: SparkSession, cfg: PipelineConfig) -> DataFrame:
@@ -129,8 +132,8 @@ def encode(df: DataFrame, cfg: PipelineConfig, serde: ValueSerde) -> DataFrame:
     schema = StructType([StructField(f.name, BinaryType(), True) if f.name == "value" else f
                          for f in selected.schema.fields])
     encoded = selected.mapInArrow(batch.encode_fn(serde), schema)
-    if uses_dlq(cfg) and "key" in encoded.columns:
-        encoded = encoded.withColumn("key", col("key").cast(BinaryType()))  # the DLQ's keys are binary
+    if routes_by_topic(cfg) and "key" in encoded.columns:
+        encoded = encoded.withColumn("key", col("key").cast(BinaryType()))  # DLQ and late keys are binary
     return encoded
 
 
@@ -143,10 +146,13 @@ def build_frame(spark: SparkSession, cfg: PipelineConfig,
                 on_skipped: Callable[[int], None] | None = None) -> DataFrame:
     """The whole pipeline as one streaming DataFrame in the sink's shape."""
     in_serde, out_serde = source_serde(cfg.source), sink_serde(cfg.sink)
-    decoded = decode(read_source(spark, cfg), cfg, in_serde, on_skipped)
+    raw = read_source(spark, cfg)
+    decoded = decode(raw, cfg, in_serde, on_skipped)
     result = encode(transform(spark, transform_input(decoded, cfg), cfg), cfg, out_serde)
     if uses_dlq(cfg):
         result = result.unionByName(dlq_rows(decoded, cfg), allowMissingColumns=True)
+    if late_topic(cfg) is not None:
+        result = result.unionByName(late_frame(raw, cfg, in_serde), allowMissingColumns=True)
     return result
 
 

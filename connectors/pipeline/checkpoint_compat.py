@@ -3,7 +3,8 @@
 ``compare`` holds the rules (pure): the pipeline's shape (``pipeline_shape.shape_of``) against
 what the checkpoint recorded (``pipeline_shape.recorded_shape``) and what its sink log says.
 
-- Source scans (``errors.on_decode_error: dlq`` scans the source twice, ``fail``/``skip`` once;
+- Source scans (``errors.on_decode_error: dlq`` scans the source twice, ``fail``/``skip`` once,
+  ``transform.watermark.late_topic`` once more;
   see ``builder.scans_per_batch``): Spark's offset log fixes their number, so switching the DLQ
   on or off needs a new checkpoint. ``check_checkpoint`` refuses this one at query start, before
   Spark stops with "There are [1] sources in the checkpoint offsets and now there are [2]".
@@ -35,6 +36,7 @@ from kafka_eos.config.redact import Redactor
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.pipeline_shape import PipelineShape, recorded_shape, shape_of
 from kafka_eos.connectors.pipeline.progress import sink_log_location
+from kafka_eos.connectors.pipeline.spark_options import late_topic
 from kafka_eos.txn.sink_log import DECIDED, SinkLogReader
 
 NEW_LOCATION = "start with a new checkpoint.location (and source.starting_offsets where the old one stopped)"
@@ -69,6 +71,11 @@ def _scans(found: Checkpoint, cfg: PipelineConfig, wanted: PipelineShape) -> lis
     before = found.shape.scans
     if before is None or before == wanted.scans:
         return []
+    if late_topic(cfg) is not None or before > 2:
+        return [Verdict(f"this pipeline reads each batch's offsets {wanted.scans} time(s) (once, once more with "
+                        "errors.on_decode_error: dlq, once more with transform.watermark.late_topic), but checkpoint "
+                        f"{found.location} was written by one that read them {before} time(s)", False,
+                        f"restore the DLQ and late_topic settings the checkpoint was made with, or {NEW_LOCATION}")]
     policy = cfg.errors.on_decode_error.value
     made_with = "dlq" if before == 2 else "fail or skip"
     return [Verdict(f"errors.on_decode_error: {policy} cannot resume checkpoint {found.location}, which was "

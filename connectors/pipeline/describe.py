@@ -53,7 +53,8 @@ def plan(cfg: PipelineConfig) -> dict[str, Any]:
                    "max_offsets_per_trigger": s.max_offsets_per_trigger, "format": s.format.value,
                    "key_format": s.key_format.value, "schema": _schema(s.schema)},
         "transform": {"watermark": None if t.watermark is None else
-                      {"column": t.watermark.column, "expression": t.watermark.expression, "delay": t.watermark.delay},
+                      {"column": t.watermark.column, "expression": t.watermark.expression, "delay": t.watermark.delay,
+                       "late_topic": t.watermark.late_topic},
                       "sql": t.sql, "steps": [{st.kind: list(st.exprs)} for st in t.steps]},
         "sink": {"cluster": k.kafka.redacted(), "topic": k.topic, "topic_column": k.topic_column,
                  "columns": sink_select_exprs(cfg), "format": k.format.value, "schema": _schema(k.schema),

@@ -4,6 +4,8 @@
     kafka_eos_records_written_total{pipeline}     records committed to the output topic
     kafka_eos_records_dlq_total{pipeline}         records committed to the DLQ topic
     kafka_eos_records_skipped_total{pipeline}     records skipped (on_decode_error: skip)
+    kafka_eos_records_late_total{pipeline}        records committed to the late topic
+    kafka_eos_rows_dropped_late_total{pipeline}   rows Spark dropped as late (no late topic)
     kafka_eos_batch_duration_seconds{pipeline}    histogram of batch durations
     kafka_eos_last_committed_batch{pipeline}      the newest batch whose output was committed
     kafka_eos_offsets_behind{pipeline,topic,partition}  records between the batch's end and the
@@ -35,6 +37,10 @@ class PrometheusMetrics:
         self.dlq = Counter("kafka_eos_records_dlq", "Records committed to the DLQ topic", labels, registry=registry)
         self.skipped = Counter("kafka_eos_records_skipped", "Records skipped as undecodable", labels,
                                registry=registry)
+        self.late = Counter("kafka_eos_records_late", "Records committed to the late topic", labels,
+                            registry=registry)
+        self.dropped = Counter("kafka_eos_rows_dropped_late", "Rows Spark dropped as behind the watermark", labels,
+                               registry=registry)
         self.duration = Histogram("kafka_eos_batch_duration_seconds", "Batch duration", labels, buckets=BUCKETS,
                                   registry=registry)
         self.last_batch = Gauge("kafka_eos_last_committed_batch", "Newest committed batch id", labels,
@@ -43,7 +49,7 @@ class PrometheusMetrics:
                             [*labels, "topic", "partition"], registry=registry)
         self.pipeline = pipeline
         self.last_batch.labels(pipeline).set(-1)
-        for counter in (self.read, self.written, self.dlq, self.skipped):
+        for counter in (self.read, self.written, self.dlq, self.skipped, self.late, self.dropped):
             counter.labels(pipeline)  # exported as 0 before the first batch
         self._server = start_http_server(port, addr=host, registry=registry)
         self.port = self._server[0].server_port if isinstance(self._server, tuple) else port
@@ -52,10 +58,12 @@ class PrometheusMetrics:
         name = self.pipeline
         self.read.labels(name).inc(report.read)
         self.skipped.labels(name).inc(report.skipped)
+        self.dropped.labels(name).inc(report.dropped)
         self.duration.labels(name).observe(report.duration_ms / 1000)
         if report.written is not None:
             self.written.labels(name).inc(report.written)
             self.dlq.labels(name).inc(report.dlq)
+            self.late.labels(name).inc(report.late)
             self.last_batch.labels(name).set(report.batch_id)
         for (topic, partition), behind in report.behind.items():
             self.behind.labels(name, topic, str(partition)).set(behind)

@@ -27,7 +27,7 @@ from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
 from kafka_eos.connectors.pipeline.builder import scans_per_batch
 from kafka_eos.connectors.pipeline.checkpoint_log import source_offsets
-from kafka_eos.connectors.pipeline.spark_options import sink_options
+from kafka_eos.connectors.pipeline.spark_options import late_topic, sink_options
 from kafka_eos.connectors.sink.options import sink_log_location as sink_options_log_location
 from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
 
@@ -61,6 +61,8 @@ class BatchReport:
     skipped: int
     duration_ms: int
     behind: dict[tuple[str, int], int] = field(default_factory=dict)
+    late: int = 0       # records committed to the late topic
+    dropped: int = 0    # rows Spark's stateful operators dropped as late (no late topic)
 
 
 def _topic_offsets(text: str | None) -> dict[tuple[str, int], int]:
@@ -81,26 +83,40 @@ def offsets_behind(progress) -> dict[tuple[str, int], int]:
     return behind
 
 
+def dropped_by_watermark(progress) -> int:
+    """Rows Spark's stateful operators dropped as behind the watermark in this batch (Spark counts
+    them after partial aggregation: rows per key and partition, not source records)."""
+    return sum(int(getattr(op, "numRowsDroppedByWatermark", 0) or 0)
+               for op in (getattr(progress, "stateOperators", None) or []))
+
+
+def _side_counts(record: BatchRecord, dlq_topic: str | None, late_topic: str | None) -> tuple[int, int]:
+    counts = topic_counts(record)
+    return (counts.get(dlq_topic, 0) if dlq_topic else 0), (counts.get(late_topic, 0) if late_topic else 0)
+
+
 def batch_report(progress, read: int, record: BatchRecord | None, dlq_topic: str | None,
-                 skipped: int = 0) -> BatchReport:
-    written, dlq = None, 0
+                 skipped: int = 0, late_topic: str | None = None) -> BatchReport:
+    written, dlq, late = None, 0, 0
     if record is not None and record.metrics:
-        dlq = topic_counts(record).get(dlq_topic, 0) if dlq_topic else 0
-        written = int(record.metrics.get("records", 0)) - dlq
+        dlq, late = _side_counts(record, dlq_topic, late_topic)
+        written = int(record.metrics.get("records", 0)) - dlq - late
     return BatchReport(progress.batchId, read, written, dlq, skipped, int(progress.batchDuration or 0),
-                       offsets_behind(progress))
+                       offsets_behind(progress), late, 0 if late_topic else dropped_by_watermark(progress))
 
 
 def format_line(name: str, progress, read: int, record: BatchRecord | None, dlq_topic: str | None,
-                skipped: int = 0) -> str:
+                skipped: int = 0, late_topic: str | None = None) -> str:
     """The progress line of one batch (``progress``: a StreamingQueryProgress)."""
     parts = [f"{read} in"]
     if record is not None and record.metrics:
         m = record.metrics
-        dlq = topic_counts(record).get(dlq_topic, 0) if dlq_topic else 0
-        parts.append(f"{int(m.get('records', 0)) - dlq} out")
+        dlq, late = _side_counts(record, dlq_topic, late_topic)
+        parts.append(f"{int(m.get('records', 0)) - dlq - late} out")
         if dlq_topic:
             parts.append(f"{dlq} to DLQ")
+        if late_topic:
+            parts.append(f"{late} late")
         if skipped:
             parts.append(f"{skipped} skipped")
         parts += [f"{int(m.get('transactions', 0))} transactions", f"batch {progress.batchDuration} ms",
@@ -109,6 +125,10 @@ def format_line(name: str, progress, read: int, record: BatchRecord | None, dlq_
         if skipped:
             parts.append(f"{skipped} skipped")
         parts += ["nothing committed", f"batch {progress.batchDuration} ms"]
+    dropped = 0 if late_topic else dropped_by_watermark(progress)
+    if dropped:
+        parts.append(f"WARNING: Spark dropped {dropped} rows as late (behind the watermark); "
+                     "set transform.watermark.late_topic to keep them")
     return f"kafka-eos {name} batch {progress.batchId}: " + ", ".join(parts)
 
 
@@ -120,6 +140,7 @@ class ProgressReporter:
                  listeners: list[Callable[[BatchReport], None]] | None = None) -> None:
         self.name = cfg.name or "kafka-eos"
         self.dlq_topic = cfg.errors.dlq_topic
+        self.late_topic = late_topic(cfg)
         self.scans = scans_per_batch(cfg)
         self.location = sink_log_location(cfg)
         self.redact, self.emit, self.skipped = redactor, emit, skipped
@@ -149,11 +170,11 @@ class ProgressReporter:
                 continue
             read, record, skipped = records_read(progress, self.scans), self._record(progress.batchId), \
                 self._skipped_delta()
-            line = format_line(self.name, progress, read, record, self.dlq_topic, skipped)
+            line = format_line(self.name, progress, read, record, self.dlq_topic, skipped, self.late_topic)
             self.last_batch = progress.batchId
             self.input_rows += read
             self.lines.append(self.redact(line))
             self.emit(self.lines[-1])
-            report = batch_report(progress, read, record, self.dlq_topic, skipped)
+            report = batch_report(progress, read, record, self.dlq_topic, skipped, self.late_topic)
             for listener in self.listeners:
                 listener(report)

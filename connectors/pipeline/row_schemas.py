@@ -5,6 +5,7 @@ source rows (``decode_fn``) and the DLQ rows (``dlq_fn``).
 """
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -15,9 +16,13 @@ from kafka_eos.serde.decode_errors import DLQ_SCHEMA
 from kafka_eos.serde.formats import OnDecodeError
 
 
-def decoded_spark_schema(serde: ValueSerde, policy: OnDecodeError, include_headers: bool = False) -> StructType:
-    """The Spark schema ``decode_fn`` produces from the kafka-eos source's rows."""
+def decoded_spark_schema(serde: ValueSerde, policy: OnDecodeError, include_headers: bool = False,
+                         extra: tuple[tuple[str, pa.DataType], ...] = ()) -> StructType:
+    """The Spark schema ``decode_fn`` produces from the kafka-eos source's rows (plus ``extra``
+    columns appended to them before decoding, which decoding keeps)."""
     source = to_arrow_schema(source_schema(include_headers), timezone="UTC")
+    for name, arrow_type in extra:
+        source = source.append(pa.field(name, arrow_type))
     return from_arrow_schema(decoded_schema(source, decoder(serde).arrow_type, policy))
 
 

@@ -50,10 +50,21 @@ def uses_dlq(cfg: PipelineConfig) -> bool:
     return cfg.errors.on_decode_error is OnDecodeError.DLQ
 
 
+def late_topic(cfg: PipelineConfig) -> str | None:
+    """The topic late records go to (``transform.watermark.late_topic``), if any."""
+    watermark = cfg.transform.watermark
+    return watermark.late_topic if watermark is not None and watermark.late_topic else None
+
+
+def routes_by_topic(cfg: PipelineConfig) -> bool:
+    """Rows of other topics (DLQ, late) share the sink, so every row names its topic."""
+    return uses_dlq(cfg) or late_topic(cfg) is not None
+
+
 def sink_options(cfg: PipelineConfig) -> dict[str, str]:
     s, trigger = cfg.sink, cfg.checkpoint.trigger
     options = _kafka(s.kafka)
-    if s.topic and not uses_dlq(cfg):
+    if s.topic and not routes_by_topic(cfg):
         options["topic"] = s.topic
     options.update({
         "transactional.id.prefix": s.transactional_id_prefix or "",
@@ -90,7 +101,7 @@ def sink_select_exprs(cfg: PipelineConfig) -> list[str]:
         exprs.insert(0, f"{_ident(s.key_column)} AS key")
     if s.topic_column:
         exprs.append(f"{_ident(s.topic_column)} AS topic")
-    elif uses_dlq(cfg) and s.topic:
+    elif routes_by_topic(cfg) and s.topic:
         exprs.append(f"{_literal(s.topic)} AS topic")
     if s.headers_column:
         exprs.append(f"{_ident(s.headers_column)} AS headers")
