@@ -69,6 +69,17 @@ def test_stateless_sink_and_input_changes_keep_the_checkpoint(tmp_path, change, 
     only(verdicts(tmp_path, after=change), True, "keeps the checkpoint", *words)
 
 
+def test_late_topic_added_needs_a_new_checkpoint(tmp_path):
+    def late(d: dict) -> None:
+        stateful(d)
+        d["transform"]["watermark"] = {**WATERMARK, "late_topic": "in-late"}
+    found = verdicts(tmp_path, before=stateful, after=late)
+    scans = [v for v in found if "time(s)" in v.line()]
+    assert len(scans) == 1 and not scans[0].keeps, [v.line() for v in found]
+    assert "reads each batch's offsets 2 time(s)" in scans[0].line() and "read them 1 time(s)" in scans[0].line()
+    assert "restore the DLQ and late_topic settings" in scans[0].line()
+
+
 def test_dlq_added_or_removed_needs_a_new_checkpoint(tmp_path):
     dlq = lambda d: d.update(errors={"on_decode_error": "dlq", "dlq_topic": "in-dlq"})  # noqa: E731
     only(verdicts(tmp_path, after=dlq), False, "errors.on_decode_error: dlq cannot resume", "1 source scan(s)",
