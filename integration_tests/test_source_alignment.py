@@ -147,12 +147,19 @@ def test_head_records_and_round_trips_on_the_broker(bootstrap):
     kafka = KafkaOffsets({"bootstrap.servers": bootstrap})
     aligner = SourceAligner(10_000, 30_000, kafka, {"bootstrap.servers": bootstrap})
     tps = [(topic, p) for p in range(3)]
-    start = {tp: 0 for tp in tps}
-    latest = kafka.latest(tps)
-    began = time.monotonic()
-    ends = aligner.plan(start, latest, latest, None)
-    took = time.monotonic() - began
-    print(f"\none aligned plan: {aligner.lookups}, {took * 1000:.0f} ms")
-    assert ends[(topic, 0)] == 11 and ends[(topic, 1)] == 0 and ends[(topic, 2)] == latest[(topic, 2)]
-    assert aligner.lookups["heads"] == 1 and aligner.lookups["offsets_at"] == 1
-    aligner.close()
+    start, latest = {tp: 0 for tp in tps}, kafka.latest(tps)
+    took, plans = [], []
+    try:
+        while start != latest:
+            began = time.monotonic()
+            ends = aligner.plan(start, latest, latest, None)
+            took.append(time.monotonic() - began)
+            plans.append(ends)
+            assert ends != start and len(plans) < 50
+            start = ends
+    finally:
+        aligner.close()
+    print(f"\n{len(plans)} aligned plans: {aligner.lookups}; first {took[0] * 1000:.0f} ms, "
+          f"then {sum(took[1:]) / max(1, len(took) - 1) * 1000:.0f} ms on average")
+    assert plans[0][(topic, 0)] == 11 and plans[0][(topic, 1)] == 0 and plans[0][(topic, 2)] == latest[(topic, 2)]
+    assert aligner.lookups["heads"] == len(plans) and aligner.lookups["offsets_at"] <= len(plans)

@@ -71,7 +71,8 @@ class RecordTimes:
         error = msg.error()
         if error is not None:
             if error.code() == KafkaError._PARTITION_EOF:
-                answers[tp] = None
+                if msg.offset() >= starts[tp]:  # an end reached by an earlier assignment is stale
+                    answers[tp] = None
                 return
             if error.fatal() or error.code() in _PERMANENT:
                 raise KafkaLookupError(f"reading the head record of {describe(tp)} failed: {error.str()}")
