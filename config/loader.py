@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import yaml
 
 from kafka_eos.config.interpolate import Interpolator
-from kafka_eos.config.model import (FORMAT_VERSION, CheckpointSpec, DataFormat, ErrorsSpec, Guarantee, KafkaCluster,
+from kafka_eos.config.model import (FORMAT_VERSION, Align, CheckpointSpec, DataFormat, ErrorsSpec, Guarantee, KafkaCluster,
                           OnDecodeError, PipelineConfig, Registry, SchemaRef, Secret, SinkSpec, SourceSpec, Step,
                           TransformSpec, Trigger, Watermark, props)
 from kafka_eos.config.sections import Section, did_you_mean
@@ -161,10 +161,23 @@ def _source(s: Section, base_dir: Path) -> SourceSpec:
         key_format=s.choice("key_format", DataFormat, DataFormat.BYTES, (DataFormat.BYTES, DataFormat.STRING)),
         schema=_schema(s.optional_section("schema"), base_dir),
         include_headers=s.bool("include_headers", False),
+        align=_align(s.optional_section("align")),
         options=props(s.mapping("options")),
     )
     s.done()
     return spec
+
+
+def _align(s: Section | None) -> Align | None:
+    if s is None:
+        return None
+    align = Align(max_drift_ms=s.duration_ms("max_drift", 0), idle_timeout_ms=s.duration_ms("idle_timeout", 30_000))
+    s.done()
+    if not s.has("max_drift"):
+        s.problem(s.at("max_drift"), "event-time alignment needs max_drift",
+                  "write align: {max_drift: 30 seconds} (idle_timeout is optional, default 30 seconds)")
+        return None
+    return align
 
 
 def _step(item: Any, path: str, problems: list[Violation]) -> Step | None:

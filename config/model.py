@@ -68,6 +68,14 @@ class SchemaRef:
 
 
 @dataclass(frozen=True)
+class Align:
+    """Event-time alignment of the source (``source.align``): partitions read within ``max_drift_ms``
+    of record time of the slowest; one caught up for ``idle_timeout_ms`` no longer holds others back."""
+    max_drift_ms: int
+    idle_timeout_ms: int = 30_000
+
+
+@dataclass(frozen=True)
 class SourceSpec:
     kafka: KafkaCluster = KafkaCluster()
     topics: tuple[str, ...] = ()
@@ -79,6 +87,7 @@ class SourceSpec:
     key_format: DataFormat = DataFormat.BYTES   # bytes | string
     schema: SchemaRef | None = None
     include_headers: bool = False
+    align: Align | None = None                 # event-time alignment; None: off
     options: Props = ()                        # other Spark source options, passed as given
 
 

@@ -158,7 +158,7 @@ def transform(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
 _MODELED = {
     "source": {"subscribe": "topics", "subscribepattern": "pattern", "assign": "assign",
                "startingoffsets": "starting_offsets", "maxoffsetspertrigger": "max_offsets_per_trigger",
-               "includeheaders": "include_headers"},
+               "includeheaders": "include_headers", "alignmaxdriftms": "align", "alignidletimeoutms": "align"},
     "sink": {"topic": "topic", "transactional.id.prefix": "transactional_id_prefix",
              "checkpointlocation": "checkpoint.location", "trigger.interval.ms": "checkpoint.trigger",
              "batch.margin.ms": "batch_margin_ms"},

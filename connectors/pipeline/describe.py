@@ -51,7 +51,9 @@ def plan(cfg: PipelineConfig) -> dict[str, Any]:
         "guarantee": cfg.guarantee.value,
         "source": {"cluster": s.kafka.redacted(), **_topics(cfg), "starting_offsets": s.starting_offsets,
                    "max_offsets_per_trigger": s.max_offsets_per_trigger, "format": s.format.value,
-                   "key_format": s.key_format.value, "schema": _schema(s.schema)},
+                   "key_format": s.key_format.value, "schema": _schema(s.schema),
+                   "align": None if s.align is None else {"max_drift_ms": s.align.max_drift_ms,
+                                                          "idle_timeout_ms": s.align.idle_timeout_ms}},
         "transform": {"watermark": None if t.watermark is None else
                       {"column": t.watermark.column, "expression": t.watermark.expression, "delay": t.watermark.delay,
                        "late_topic": t.watermark.late_topic},

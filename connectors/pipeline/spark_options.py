@@ -3,7 +3,8 @@
 Invariants:
 - Source options use exactly Spark's Kafka source names (``kafka.bootstrap.servers``,
   ``subscribe``/``subscribePattern``/``assign``, ``startingOffsets``, ``maxOffsetsPerTrigger``,
-  ``kafka.*`` passthrough); sink options the kafka-eos sink's (``kafka.*``, ``topic``,
+  ``kafka.*`` passthrough), plus kafka-eos's ``alignMaxDriftMs``/``alignIdleTimeoutMs`` for
+  ``source.align``; sink options the kafka-eos sink's (``kafka.*``, ``topic``,
   ``transactional.id.prefix``, ``kafka.transaction.timeout.ms``, ``trigger.interval.ms``,
   ``batch.margin.ms``, ``checkpointLocation``). ``source.options``/``sink.options`` pass through.
 - Secrets are revealed here (Spark needs them): never log these maps; use ``kafka_eos.config.redact``.
@@ -43,6 +44,9 @@ def source_options(cfg: PipelineConfig) -> dict[str, str]:
         options["maxOffsetsPerTrigger"] = str(s.max_offsets_per_trigger)
     if s.include_headers:
         options["includeHeaders"] = "true"
+    if s.align is not None:
+        options["alignMaxDriftMs"] = str(s.align.max_drift_ms)
+        options["alignIdleTimeoutMs"] = str(s.align.idle_timeout_ms)
     return {**options, **_passthrough(s.options)}
 
 

@@ -7,6 +7,7 @@ Invariants:
 - Consumers always read with ``isolation.level=read_committed``; asking for read_uncommitted is
   an error, never silently changed. Offsets are never auto-committed or auto-reset: every read
   is an explicit range from Spark's offset log.
+- ``alignIdleTimeoutMs`` only with ``alignMaxDriftMs``, and both only for streams.
 - Secrets (``kafka_eos.secrets.is_secret_key``: passwords, JAAS configs, tokens, keys) never
   appear in ``repr`` or errors; the principal (``sasl.username``) does.
 """
@@ -64,6 +65,8 @@ class SourceOptions:
     group_id: str | None = None
     group_id_prefix: str = "spark-kafka-source"
     poll_timeout_ms: int = 120_000
+    align_max_drift_ms: int | None = None   # event-time alignment (kafka_eos.offsets.alignment); None: off
+    align_idle_timeout_ms: int = 30_000
     kafka_items: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @property
@@ -87,7 +90,7 @@ class SourceOptions:
     def __repr__(self) -> str:
         return (f"SourceOptions({self.subscription}, starting={self.starting.kind}, "
                 f"ending={self.ending.kind if self.ending else None}, maxOffsetsPerTrigger={self.max_offsets_per_trigger}, "
-                f"minPartitions={self.min_partitions}, failOnDataLoss={self.fail_on_data_loss}, "
+                f"minPartitions={self.min_partitions}, alignMaxDriftMs={self.align_max_drift_ms}, failOnDataLoss={self.fail_on_data_loss}, "
                 f"kafka={redacted(self.kafka_conf)})")
 
 
@@ -111,6 +114,29 @@ def _positive(options: Mapping[str, str], key: str, default: int | None) -> int 
     if number < 1:
         raise SourceOptionError(f"option {key}={number} must be at least 1")
     return number
+
+
+def _non_negative(options: Mapping[str, str], key: str) -> int | None:
+    value = options.get(key.lower())
+    if value is None:
+        return None
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise SourceOptionError(f"option {key}={value!r} must be a whole number of milliseconds") from None
+    if number < 0:
+        raise SourceOptionError(f"option {key}={number} must not be negative")
+    return number
+
+
+def _alignment(options: Mapping[str, str], streaming: bool) -> tuple[int | None, int]:
+    drift, idle = _non_negative(options, "alignMaxDriftMs"), _non_negative(options, "alignIdleTimeoutMs")
+    if (drift is not None or idle is not None) and not streaming:
+        raise SourceOptionError("options alignMaxDriftMs/alignIdleTimeoutMs are for streaming queries "
+                                "(spark.readStream); a batch query reads its whole range at once")
+    if idle is not None and drift is None:
+        raise SourceOptionError("option alignIdleTimeoutMs needs alignMaxDriftMs (which turns alignment on)")
+    return drift, 30_000 if idle is None else idle
 
 
 def _kafka_conf(options: Mapping[str, str]) -> dict[str, str]:
@@ -185,6 +211,7 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
     except OffsetSpecError as exc:
         raise SourceOptionError(str(exc)) from None
     group = options.get("kafka.group.id")
+    drift, idle = _alignment(options, streaming)
     return SourceOptions(
         subscription=_subscription(options),
         starting=starting,
@@ -197,5 +224,7 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         group_id=str(group) if group else None,
         group_id_prefix=str(options.get("groupidprefix", "spark-kafka-source")),
         poll_timeout_ms=_positive(options, "kafkaConsumer.pollTimeoutMs", 120_000) or 120_000,
+        align_max_drift_ms=drift,
+        align_idle_timeout_ms=idle,
         kafka_items=tuple(sorted(kafka.items())),
     )

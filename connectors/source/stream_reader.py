@@ -10,7 +10,9 @@ Spark has finished) for lag monitoring only; they are never read.
 Invariants:
 - ``latestOffset`` never goes past the last stable offset (read_committed end), nor past the
   Trigger.AvailableNow target, and with a ``ReadMaxRows`` limit admits at most that many
-  offsets across all partitions (``kafka_eos.offsets.admission``).
+  offsets across all partitions (``kafka_eos.offsets.admission``). With ``alignMaxDriftMs`` the
+  ends are first aligned in event time (``kafka_eos.connectors.source.alignment``), then admitted:
+  alignment only shapes batches, the AvailableNow target stays the final end.
 - A partition never goes backwards except through the data-loss policy: with
   failOnDataLoss=false a partition whose offsets were deleted or reset resumes at the earliest
   available offset, and a vanished partition is dropped.
@@ -36,6 +38,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
+from kafka_eos.connectors.source.alignment import SourceAligner
 from kafka_eos.connectors.source.arrow_rows import arrow_schema
 from kafka_eos.connectors.source.options import parse_source_options
 from kafka_eos.connectors.source.partition_reader import read_partition
@@ -60,10 +63,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Offsets | None = None   # Trigger.AvailableNow: never read past this
         self._latest: Offsets | None = None   # last seen read_committed ends, for progress reports
         self._published: Offsets | None = None  # last offsets written to kafka.group.id
+        self._aligner: SourceAligner | None = None  # alignMaxDriftMs set: event-time alignment
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_kafka"] = None  # clients are per process; executors never need the driver's
+        state["_aligner"] = None
         return state
 
     @property
@@ -71,6 +76,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._kafka is None:
             self._kafka = KafkaOffsets(self.options.admin_conf())
         return self._kafka
+
+    @property
+    def aligner(self) -> SourceAligner:
+        if self._aligner is None:
+            self._aligner = SourceAligner(self.options.align_max_drift_ms or 0, self.options.align_idle_timeout_ms,
+                                          self.kafka, self.options.kafka_conf)
+        return self._aligner
 
     def initialOffset(self) -> dict:
         listing = self.kafka.listing(self.options.subscription)
@@ -110,6 +122,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         upper = {tp: min(latest[tp], self._target.get(tp, latest[tp])) if self._target is not None else latest[tp]
                  for tp in effective}
         end = {tp: max(upper[tp], effective[tp]) for tp in effective}
+        if self.options.align_max_drift_ms is not None:
+            end = self.aligner.plan(effective, end, latest, self._target)
         if isinstance(limit, ReadMaxRows):
             end = plan_limit(effective, end, limit.max_rows)
         elif not isinstance(limit, ReadAllAvailable):
@@ -137,6 +151,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: dict) -> None:
         """Spark finished every batch up to ``end``: publish it for lag monitoring."""
         self._publish(model.decode(end))
+
+    def stop(self) -> None:
+        if self._aligner is not None:
+            self._aligner.close()
+            self._aligner = None
 
     def _publish(self, offsets: Offsets) -> None:
         """Write ``offsets`` to kafka.group.id (if set) for lag tools; recovery never reads them."""

@@ -156,3 +156,17 @@ def test_readme_documents_every_key_the_loader_reads():
     readme = (root / "README.md").read_text()
     undocumented = {k for k in keys if not re.search(rf"`(?:[\w.]+\.)?{k}(?:\.[\w.]+)?`", readme)}
     assert not undocumented, f"config/README.md does not document: {sorted(undocumented)}"
+
+
+def test_source_align_durations_and_defaults(tmp_path):
+    data = valid(tmp_path)
+    data["source"]["align"] = {"max_drift": "30 seconds"}
+    cfg, found = load(tmp_path, data)
+    assert found == [] and (cfg.source.align.max_drift_ms, cfg.source.align.idle_timeout_ms) == (30_000, 30_000)
+    data["source"]["align"] = {"max_drift": "2 minutes", "idle_timeout": "5s"}
+    cfg, _ = load(tmp_path, data)
+    assert (cfg.source.align.max_drift_ms, cfg.source.align.idle_timeout_ms) == (120_000, 5_000)
+    data["source"]["align"] = {"idle_timeout": "soon", "max_drif": 1}
+    cfg, found = load(tmp_path, data)
+    assert cfg.source.align is None
+    assert set(paths(found)) == {"source.align.idle_timeout", "source.align.max_drif", "source.align.max_drift"}

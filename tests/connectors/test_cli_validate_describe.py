@@ -63,7 +63,7 @@ def test_describe_prints_the_resolved_plan(tmp_path, capsys):
     assert plan["sink"]["transactional_ids"] == "t-eos-<sink partition>-<0..7>"
     assert plan["transform"]["sql"].startswith("SELECT key, value FROM source")
     assert plan["spark"]["sink_options"]["transactional.id.prefix"] == "t-eos"
-    assert plan["checkpoint_state"] is None
+    assert plan["checkpoint_state"] is None and plan["source"]["align"] is None
 
 
 def test_describe_reads_where_a_checkpoint_resumes(tmp_path, capsys):

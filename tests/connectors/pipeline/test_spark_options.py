@@ -72,3 +72,11 @@ def test_trigger_kwargs(tmp_path):
     assert trigger_kwargs(cfg_of(tmp_path)) == {"processingTime": "10000 milliseconds"}
     now = cfg_of(tmp_path, lambda d: d["checkpoint"].update(trigger="available_now"))
     assert trigger_kwargs(now) == {"availableNow": True} and sink_options(now)["trigger.interval.ms"] == "0"
+
+
+def test_source_align_maps_to_alignment_options(tmp_path):
+    assert "alignMaxDriftMs" not in source_options(cfg_of(tmp_path))
+    options = source_options(cfg_of(tmp_path, lambda d: d["source"].update(align={"max_drift": "30 seconds"})))
+    assert (options["alignMaxDriftMs"], options["alignIdleTimeoutMs"]) == ("30000", "30000")
+    parsed = parse_source_options(options, streaming=True)
+    assert (parsed.align_max_drift_ms, parsed.align_idle_timeout_ms) == (30_000, 30_000)

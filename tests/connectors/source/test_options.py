@@ -88,3 +88,16 @@ def test_jaas_config_translated_and_hidden():
     with pytest.raises(SourceOptionError, match="sasl.username") as err:
         opts(**{"kafka.sasl.jaas.config": "com.example.Custom required secret=\"zzz\";"})
     assert "zzz" not in str(err.value)
+
+
+def test_alignment_options():
+    assert opts().align_max_drift_ms is None
+    aligned = opts(alignMaxDriftMs="30000")
+    assert (aligned.align_max_drift_ms, aligned.align_idle_timeout_ms) == (30_000, 30_000)
+    assert opts(alignmaxdriftms="0", alignIdleTimeoutMs="5000").align_idle_timeout_ms == 5000
+    with pytest.raises(SourceOptionError, match="alignIdleTimeoutMs needs alignMaxDriftMs"):
+        opts(alignIdleTimeoutMs="5000")
+    with pytest.raises(SourceOptionError, match="alignMaxDriftMs=-1 must not be negative"):
+        opts(alignMaxDriftMs="-1")
+    with pytest.raises(SourceOptionError, match="for streaming queries"):
+        opts(streaming=False, alignMaxDriftMs="1000")
