@@ -61,7 +61,8 @@ class Section:
         return key in self.data
 
     def raw(self, key: str, default: Any = None) -> Any:
-        self.known.append(key)
+        if key not in self.known:  # a key read twice (text and parsed) is one known key
+            self.known.append(key)
         return self.data.get(key, default)
 
     def str(self, key: str, default: str | None = None) -> str | None:

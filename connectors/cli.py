@@ -44,7 +44,7 @@ def _print_client_settings(client: dict[str, str]) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     from kafka_eos.connectors.demo import demo
-    return demo(args.records, poison=args.poison)
+    return demo(args.records, poison=args.poison, verbose=args.verbose)
 
 
 def _conf(pairs: list[str]) -> dict[str, str]:
@@ -74,10 +74,26 @@ def _run(args: argparse.Namespace) -> int:
         return submit(args.pipeline, args.master, redactor, args.once, conf, name=f"kafka-eos {cfg.name}")
     from kafka_eos.connectors.pipeline.runner import PipelineFailed, run_local
     try:
-        run_local(cfg, args.once, conf=conf, emit=lambda line: print(line, flush=True))
+        run_local(cfg, args.once, conf=conf, emit=lambda line: print(line, flush=True), verbose=args.verbose,
+                  metrics_port=args.metrics_port)
     except PipelineFailed as exc:
         print(f"kafka-eos: {exc}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    """Place the stop marker beside the pipeline's checkpoint; the run stops after its running batch."""
+    from kafka_eos.connectors.pipeline.stop import StopNotSupported, request_stop
+    from kafka_eos.connectors.pipeline.validation import load_valid
+    from kafka_eos.config.violations import InvalidPipeline
+    try:
+        cfg = load_valid(args.pipeline, offline=True)
+        path = request_stop(cfg.checkpoint.location)
+    except (InvalidPipeline, StopNotSupported) as exc:
+        print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
+        return 1
+    print(f"kafka-eos: stop requested ({path}); the run stops after its running batch commits")
     return 0
 
 
@@ -117,7 +133,13 @@ def _add_pipeline_commands(sub) -> None:
                      "(availableNow trigger)")
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     run.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker when validating")
+    run.add_argument("--verbose", action="store_true", help="show Spark's and Java's own log lines and progress bar")
+    run.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on "
+                     "127.0.0.1:PORT/metrics (records read/written/to DLQ, batch duration, last batch, lag)")
     run.set_defaults(func=_run)
+    stop = sub.add_parser("stop", help="ask the run of a pipeline (another process) to stop after its running batch")
+    stop.add_argument("pipeline", metavar="pipeline.yaml")
+    stop.set_defaults(func=_stop)
     validate = sub.add_parser("validate", help="check pipeline files; exit 0 valid, 1 invalid, 2 broker unreachable")
     validate.add_argument("pipelines", nargs="+", metavar="pipeline.yaml")
     validate.add_argument("--offline", action="store_true", help="skip the live broker checks")
@@ -138,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "an exactly-once count")
     demo.add_argument("--records", type=int, default=100_000, help="orders to generate")
     demo.add_argument("--poison", type=int, default=10, help="records that are not JSON (to the DLQ)")
+    demo.add_argument("--verbose", action="store_true", help="show Spark's and Java's own log lines and progress bar")
     demo.set_defaults(func=_demo)
     _add_pipeline_commands(sub)
     dev = sub.add_parser("dev", help="developer tooling").add_subparsers(dest="tool", required=True)

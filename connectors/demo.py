@@ -46,13 +46,13 @@ def _say(text: str) -> None:
     print(f"demo: {text}", flush=True)
 
 
-def _run_example(bootstrap: str, checkpoints: str) -> None:
+def _run_example(bootstrap: str, checkpoints: str, verbose: bool = False) -> None:
     from kafka_eos.connectors.pipeline.validation import load_valid
     from kafka_eos.connectors.pipeline.runner import run_local
     with _environment(KAFKA_BOOTSTRAP_SERVERS=bootstrap, KAFKA_EOS_CHECKPOINTS=checkpoints):
         cfg = load_valid(example_path())
         _say(f"running {example_path().name} with --once (availableNow) ...")
-        run_local(cfg, once=True, emit=lambda line: print(line, flush=True))
+        run_local(cfg, once=True, emit=lambda line: print(line, flush=True), verbose=verbose)
 
 
 def _check_dlq(bootstrap: str, run: str, poison: int) -> tuple[dict[str, int], int]:
@@ -66,7 +66,7 @@ def _check_dlq(bootstrap: str, run: str, poison: int) -> tuple[dict[str, int], i
     return counts, unlabelled
 
 
-def demo(records: int = 100_000, poison: int = 10) -> int:
+def demo(records: int = 100_000, poison: int = 10, verbose: bool = False) -> int:
     from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
     from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
     _say("starting a local Kafka broker ...")
@@ -76,7 +76,7 @@ def demo(records: int = 100_000, poison: int = 10) -> int:
         data = produce_orders(bootstrap, "orders", records, poison=poison)
         _say(f"wrote {records} orders to 'orders' at {bootstrap} in committed transactions, {data.aborted} "
              f"in aborted transactions, and {data.poison} poison records (not JSON)")
-        _run_example(bootstrap, checkpoints)
+        _run_example(bootstrap, checkpoints, verbose)
         out = order_report(bootstrap, {data.run: records})
         dlq, unlabelled = _check_dlq(bootstrap, data.run, data.poison)
     print(f"demo: {records} in, {out['out']} out, {out['duplicates']} duplicates, {out['missing']} missing",

@@ -130,20 +130,12 @@ def docker_registry(user: tuple[str, str]) -> Iterator[SchemaRegistry]:
 
 def _wait_http(url: str, timeout_s: float = 120.0) -> None:
     import time
-    import urllib.error
-    import urllib.request
+    from kafka_eos.connectors.dev.registry import answers
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(url, timeout=2).close()
-            return
-        except urllib.error.HTTPError as exc:
-            if exc.code == 401:
-                return
-        except OSError:
-            pass
+    while not answers(url):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{url} did not answer in {timeout_s:.0f}s")
         time.sleep(0.5)
-    raise TimeoutError(f"{url} did not answer in {timeout_s:.0f}s")
 
 
 @contextmanager

@@ -77,3 +77,14 @@ def test_the_check_sees_function_level_and_relative_imports(tmp_path, monkeypatc
         "serde/x.py:4: imports kafka_eos.config, a higher layer than kafka_eos.serde.x",
         "serde/x.py:5: imports pyspark.sql (pyspark only in connectors)",
         "serde/x.py:6: imports kafka_eos.connectors, a higher layer than kafka_eos.serde.x"]
+
+
+def test_everything_installs_under_the_kafka_eos_namespace():
+    """No generic top-level names (config, txn, ...) in site-packages: every package is kafka_eos.*
+    and every package folder of the repository is mapped into it."""
+    import tomllib
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert all(p == "kafka_eos" or p.startswith("kafka_eos.") for p in setuptools["packages"])
+    mapped = set(setuptools["package-dir"].values())
+    folders = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "integration_tests", "bench"}
+    assert folders <= mapped, f"package folders not mapped into kafka_eos: {folders - mapped}"

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
+from kafka_eos.connectors.dev.processes import stop_process
 
 ADMIN, ETL = "admin", "etl"  # the users of a sasl_ssl cluster (kafka_eos.connectors.dev.security)
 
@@ -152,13 +153,7 @@ class LocalKafkaCluster:
 
     def stop_node(self, node_id: int, kill: bool = False) -> None:
         node = self.node(node_id)
-        if node.process and node.process.poll() is None:
-            node.process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-            try:
-                node.process.wait(30)
-            except subprocess.TimeoutExpired:
-                node.process.kill()
-                node.process.wait(10)
+        stop_process(node.process, signal.SIGKILL if kill else signal.SIGTERM)
         node.process = None
 
     def stop(self) -> None:

@@ -1,7 +1,20 @@
-"""Process-tree look-ups for the local test clusters (Linux ``ps``)."""
+"""Process handling for the local dev clusters: stopping one, process-tree look-ups (Linux ``ps``)."""
 from __future__ import annotations
 
+import signal
 import subprocess
+
+
+def stop_process(process: subprocess.Popen | None, sig: int = signal.SIGTERM, grace_s: float = 30) -> None:
+    """Send ``sig`` to a running ``process``, wait ``grace_s``, then kill it."""
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(sig)
+    try:
+        process.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
 
 
 def descendants(pid: int) -> list[int]:

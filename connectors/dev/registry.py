@@ -14,7 +14,6 @@ Invariants:
 from __future__ import annotations
 
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -25,9 +24,21 @@ from pathlib import Path
 
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError
 from kafka_eos.connectors.dev.local_kafka import free_port
+from kafka_eos.connectors.dev.processes import stop_process
 from kafka_eos.connectors.dev.registry_dist import apicurio_version, registry_home, registry_java, runner_jar
 
 CCOMPAT = "/apis/ccompat/v7"
+
+
+def answers(url: str) -> bool:
+    """Whether a registry answers at ``url`` (a 401 counts: it is up and checking credentials)."""
+    try:
+        with urllib.request.urlopen(url, timeout=2):
+            return True
+    except urllib.error.HTTPError as exc:
+        return exc.code == 401
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -114,25 +125,13 @@ class LocalRegistry:
             if self.process is None or self.process.poll() is not None:
                 code = self.process.returncode if self.process else None
                 raise BrokerEnvironmentError(f"Apicurio Registry exited with {code}:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(self.url + "/subjects", timeout=2):
-                    return
-            except urllib.error.HTTPError as exc:
-                if exc.code == 401:
-                    return
-            except OSError:
-                pass
+            if answers(self.url + "/subjects"):
+                return
             time.sleep(0.3)
         raise BrokerEnvironmentError(f"Apicurio Registry did not answer in {timeout_s:.0f}s:\n{self.log_tail()}")
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+        stop_process(self.process)
         self.process = None
 
     def log_tail(self, lines: int = 40) -> str:

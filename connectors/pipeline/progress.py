@@ -12,17 +12,21 @@ Invariants:
 - Lines go through the redactor: they hold names only, but the pipeline name is user text.
 - The reporter polls ``query.recentProgress`` (no listener callback server is needed, so it
   works the same in-process and under spark-submit).
+- Each batch's numbers are also handed, as one ``BatchReport``, to the reporter's listeners
+  (metrics); the line and the listeners read the same report.
 - It creates nothing: the sink log is only read, through ``SinkLogReader``, at the location the
   sink itself derives from its options (``sinkLogLocation``, else ``txn.sink_log.location_for``
   of the checkpoint).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Callable
 
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
 from kafka_eos.connectors.pipeline.builder import scans_per_batch
+from kafka_eos.connectors.pipeline.checkpoint_log import source_offsets
 from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.sink.options import sink_log_location as sink_options_log_location
 from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
@@ -45,6 +49,46 @@ def records_read(progress, scans: int) -> int:
     """Records the batch read. Spark counts the rows of every source scan (``scans_per_batch``:
     2 with a DLQ), so each record is counted once per scan."""
     return progress.numInputRows // scans
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """One batch that ran: what it read, wrote (None: nothing committed) and how long it took."""
+    batch_id: int
+    read: int
+    written: int | None
+    dlq: int
+    skipped: int
+    duration_ms: int
+    behind: dict[tuple[str, int], int] = field(default_factory=dict)
+
+
+def _topic_offsets(text: str | None) -> dict[tuple[str, int], int]:
+    offsets = source_offsets(text) if text else None
+    if not isinstance(offsets, dict):
+        return {}
+    return {(topic, int(p)): int(o) for topic, parts in offsets.items() if isinstance(parts, dict)
+            for p, o in parts.items() if str(p).isdigit() and isinstance(o, int)}
+
+
+def offsets_behind(progress) -> dict[tuple[str, int], int]:
+    """Per topic-partition, records between the batch's end and the latest offset the source saw
+    (empty when the source reports no latest offset)."""
+    behind: dict[tuple[str, int], int] = {}
+    for source in (getattr(progress, "sources", None) or [])[:1]:  # every scan reads the same offsets
+        end, latest = _topic_offsets(source.endOffset), _topic_offsets(getattr(source, "latestOffset", None))
+        behind.update({tp: max(0, latest[tp] - offset) for tp, offset in end.items() if tp in latest})
+    return behind
+
+
+def batch_report(progress, read: int, record: BatchRecord | None, dlq_topic: str | None,
+                 skipped: int = 0) -> BatchReport:
+    written, dlq = None, 0
+    if record is not None and record.metrics:
+        dlq = topic_counts(record).get(dlq_topic, 0) if dlq_topic else 0
+        written = int(record.metrics.get("records", 0)) - dlq
+    return BatchReport(progress.batchId, read, written, dlq, skipped, int(progress.batchDuration or 0),
+                       offsets_behind(progress))
 
 
 def format_line(name: str, progress, read: int, record: BatchRecord | None, dlq_topic: str | None,
@@ -72,7 +116,8 @@ class ProgressReporter:
     """Call ``report(query)`` now and then (and once after the query ends)."""
 
     def __init__(self, cfg: PipelineConfig, redactor: Redactor, emit: Callable[[str], None] = print,
-                 skipped: Callable[[], int] | None = None) -> None:
+                 skipped: Callable[[], int] | None = None,
+                 listeners: list[Callable[[BatchReport], None]] | None = None) -> None:
         self.name = cfg.name or "kafka-eos"
         self.dlq_topic = cfg.errors.dlq_topic
         self.scans = scans_per_batch(cfg)
@@ -82,6 +127,7 @@ class ProgressReporter:
         self.input_rows = 0
         self._skipped_seen = 0
         self.lines: list[str] = []
+        self.listeners = list(listeners or [])
 
     def _record(self, batch_id: int) -> BatchRecord | None:
         try:
@@ -101,10 +147,13 @@ class ProgressReporter:
         for progress in sorted(query.recentProgress, key=lambda p: p.batchId):
             if progress.batchId <= self.last_batch or "addBatch" not in (progress.durationMs or {}):
                 continue
-            read = records_read(progress, self.scans)
-            line = format_line(self.name, progress, read, self._record(progress.batchId), self.dlq_topic,
-                               self._skipped_delta())
+            read, record, skipped = records_read(progress, self.scans), self._record(progress.batchId), \
+                self._skipped_delta()
+            line = format_line(self.name, progress, read, record, self.dlq_topic, skipped)
             self.last_batch = progress.batchId
             self.input_rows += read
             self.lines.append(self.redact(line))
             self.emit(self.lines[-1])
+            report = batch_report(progress, read, record, self.dlq_topic, skipped)
+            for listener in self.listeners:
+                listener(report)

@@ -5,7 +5,9 @@ Invariants:
   anything is built, and every line it prints (progress, summary, error) is redacted.
 - ``once`` runs Spark's ``availableNow`` trigger: every record available at start is processed
   (in ``max_offsets_per_trigger`` batches), then the query stops. Otherwise the query runs on the
-  pipeline's trigger until it fails or is interrupted (Ctrl-C stops it between batches).
+  pipeline's trigger until it fails or is stopped: SIGTERM, Ctrl-C or the stop marker stop it
+  between batches, after the running batch committed (``stop.StopControl``); a second signal
+  stops it at once.
 - A failed query raises ``PipelineFailed`` with the query's error, shortened to the lines that
   say what failed (the Python exception of the task or of the sink), secrets redacted. Nothing
   of a failed batch is committed: the next run resumes from the checkpoint.
@@ -22,13 +24,15 @@ from kafka_eos.config.model import OnDecodeError, PipelineConfig
 from kafka_eos.config.redact import Redactor, install
 from kafka_eos.connectors.pipeline import builder
 from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint
-from kafka_eos.connectors.pipeline.progress import ProgressReporter
+from kafka_eos.connectors.pipeline.progress import BatchReport, ProgressReporter
+from kafka_eos.connectors.pipeline.stop import StopControl
 from kafka_eos.secrets import spark_redaction_conf
 
 # Spark hides the settings and data source options named by kafka_eos.secrets in plans, the UI
 # and event logs; the runner prints its own line per batch instead of Spark's progress bar.
 RUN_CONF = {**spark_redaction_conf(), "spark.ui.showConsoleProgress": "false"}
 POLL_S = 1.0
+STOPPING_POLL_S = 0.1  # while a stop waits for the query to be idle between batches
 _PYTHON_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$")
 
 
@@ -43,8 +47,11 @@ class RunResult:
     input_rows: int = 0
     seconds: float = 0.0
     lines: list[str] = field(default_factory=list)
+    stopped: str | None = None  # the stop line when a stop request ended the run
 
     def summary(self) -> str:
+        if self.stopped:
+            return self.stopped
         return (f"kafka-eos {self.name}: stopped after {self.batches} batches, {self.input_rows} records read, "
                 f"{self.seconds:.1f} s")
 
@@ -72,9 +79,8 @@ def _skipped_counter(spark, cfg: PipelineConfig):
 
 
 def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[str], None] = print,
-              poll_s: float = POLL_S) -> RunResult:
+              poll_s: float = POLL_S, listeners: list[Callable[[BatchReport], None]] | None = None) -> RunResult:
     """Build, start and wait for the pipeline's query in ``spark``; raise ``PipelineFailed``."""
-    from pyspark.errors import StreamingQueryException
     redactor: Redactor = install(cfg.secrets())
     started = time.monotonic()
     on_skipped, skipped = _skipped_counter(spark, cfg)
@@ -83,18 +89,17 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
         query = builder.start(spark, cfg, once, on_skipped)
     except (builder.PipelineBuildError, CheckpointShapeError) as exc:
         raise PipelineFailed(redactor(f"{cfg.origin}: {exc}")) from None
-    reporter = ProgressReporter(cfg, redactor, emit, skipped)
+    reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners)
+    stop = StopControl(cfg.checkpoint.location, lambda line: emit(redactor(line))).install()
     try:
-        while not query.awaitTermination(poll_s):
-            reporter.report(query)
-    except StreamingQueryException:
-        pass  # reported below from query.exception()
-    except KeyboardInterrupt:
-        emit(redactor(f"kafka-eos {cfg.name}: interrupted; stopping the query after the running batch"))
-        query.stop()
+        _wait(query, reporter, stop, poll_s)
+    finally:
+        stop.uninstall()
     reporter.report(query)
     result = RunResult(cfg.name or "kafka-eos", len(reporter.lines), reporter.input_rows,
                        time.monotonic() - started, reporter.lines)
+    if stop.stopped:
+        result.stopped = redactor(stop.summary(result.name))
     error = query.exception()
     if error is not None:
         raise PipelineFailed(redactor(f"pipeline {cfg.name} ({cfg.origin}) failed: "
@@ -103,14 +108,42 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
     return result
 
 
-def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
-              conf: dict[str, str] | None = None, emit: Callable[[str], None] = print) -> RunResult:
-    """Run in a new local SparkSession of this process (what ``kafka-eos run`` does without --master)."""
-    from kafka_eos.connectors.spark_harness import local_session
-    spark = local_session(master, app=f"kafka-eos {cfg.name}", conf={**RUN_CONF, **(conf or {})})
+def _wait(query, reporter: ProgressReporter, stop: StopControl, poll_s: float) -> None:
+    """Until the query ends: report its batches, stop it when a stop is due."""
+    from pyspark.errors import StreamingQueryException
     try:
-        result = run_query(spark, cfg, once, emit)
+        while not query.awaitTermination(STOPPING_POLL_S if stop.signals else poll_s):
+            reporter.report(query)
+            if stop.poll(query):
+                return
+    except StreamingQueryException:
+        pass  # reported by the caller from query.exception()
+    except KeyboardInterrupt:  # not in the main thread: no handler of ours caught it
+        query.stop()
+
+
+def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
+              conf: dict[str, str] | None = None, emit: Callable[[str], None] = print,
+              verbose: bool = False, metrics_port: int | None = None) -> RunResult:
+    """Run in a new local SparkSession of this process (what ``kafka-eos run`` does without --master);
+    the driver's console is quiet unless ``verbose`` (``console``); with ``metrics_port``, a
+    Prometheus endpoint on 127.0.0.1 serves the batches' numbers (``metrics``)."""
+    from kafka_eos.connectors.pipeline.console import console_conf, quiet_environment
+    from kafka_eos.connectors.spark_harness import local_session
+    quiet_environment(master, verbose)
+    user = conf or {}
+    spark = local_session(master, app=f"kafka-eos {cfg.name}",
+                          conf={**RUN_CONF, **user, **console_conf(verbose, user)})
+    metrics = None
+    try:
+        if metrics_port is not None:
+            from kafka_eos.connectors.pipeline.metrics import PrometheusMetrics
+            metrics = PrometheusMetrics(cfg.name or "kafka-eos", metrics_port)
+            emit(f"kafka-eos {cfg.name}: metrics at http://127.0.0.1:{metrics.port}/metrics")
+        result = run_query(spark, cfg, once, emit, listeners=[metrics] if metrics else None)
         emit(result.summary())
         return result
     finally:
+        if metrics is not None:
+            metrics.close()
         spark.stop()

@@ -1,0 +1,68 @@
+"""Opt-in Prometheus endpoint on the driver, fed by the runner's per-batch reports.
+
+    kafka_eos_records_read_total{pipeline}        records the batches read
+    kafka_eos_records_written_total{pipeline}     records committed to the output topic
+    kafka_eos_records_dlq_total{pipeline}         records committed to the DLQ topic
+    kafka_eos_records_skipped_total{pipeline}     records skipped (on_decode_error: skip)
+    kafka_eos_batch_duration_seconds{pipeline}    histogram of batch durations
+    kafka_eos_last_committed_batch{pipeline}      the newest batch whose output was committed
+    kafka_eos_offsets_behind{pipeline,topic,partition}  records between the batch's end and the
+                                                  latest offset the source saw (when it reports one)
+
+Invariants:
+- The endpoint binds to 127.0.0.1 only, on the port asked for; it has a registry of its own
+  (no process or platform collectors of other code).
+- It is a listener: it reads ``BatchReport``s and changes nothing the run does.
+"""
+from __future__ import annotations
+
+from kafka_eos.connectors.pipeline.progress import BatchReport
+
+HOST = "127.0.0.1"
+BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class PrometheusMetrics:
+    """``PrometheusMetrics(name, port)`` serves /metrics; call it with each ``BatchReport``."""
+
+    def __init__(self, pipeline: str, port: int, host: str = HOST) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+        self.registry = registry = CollectorRegistry()
+        labels = ["pipeline"]
+        self.read = Counter("kafka_eos_records_read", "Records the batches read", labels, registry=registry)
+        self.written = Counter("kafka_eos_records_written", "Records committed to the output topic", labels,
+                               registry=registry)
+        self.dlq = Counter("kafka_eos_records_dlq", "Records committed to the DLQ topic", labels, registry=registry)
+        self.skipped = Counter("kafka_eos_records_skipped", "Records skipped as undecodable", labels,
+                               registry=registry)
+        self.duration = Histogram("kafka_eos_batch_duration_seconds", "Batch duration", labels, buckets=BUCKETS,
+                                  registry=registry)
+        self.last_batch = Gauge("kafka_eos_last_committed_batch", "Newest committed batch id", labels,
+                                registry=registry)
+        self.behind = Gauge("kafka_eos_offsets_behind", "Records behind the latest offset the source saw",
+                            [*labels, "topic", "partition"], registry=registry)
+        self.pipeline = pipeline
+        self.last_batch.labels(pipeline).set(-1)
+        for counter in (self.read, self.written, self.dlq, self.skipped):
+            counter.labels(pipeline)  # exported as 0 before the first batch
+        self._server = start_http_server(port, addr=host, registry=registry)
+        self.port = self._server[0].server_port if isinstance(self._server, tuple) else port
+
+    def __call__(self, report: BatchReport) -> None:
+        name = self.pipeline
+        self.read.labels(name).inc(report.read)
+        self.skipped.labels(name).inc(report.skipped)
+        self.duration.labels(name).observe(report.duration_ms / 1000)
+        if report.written is not None:
+            self.written.labels(name).inc(report.written)
+            self.dlq.labels(name).inc(report.dlq)
+            self.last_batch.labels(name).set(report.batch_id)
+        for (topic, partition), behind in report.behind.items():
+            self.behind.labels(name, topic, str(partition)).set(behind)
+
+    def close(self) -> None:
+        if isinstance(self._server, tuple):
+            server, thread = self._server
+            server.shutdown()
+            server.server_close()
+            thread.join(5)

@@ -1,0 +1,139 @@
+"""Graceful stop of a running query: finish the running batch, let it commit, then stop.
+
+A stop is requested by SIGTERM or SIGINT (Ctrl-C) in the running process, or by the stop marker
+``<checkpoint>/kafka-eos-stop`` (what ``kafka-eos stop pipeline.yaml`` creates from another shell).
+
+Invariants:
+- A requested stop stops the query only when it is idle between batches: no trigger is active
+  and the newest batch of the offset log is in the commit log (read through the one checkpoint
+  reader). Spark's ``query.stop()`` during a batch would interrupt it.
+- A second signal forces the stop at once (still safe: the sink recovers the interrupted batch on
+  the next run).
+- The marker is removed when a stop is honoured, and a marker found at start (left by a stop
+  of a run that was not running) is removed before the query starts.
+- The marker lives in local (or ``file:``) checkpoints only; ``request_stop`` refuses others.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from typing import Callable
+from urllib.parse import urlparse
+
+from kafka_eos import KafkaEosError
+from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
+
+MARKER = "kafka-eos-stop"
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class StopNotSupported(KafkaEosError, ValueError):
+    """The checkpoint is not on a local file system; no stop marker can be placed there."""
+
+
+def marker_path(checkpoint: str) -> Path:
+    parsed = urlparse(checkpoint)
+    if parsed.scheme not in ("", "file"):
+        raise StopNotSupported(f"checkpoint {checkpoint} is not local: stop the run with SIGTERM or Ctrl-C")
+    return Path(parsed.path if parsed.scheme == "file" else checkpoint) / MARKER
+
+
+def request_stop(checkpoint: str) -> Path:
+    """Create the stop marker beside ``checkpoint``; the run honours it after its running batch."""
+    path = marker_path(checkpoint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("stop\n")
+    return path
+
+
+def is_idle(status: dict, reader: CheckpointReader) -> bool:
+    """No trigger running and every planned batch committed."""
+    if status.get("isTriggerActive", True):
+        return False
+    planned = reader.offset_batches()
+    return not planned or planned[-1] in set(reader.commit_batches())
+
+
+def describe_offsets(reader: CheckpointReader) -> tuple[int | None, str]:
+    """(the newest committed batch, its offsets as ``topic-partition:offset`` text)."""
+    committed = reader.commit_batches()
+    if not committed:
+        return None, "none (no batch committed)"
+    entry = reader.offsets(committed[-1])
+    parts: list[str] = []
+    for line in (entry.sources if entry else ())[:1]:  # every scan of a batch reads the same offsets
+        offsets = source_offsets(line)
+        if isinstance(offsets, dict):
+            parts += [f"{topic}-{p}:{o}" for topic, parts_ in sorted(offsets.items()) if isinstance(parts_, dict)
+                      for p, o in sorted(parts_.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0)]
+        else:
+            parts.append(str(offsets))
+    return committed[-1], ", ".join(parts) or "unknown"
+
+
+class StopControl:
+    """Signal handlers and the marker; ``poll(query)`` stops the query when a stop is due."""
+
+    def __init__(self, checkpoint: str, emit: Callable[[str], None]) -> None:
+        self.reader = CheckpointReader(checkpoint)
+        self.emit = emit
+        try:
+            self.marker: Path | None = marker_path(checkpoint)
+        except StopNotSupported:
+            self.marker = None
+        self.signals = 0
+        self._announced = 0
+        self.stopped: str | None = None  # "graceful" or "forced" once the query was stopped here
+        self._saved: dict = {}
+
+    def install(self) -> "StopControl":
+        if self.marker is not None and self.marker.exists():
+            self.emit(f"kafka-eos: removing a stop marker left from before this run: {self.marker}")
+            self.marker.unlink(missing_ok=True)
+        if threading.current_thread() is threading.main_thread():
+            for sig in _SIGNALS:
+                self._saved[sig] = signal.signal(sig, self._on_signal)
+        return self
+
+    def uninstall(self) -> None:
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)
+        self._saved.clear()
+
+    def _on_signal(self, signum, frame) -> None:  # noqa: ARG002 - signal handler signature
+        self.signals += 1  # only counts: printing inside a handler could re-enter a running print
+
+    def requested(self) -> bool:
+        if self.signals == 0 and self.marker is not None and self.marker.exists():
+            self.signals = 1
+            self._announced = 1
+            self.emit(f"kafka-eos: stop requested by {self.marker}; stopping after the running batch commits")
+        if self.signals >= 1 > self._announced:
+            self.emit("kafka-eos: stop requested; stopping after the running batch commits "
+                      "(signal again to stop at once)")
+        if self.signals >= 2 > self._announced:
+            self.emit("kafka-eos: stopping at once; the next run recovers the interrupted batch")
+        self._announced = max(self._announced, min(self.signals, 2))
+        return self.signals > 0
+
+    def poll(self, query) -> bool:
+        """Stop ``query`` if a stop is due; True when it was stopped here."""
+        if not self.requested():
+            return False
+        forced = self.signals >= 2
+        if not forced and not is_idle(query.status, self.reader):
+            return False
+        query.stop()
+        self.stopped = "forced" if forced else "graceful"
+        if self.marker is not None:
+            self.marker.unlink(missing_ok=True)
+        return True
+
+    def summary(self, name: str) -> str:
+        batch, offsets = describe_offsets(self.reader)
+        if self.stopped == "forced":
+            return f"kafka-eos {name}: stopped at once; last committed batch {batch} at offsets {offsets}"
+        if batch is None:
+            return f"kafka-eos {name}: stopped before any batch committed"
+        return f"kafka-eos {name}: stopped after batch {batch} at offsets {offsets}"

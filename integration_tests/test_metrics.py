@@ -1,0 +1,53 @@
+"""`kafka-eos run --metrics-port`: scraped during a real run, the counters equal what was written."""
+from __future__ import annotations
+
+import signal
+import socket
+import time
+import urllib.request
+
+from kafka_eos.connectors.demo_data import create_topics, produce_orders, read_committed
+from integration_tests.test_pipeline_stop import Run, pipeline  # noqa: F401 - the fixture
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def scrape(port: int) -> dict[str, float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+            if line and not line.startswith("#")}
+
+
+def read_total(run: Run) -> int:
+    return sum(int(l.split(": ", 1)[1].split(" in")[0]) for l in run.out if l.startswith("kafka-eos orders-json batch "))
+
+
+def test_scrape_during_a_run_counts_what_was_written(bootstrap, tmp_path, pipeline):
+    path, source, sink = pipeline
+    create_topics(bootstrap, {source: 2, sink: 2})
+    produce_orders(bootstrap, source, 1200, poison=2, aborted_every=600, aborted_size=10)
+    port = free_port()
+    run = Run(["run", str(path), "--metrics-port", str(port)], bootstrap, tmp_path)
+    try:
+        run.wait_for_batches("orders-json", 1)
+        deadline = time.monotonic() + 120
+        while read_total(run) < 1202 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        time.sleep(1)
+        got = scrape(port)
+    finally:
+        run.proc.send_signal(signal.SIGTERM)
+        assert run.finish() == 0, run.log()
+    written = len(read_committed(bootstrap, sink))
+    assert written == 1200
+    assert got['kafka_eos_records_written_total{pipeline="orders-json"}'] == written, got
+    assert got['kafka_eos_records_read_total{pipeline="orders-json"}'] == 1202
+    assert got['kafka_eos_records_skipped_total{pipeline="orders-json"}'] == 2
+    assert got['kafka_eos_batch_duration_seconds_count{pipeline="orders-json"}'] >= 1
+    assert got['kafka_eos_last_committed_batch{pipeline="orders-json"}'] >= 0
+    behind = {k: v for k, v in got.items() if k.startswith("kafka_eos_offsets_behind") and f'topic="{source}"' in k}
+    assert len(behind) == 2 and set(behind.values()) == {0}, got  # everything read by then

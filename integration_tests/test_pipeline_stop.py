@@ -1,0 +1,131 @@
+"""Graceful stop of `kafka-eos run` (SIGTERM, then `kafka-eos stop`) with input arriving; the
+restarts resume exactly once and find no recovery work."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
+from integration_tests.kafka_tools import unique
+from integration_tests.pipeline_cli import EXAMPLES, REPO, kafka_eos
+from kafka_eos.connectors.spark_harness import python_env
+
+RECOVERY = ("lingering", "decided but not fully committed", "re-written transaction", "recover")
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path) -> tuple[Path, str, str]:
+    """orders-json.yaml on topics of its own, a 2-second trigger, small batches, skip on bad input."""
+    topics = (unique("orders"), unique("priced"))
+    doc = yaml.safe_load((EXAMPLES / "orders-json.yaml").read_text())
+    doc["source"]["topics"], doc["sink"]["topic"] = [topics[0]], topics[1]
+    doc["source"]["schema"]["file"] = str(EXAMPLES.parent / "schemas" / "order.avsc")
+    doc["source"]["max_offsets_per_trigger"] = 500
+    doc["sink"]["transactional_id_prefix"] = unique("stop")
+    doc["checkpoint"]["trigger"] = "2 seconds"
+    doc["errors"] = {"on_decode_error": "skip"}
+    path = tmp_path / "orders-stop.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path, *topics
+
+
+class Run:
+    """`kafka-eos run` in the background, its stdout and stderr collected line by line."""
+
+    def __init__(self, args: list[str], bootstrap: str, checkpoints: Path) -> None:
+        env = {**python_env(), "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "KAFKA_EOS_CHECKPOINTS": str(checkpoints)}
+        self.proc = subprocess.Popen([sys.executable, "-m", "kafka_eos.connectors.cli", *args], env=env, cwd=REPO,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self._threads = [threading.Thread(target=self._drain, args=(s, l), daemon=True)
+                         for s, l in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))]
+        for thread in self._threads:
+            thread.start()
+
+    @staticmethod
+    def _drain(stream, lines: list[str]) -> None:
+        for line in stream:
+            lines.append(line.rstrip("\n"))
+
+    def wait_for_batches(self, pipeline: str, count: int, timeout: float = 240) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if sum(l.startswith(f"kafka-eos {pipeline} batch ") for l in self.out) >= count:
+                return
+            assert self.proc.poll() is None, self.log()
+            time.sleep(0.5)
+        raise AssertionError(f"no {count} batches in {timeout} s:\n{self.log()}")
+
+    def finish(self, timeout: float = 120) -> int:
+        code = self.proc.wait(timeout)
+        for thread in self._threads:
+            thread.join(10)
+        return code
+
+    def log(self) -> str:
+        return "\n".join([l for l in self.out + self.err if "\tat " not in l][-40:])
+
+
+def feed(bootstrap: str, topic: str, runs: dict[str, int], stop: threading.Event) -> None:
+    """Orders in small committed transactions until ``stop`` is set."""
+    while not stop.is_set():
+        data = produce_orders(bootstrap, topic, 200, aborted_every=200, aborted_size=5)
+        runs[data.run] = 200
+        time.sleep(0.3)
+
+
+def no_recovery(stderr: list[str]) -> None:
+    found = [l for l in stderr if "kafka-eos" in l and any(word in l.lower() for word in RECOVERY)]
+    assert not found, f"the restart found recovery work: {found}"
+
+
+def stopped_line(run: Run, pipeline: str) -> str:
+    lines = [l for l in run.out if l.startswith(f"kafka-eos {pipeline}: stopped after batch ")]
+    assert lines and " at offsets " in lines[0], run.log()
+    return lines[0]
+
+
+def test_stop_with_input_arriving_then_restart_exactly_once(bootstrap, tmp_path, pipeline):
+    path, source, sink = pipeline
+    create_topics(bootstrap, {source: 2, sink: 2})
+    runs: dict[str, int] = {}
+    first = produce_orders(bootstrap, source, 1500, aborted_every=500, aborted_size=10)
+    runs[first.run] = 1500
+    arriving = threading.Event()
+    feeder = threading.Thread(target=feed, args=(bootstrap, source, runs, arriving), daemon=True)
+    feeder.start()
+    try:
+        # 1. SIGTERM while batches run and input arrives
+        run = Run(["run", str(path)], bootstrap, tmp_path)
+        run.wait_for_batches("orders-json", 2)
+        run.proc.send_signal(signal.SIGTERM)
+        assert run.finish() == 0, run.log()
+        stopped_line(run, "orders-json")
+
+        # 2. restart; `kafka-eos stop` from another process
+        again = Run(["run", str(path)], bootstrap, tmp_path)
+        again.wait_for_batches("orders-json", 2)
+        stop = kafka_eos(["stop", str(path)], bootstrap, tmp_path, timeout=120)
+        assert stop.code == 0, stop.log()
+        assert again.finish() == 0, again.log()
+        stopped_line(again, "orders-json")
+        assert not list(tmp_path.rglob("kafka-eos-stop")), "the marker is removed when honoured"
+        no_recovery(again.err)
+    finally:
+        arriving.set()
+        feeder.join(60)
+
+    # 3. the rest, --once; every id exactly once in the read_committed output
+    last = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
+    assert last.code == 0, last.log()
+    no_recovery(last.stderr.splitlines())
+    report = order_report(bootstrap, runs, topic=sink)
+    assert report == {"out": sum(runs.values()), "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}

@@ -1,0 +1,42 @@
+"""The Prometheus listener: counters and gauges from batch reports, served on 127.0.0.1."""
+from __future__ import annotations
+
+import urllib.request
+from types import SimpleNamespace
+
+from kafka_eos.connectors.pipeline.metrics import PrometheusMetrics
+from kafka_eos.connectors.pipeline.progress import BatchReport, batch_report, offsets_behind
+
+
+def scrape(port: int) -> dict[str, float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+            if line and not line.startswith("#")}
+
+
+def test_reports_become_counters_histogram_and_gauges():
+    metrics = PrometheusMetrics("p", 0)
+    try:
+        assert scrape(metrics.port)['kafka_eos_last_committed_batch{pipeline="p"}'] == -1
+        metrics(BatchReport(0, 100, 97, 3, 0, 1500, {("in", 0): 40}))
+        metrics(BatchReport(1, 10, None, 0, 2, 200))        # nothing committed
+        got = scrape(metrics.port)
+        assert got['kafka_eos_records_read_total{pipeline="p"}'] == 110
+        assert got['kafka_eos_records_written_total{pipeline="p"}'] == 97
+        assert got['kafka_eos_records_dlq_total{pipeline="p"}'] == 3
+        assert got['kafka_eos_records_skipped_total{pipeline="p"}'] == 2
+        assert got['kafka_eos_batch_duration_seconds_count{pipeline="p"}'] == 2
+        assert got['kafka_eos_last_committed_batch{pipeline="p"}'] == 0
+        assert got['kafka_eos_offsets_behind{partition="0",pipeline="p",topic="in"}'] == 40
+    finally:
+        metrics.close()
+
+
+def test_batch_report_and_lag_from_spark_progress():
+    source = SimpleNamespace(endOffset='{"v": 1, "topics": {"in": {"0": 5, "1": 9}}}',
+                             latestOffset='{"v": 1, "topics": {"in": {"0": 8, "1": 9}}}')
+    progress = SimpleNamespace(batchId=3, batchDuration=120, sources=[source])
+    assert offsets_behind(progress) == {("in", 0): 3, ("in", 1): 0}
+    assert offsets_behind(SimpleNamespace(sources=[SimpleNamespace(endOffset="{}", latestOffset=None)])) == {}
+    report = batch_report(progress, 10, None, None)
+    assert (report.batch_id, report.read, report.written, report.duration_ms) == (3, 10, None, 120)

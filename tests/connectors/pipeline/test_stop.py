@@ -1,0 +1,100 @@
+"""Graceful stop: idle detection over the checkpoint, the marker, signals, the stop line."""
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
+from kafka_eos.connectors.pipeline.stop import (MARKER, StopControl, StopNotSupported, describe_offsets, is_idle,
+                                                marker_path, request_stop)
+
+HEAD = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n'
+
+
+def planned(root: Path, batch: int, offsets: str = '{"v": 1, "topics": {"in": {"0": 5, "1": 7}}}') -> None:
+    (root / "offsets").mkdir(parents=True, exist_ok=True)
+    (root / "offsets" / str(batch)).write_text(HEAD + offsets)
+
+
+def committed(root: Path, batch: int) -> None:
+    (root / "commits").mkdir(parents=True, exist_ok=True)
+    (root / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+
+
+class Query:
+    def __init__(self, active: bool = False) -> None:
+        self.status = {"isTriggerActive": active}
+        self.stops = 0
+
+    def stop(self) -> None:
+        self.stops += 1
+
+
+def test_idle_only_between_batches_with_the_newest_planned_batch_committed(tmp_path):
+    reader = CheckpointReader(str(tmp_path))
+    assert is_idle({"isTriggerActive": False}, reader), "a new checkpoint is idle"
+    planned(tmp_path, 0)
+    assert not is_idle({"isTriggerActive": False}, reader), "batch 0 planned, not committed"
+    committed(tmp_path, 0)
+    assert is_idle({"isTriggerActive": False}, reader)
+    assert not is_idle({"isTriggerActive": True}, reader)
+    assert not is_idle({}, reader), "an unknown status is not idle"
+
+
+def test_the_stop_line_names_the_last_committed_batch_and_its_offsets(tmp_path):
+    assert describe_offsets(CheckpointReader(str(tmp_path)))[0] is None
+    planned(tmp_path, 2)
+    committed(tmp_path, 2)
+    planned(tmp_path, 3)
+    assert describe_offsets(CheckpointReader(str(tmp_path))) == (2, "in-0:5, in-1:7")
+
+
+def test_the_marker_stops_an_idle_query_once_and_is_removed(tmp_path):
+    lines: list[str] = []
+    control = StopControl(str(tmp_path), lines.append).install()
+    try:
+        query = Query(active=True)
+        assert not control.poll(query)
+        request_stop(str(tmp_path))
+        assert not control.poll(query), "a running batch is not interrupted"
+        assert (tmp_path / MARKER).exists()
+        query.status["isTriggerActive"] = False
+        assert control.poll(query) and query.stops == 1
+        assert not (tmp_path / MARKER).exists(), "removed when honoured"
+        assert control.stopped == "graceful"
+        assert control.summary("p") == "kafka-eos p: stopped before any batch committed"
+    finally:
+        control.uninstall()
+
+
+def test_a_marker_left_from_before_the_run_is_removed_at_start(tmp_path):
+    request_stop(str(tmp_path))
+    lines: list[str] = []
+    control = StopControl(str(tmp_path), lines.append).install()
+    control.uninstall()
+    assert not (tmp_path / MARKER).exists() and "removing a stop marker" in lines[0]
+    assert not control.requested()
+
+
+def test_first_signal_waits_for_the_batch_second_stops_at_once(tmp_path):
+    lines: list[str] = []
+    before = signal.getsignal(signal.SIGTERM)
+    control = StopControl(str(tmp_path), lines.append).install()
+    try:
+        query = Query(active=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert not control.poll(query) and "stop requested" in lines[-1]
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert control.poll(query) and control.stopped == "forced" and "at once" in lines[-1]
+    finally:
+        control.uninstall()
+    assert signal.getsignal(signal.SIGTERM) is before, "handlers restored"
+
+
+def test_no_marker_on_remote_checkpoints():
+    with pytest.raises(StopNotSupported, match="SIGTERM"):
+        marker_path("s3a://bucket/checkpoints/p")
+    assert marker_path("file:///tmp/c") == Path("/tmp/c") / MARKER
