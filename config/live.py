@@ -8,10 +8,11 @@ Invariants:
   UNREACHABLE violation (exit 2), not an invalid setting; client settings librdkafka rejects
   are INVALID (exit 1). Each violation names the YAML path of the cluster.
 - On a cluster that answered, the pipeline principal's ACLs are asked (``kafka_eos.txn.acl_checks``:
-  Read on the source topics and its named consumer group; for the exactly-once sink IdempotentWrite,
-  Write on the sink and DLQ topics and Write on the transactional-id prefix, probed with a real
-  ``init_transactions``). Each missing ACL is an UNREACHABLE violation (exit 2, like a refused
-  DescribeConfigs) naming the principal, the resource and the ``kafka-acls`` command to add it.
+  Read on the source topics and its named consumer group; for the exactly-once sink Write on the sink
+  and DLQ topics and Write on the transactional-id prefix, probed with a real ``init_transactions``,
+  whose answer also names IdempotentWrite if the broker asks for it). Each missing ACL is an
+  UNREACHABLE violation (exit 2, like a refused DescribeConfigs) naming the principal, the
+  resource and the ``kafka-acls`` command to add it.
 """
 from __future__ import annotations
 

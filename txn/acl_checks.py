@@ -1,21 +1,23 @@
 """Which ACLs a pipeline's principal lacks, asked of the broker without DescribeAcls permission.
 
-- Topics, the cluster and consumer groups: the broker's answer to DescribeTopics / DescribeCluster /
-  DescribeConsumerGroups with ``include_authorized_operations`` (KIP-430) lists the operations
-  the CALLER may perform; a resource it may not Describe answers *_AUTHORIZATION_FAILED.
+- Topics and consumer groups: DescribeTopics / DescribeConsumerGroups with
+  ``include_authorized_operations`` (KIP-430) list the operations the CALLER may perform; a
+  resource it may not even Describe answers TOPIC_/GROUP_AUTHORIZATION_FAILED. Both count as an
+  answer; a broker that lists no operations (None) has not answered, and nothing is reported.
 - A transactional-id prefix has no describe: a producer with ``transactional.id``
   ``<prefix>-validate-probe`` calls ``init_transactions`` (it writes no records; the broker keeps
   the probe's id until ``transactional.id.expiration.ms``). TRANSACTIONAL_ID_AUTHORIZATION_FAILED
   means Write on the prefix is missing, CLUSTER_AUTHORIZATION_FAILED means IdempotentWrite is.
-- IdempotentWrite on the cluster is reported as missing when DescribeCluster does not list it,
-  as the kafka-eos grant recommends it (brokers since 3.0 also accept a transactional producer
-  with Write on its transactional id alone, KIP-679).
+  IdempotentWrite is reported from that answer only: since Kafka 3.0 (KIP-679) a transactional
+  producer with Write on its transactional id needs no cluster ACL, and DescribeCluster's
+  authorized operations are empty for a principal without Describe on the cluster.
 Any other failure (unreachable broker, timeouts) is not an ACL answer: it is left to the callers'
 own reachability checks, and nothing is reported here.
 """
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Future
 from typing import Iterable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicCollection
@@ -25,18 +27,64 @@ from kafka_eos.offsets.acl_advice import AclMissingError, MissingAcl, principal_
 
 log = logging.getLogger(__name__)
 PROBE_SUFFIX = "-validate-probe"
-_DENIED = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED,
-           KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+Answer = object  # the resource's authorized operations (a list, or None) or the exception it raised
 
 
-def _code(exc: BaseException) -> int | None:
+class _DebugLog:
+    """librdkafka's log lines of the probe producer (its expected fatal error included) at debug."""
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        log.debug(msg, *args)
+
+
+def error_code(exc: BaseException) -> int | None:
+    """The Kafka error code an admin future or a producer call raised, if any."""
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         return exc.args[0].code()
     return None
 
 
-def _allows(ops: Iterable[AclOperation] | None, op: AclOperation) -> bool:
-    return ops is None or op in ops or AclOperation.ALL in ops
+def _refuses(answer: Answer, operation: AclOperation, denied_code: int) -> bool:
+    if isinstance(answer, BaseException):
+        return error_code(answer) == denied_code
+    if answer is None:  # the broker did not say
+        return False
+    return operation not in answer and AclOperation.ALL not in answer
+
+
+def topic_answer(principal: str, topic: str, operation: str, answer: Answer) -> MissingAcl | None:
+    """``operation`` (Read or Write) on ``topic`` if the broker's DescribeTopics answer refuses it."""
+    if _refuses(answer, AclOperation[operation.upper()], KafkaError.TOPIC_AUTHORIZATION_FAILED):
+        return MissingAcl(principal, "topic", topic, operation)
+    return None
+
+
+def group_answer(principal: str, group: str, answer: Answer) -> MissingAcl | None:
+    """Read on ``group`` if the broker's DescribeConsumerGroups answer refuses it."""
+    if _refuses(answer, AclOperation.READ, KafkaError.GROUP_AUTHORIZATION_FAILED):
+        return MissingAcl(principal, "group", group, "Read")
+    return None
+
+
+def probe_answer(principal: str, prefix: str, exc: BaseException | None) -> MissingAcl | None:
+    """What a refused ``init_transactions`` of the prefix's probe says is missing (None: nothing known)."""
+    code = error_code(exc) if exc is not None else None
+    if code == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+        return MissingAcl(principal, "transactional-id", prefix, "Write", prefixed=True)
+    if code == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
+        return MissingAcl(principal, "cluster", "kafka-cluster", "IdempotentWrite")
+    return None
+
+
+def _results(futures: Mapping[str, Future], timeout_s: float) -> dict[str, Answer]:
+    out: dict[str, Answer] = {}
+    for name, future in futures.items():
+        try:
+            out[name] = future.result(timeout_s + 1).authorized_operations
+        except Exception as exc:  # noqa: BLE001 - judged by topic_answer / group_answer
+            log.debug("describing %s: %r", name, exc)
+            out[name] = exc
+    return out
 
 
 def _admin(conf: Mapping[str, str]) -> AdminClient:
@@ -48,65 +96,37 @@ def topics_missing(conf: Mapping[str, str], topics: Iterable[str], operation: st
     names = sorted(set(topics))
     if not names:
         return []
-    op, principal, out = AclOperation[operation.upper()], principal_of(conf), []
-    futures = _admin(conf).describe_topics(TopicCollection(names), request_timeout=timeout_s,
-                                           include_authorized_operations=True)
-    for name, future in futures.items():
-        try:
-            ops = future.result(timeout_s + 1).authorized_operations
-        except KafkaException as exc:
-            if _code(exc) == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-                out.append(MissingAcl(principal, "topic", name, operation))
-            continue
-        if not _allows(ops, op):
-            out.append(MissingAcl(principal, "topic", name, operation))
-    return out
+    admin = _admin(conf)  # referenced until its futures are done: a collected client fails them (_DESTROY)
+    answers = _results(admin.describe_topics(TopicCollection(names), request_timeout=timeout_s,
+                                             include_authorized_operations=True), timeout_s)
+    found = (topic_answer(principal_of(conf), name, operation, answers[name]) for name in names)
+    return [m for m in found if m]
 
 
 def group_missing(conf: Mapping[str, str], group: str, timeout_s: float) -> list[MissingAcl]:
     """Read on consumer group ``group`` if the principal lacks it."""
-    future = _admin(conf).describe_consumer_groups([group], request_timeout=timeout_s,
-                                                   include_authorized_operations=True)[group]
-    try:
-        ops = future.result(timeout_s + 1).authorized_operations
-    except Exception as exc:  # noqa: BLE001 - only an authorization answer is reported
-        ops = [] if _code(exc) == KafkaError.GROUP_AUTHORIZATION_FAILED else None
-        log.debug("describing group %s: %r", group, exc)
-    return [] if _allows(ops, AclOperation.READ) else [MissingAcl(principal_of(conf), "group", group, "Read")]
-
-
-def cluster_missing(conf: Mapping[str, str], timeout_s: float) -> list[MissingAcl]:
-    """IdempotentWrite on the cluster if the principal lacks it."""
-    try:
-        ops = _admin(conf).describe_cluster(request_timeout=timeout_s,
-                                            include_authorized_operations=True).result(timeout_s + 1).authorized_operations
-    except KafkaException as exc:
-        ops = [] if _code(exc) == KafkaError.CLUSTER_AUTHORIZATION_FAILED else None
-    if _allows(ops, AclOperation.IDEMPOTENT_WRITE):
-        return []
-    return [MissingAcl(principal_of(conf), "cluster", "kafka-cluster", "IdempotentWrite")]
+    admin = _admin(conf)  # referenced until its futures are done
+    answers = _results(admin.describe_consumer_groups([group], request_timeout=timeout_s,
+                                                      include_authorized_operations=True), timeout_s)
+    found = group_answer(principal_of(conf), group, answers[group])
+    return [found] if found else []
 
 
 def transactional_id_missing(conf: Mapping[str, str], prefix: str, timeout_s: float) -> list[MissingAcl]:
-    """Write on the transactional-id prefix (and IdempotentWrite) as a real init_transactions answers."""
-    producer = Producer({**conf, "transactional.id": f"{prefix}{PROBE_SUFFIX}", "log_level": 3})
+    """Write on the transactional-id prefix (or IdempotentWrite) as a real ``init_transactions`` answers."""
+    producer = Producer({**conf, "transactional.id": f"{prefix}{PROBE_SUFFIX}", "logger": _DebugLog()})
     try:
         producer.init_transactions(timeout_s)
     except Exception as exc:  # noqa: BLE001 - only an authorization answer is reported
-        code, principal = _code(exc), principal_of(conf)
-        if code == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
-            return [MissingAcl(principal, "transactional-id", prefix, "Write", prefixed=True)]
-        if code == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
-            return [MissingAcl(principal, "cluster", "kafka-cluster", "IdempotentWrite")]
-        log.debug("transactional-id probe of %s did not answer: %s", prefix, exc)
+        log.debug("transactional-id probe of %s: %s", prefix, exc)
+        found = probe_answer(principal_of(conf), prefix, exc)
+        return [found] if found else []
     return []
 
 
 def sink_missing(conf: Mapping[str, str], topics: Iterable[str], prefix: str, timeout_s: float) -> list[MissingAcl]:
-    """Every ACL the exactly-once sink needs and its principal lacks (cluster first, as the
-    producer needs it before anything else)."""
-    found = cluster_missing(conf, timeout_s) + topics_missing(conf, topics, "Write", timeout_s)
-    return found + [m for m in transactional_id_missing(conf, prefix, timeout_s) if m not in found]
+    """Every ACL the exactly-once sink needs and its principal lacks."""
+    return topics_missing(conf, topics, "Write", timeout_s) + transactional_id_missing(conf, prefix, timeout_s)
 
 
 def check_sink(conf: Mapping[str, str], topics: Iterable[str], prefix: str, timeout_s: float) -> None:

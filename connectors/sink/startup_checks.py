@@ -8,8 +8,8 @@ open (holding back read_committed readers) until the lingering cleanup. Spark ru
 in every write task, before it opens a producer (Spark copies the session's settings into the
 tasks' local properties): the first batch fails with the message and nothing is written.
 
-The principal's ACLs (IdempotentWrite, Write on the sink topic, Write on the transactional-id
-prefix: ``kafka_eos.txn.acl_checks``) are asked once per process and connection settings, when
+The principal's ACLs (Write on the sink topic, Write on the transactional-id prefix and
+IdempotentWrite if the broker asks for it: ``kafka_eos.txn.acl_checks``) are asked once per process and connection settings, when
 the writer is built on the driver, before recovery opens any transaction: a missing one fails
 the start with ``AclMissingError`` naming the ``kafka-acls`` command to add it.
 
