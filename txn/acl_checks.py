@@ -44,35 +44,34 @@ def error_code(exc: BaseException) -> int | None:
     return None
 
 
-def _refuses(answer: Answer, operation: AclOperation, denied_code: int) -> bool:
+def _refusal(answer: Answer, operation: AclOperation, denied_code: int) -> str | None:
+    """How the broker's answer refuses ``operation`` (None: it does not, or did not say)."""
     if isinstance(answer, BaseException):
-        return error_code(answer) == denied_code
-    if answer is None:  # the broker did not say
-        return False
-    return operation not in answer and AclOperation.ALL not in answer
+        return KafkaError(denied_code).name() if error_code(answer) == denied_code else None
+    if answer is None or operation in answer or AclOperation.ALL in answer:
+        return None
+    return f"only {', '.join(op.name for op in answer)} allowed" if answer else "no operation allowed"
 
 
 def topic_answer(principal: str, topic: str, operation: str, answer: Answer) -> MissingAcl | None:
     """``operation`` (Read or Write) on ``topic`` if the broker's DescribeTopics answer refuses it."""
-    if _refuses(answer, AclOperation[operation.upper()], KafkaError.TOPIC_AUTHORIZATION_FAILED):
-        return MissingAcl(principal, "topic", topic, operation)
-    return None
+    refusal = _refusal(answer, AclOperation[operation.upper()], KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    return MissingAcl(principal, "topic", topic, operation, answer=refusal) if refusal else None
 
 
 def group_answer(principal: str, group: str, answer: Answer) -> MissingAcl | None:
     """Read on ``group`` if the broker's DescribeConsumerGroups answer refuses it."""
-    if _refuses(answer, AclOperation.READ, KafkaError.GROUP_AUTHORIZATION_FAILED):
-        return MissingAcl(principal, "group", group, "Read")
-    return None
+    refusal = _refusal(answer, AclOperation.READ, KafkaError.GROUP_AUTHORIZATION_FAILED)
+    return MissingAcl(principal, "group", group, "Read", answer=refusal) if refusal else None
 
 
 def probe_answer(principal: str, prefix: str, exc: BaseException | None) -> MissingAcl | None:
     """What a refused ``init_transactions`` of the prefix's probe says is missing (None: nothing known)."""
     code = error_code(exc) if exc is not None else None
     if code == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
-        return MissingAcl(principal, "transactional-id", prefix, "Write", prefixed=True)
+        return MissingAcl(principal, "transactional-id", prefix, "Write", prefixed=True, answer=KafkaError(code).name())
     if code == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
-        return MissingAcl(principal, "cluster", "kafka-cluster", "IdempotentWrite")
+        return MissingAcl(principal, "cluster", "kafka-cluster", "IdempotentWrite", answer=KafkaError(code).name())
     return None
 
 

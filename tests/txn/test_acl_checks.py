@@ -56,3 +56,10 @@ def test_the_transactional_id_probe_answers():
 def test_error_code_only_of_kafka_errors():
     assert error_code(_raised(KafkaError.TOPIC_AUTHORIZATION_FAILED)) == KafkaError.TOPIC_AUTHORIZATION_FAILED
     assert error_code(RuntimeError("x")) is None
+
+
+def test_the_message_says_what_the_broker_answered():
+    only_describe = topic_answer(ETL, "in", "Read", [AclOperation.DESCRIBE])
+    assert "the broker answered: only DESCRIBE allowed" in only_describe.describe()
+    denied = probe_answer(ETL, "orders", _raised(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+    assert "the broker answered: TRANSACTIONAL_ID_AUTHORIZATION_FAILED" in denied.advice("HOST:PORT")
