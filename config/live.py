@@ -7,6 +7,12 @@ Invariants:
 - A cluster that does not answer within ``timeout_s`` (or refuses DescribeConfigs) is an
   UNREACHABLE violation (exit 2), not an invalid setting; client settings librdkafka rejects
   are INVALID (exit 1). Each violation names the YAML path of the cluster.
+- On a cluster that answered, the pipeline principal's ACLs are asked (``kafka_eos.txn.acl_checks``:
+  Read on the source topics and its named consumer group; for the exactly-once sink Write on the sink
+  and DLQ topics and Write on the transactional-id prefix, probed with a real ``init_transactions``,
+  whose answer also names IdempotentWrite if the broker asks for it). Each missing ACL is an
+  UNREACHABLE violation (exit 2, like a refused DescribeConfigs) naming the principal, the
+  resource and the ``kafka-acls`` command to add it.
 """
 from __future__ import annotations
 
@@ -15,7 +21,8 @@ from dataclasses import dataclass
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import KafkaCluster, PipelineConfig
 from kafka_eos.config.violations import UNREACHABLE, Context, Violation
-from kafka_eos.txn import broker_configs
+from kafka_eos.offsets.acl_advice import MissingAcl
+from kafka_eos.txn import acl_checks, broker_configs
 from kafka_eos.txn.broker_configs import (BrokerConfigError, ClusterUnreachable, DescribeConfigsFailed,
                                           SettingsRefused)
 
@@ -57,9 +64,33 @@ def reachable(cluster: KafkaCluster, path: str, timeout_s: float) -> None:
         raise ClusterProblem(_violation(exc, cluster, path, timeout_s)) from None
 
 
+def _acl_violation(missing: MissingAcl, path: str, bootstrap: str) -> Violation:
+    return Violation(path, missing.describe(), f"grant it with: {missing.command(bootstrap)}", kind=UNREACHABLE)
+
+
+def acl_problems(cfg: PipelineConfig, timeout_s: float, source_ok: bool = True, sink_ok: bool = True) -> list[Violation]:
+    """The ACLs the pipeline's principals lack on the clusters that answered."""
+    found: list[Violation] = []
+    source, sink = cfg.source.kafka, cfg.sink.kafka
+    if source_ok and source.bootstrap_servers:
+        conf = source.client_conf()
+        topics = set(cfg.source.topics) | {t for t, _ in cfg.source.assign}
+        missing = acl_checks.topics_missing(conf, topics, "Read", timeout_s)
+        group = source.get("group.id")
+        missing += acl_checks.group_missing(conf, group, timeout_s) if group else []
+        found += [_acl_violation(m, "source.topics" if m.resource_type == "topic" else "source.kafka.properties",
+                                 source.bootstrap_servers) for m in missing]
+    if sink_ok and sink.bootstrap_servers and cfg.exactly_once and cfg.sink.transactional_id_prefix:
+        topics = {t for t in (cfg.sink.topic, cfg.errors.dlq_topic) if t}
+        missing = acl_checks.sink_missing(sink.client_conf(), topics, cfg.sink.transactional_id_prefix, timeout_s)
+        paths = {"topic": "sink.topic", "transactional-id": "sink.transactional_id_prefix", "cluster": "sink.kafka"}
+        found += [_acl_violation(m, paths.get(m.resource_type, "sink.kafka"), sink.bootstrap_servers) for m in missing]
+    return found
+
+
 def live_context(cfg: PipelineConfig, timeout_s: float = 10.0) -> tuple[Context, list[Violation]]:
     """(what the rules may know from the brokers, problems reaching them); each cluster is asked once."""
-    problems, broker_max, asked = [], None, set()
+    problems, broker_max, asked, sink_ok, source_ok = [], None, set(), True, True
     sink, source = cfg.sink.kafka, cfg.source.kafka
     if sink.bootstrap_servers:
         asked.add(sink.bootstrap_servers)
@@ -70,9 +101,14 @@ def live_context(cfg: PipelineConfig, timeout_s: float = 10.0) -> tuple[Context,
                 reachable(sink, "sink.kafka", timeout_s)
         except ClusterProblem as exc:
             problems.append(exc.violation)
+            sink_ok = False
+            source_ok = source.bootstrap_servers != sink.bootstrap_servers
     if source.bootstrap_servers and source.bootstrap_servers not in asked:
         try:
             reachable(source, "source.kafka", timeout_s)
         except ClusterProblem as exc:
             problems.append(exc.violation)
+            source_ok = False
+    if source_ok or sink_ok:
+        problems += acl_problems(cfg, timeout_s, source_ok, sink_ok)
     return Context(broker_max_timeout_ms=broker_max), problems

@@ -80,20 +80,24 @@ def check_exactly_once_as_admin(cluster: LocalKafkaCluster, topic: str, **kwargs
     return check_exactly_once(cluster.bootstrap, topic, conf=cluster.admin_conf(), **kwargs)
 
 
-def job_env(cluster: LocalKafkaCluster) -> dict[str, str]:
-    """The secured job's environment: the etl user's settings as JSON (the password never in argv)."""
-    security = {f"kafka.{k}": v for k, v in cluster.client_conf("etl").items() if k != "bootstrap.servers"}
+def job_env(cluster: LocalKafkaCluster, user: tuple[str, str] | None = None) -> dict[str, str]:
+    """The secured job's environment: the settings of etl (or of ``user`` = (name, password)) as
+    JSON (the password never in argv)."""
+    conf = cluster.client_conf("etl")
+    if user:
+        conf.update({"sasl.username": user[0], "sasl.password": user[1]})
+    security = {f"kafka.{k}": v for k, v in conf.items() if k != "bootstrap.servers"}
     return {**python_env(), SECURITY_ENV: json.dumps(security)}
 
 
 def start_secured_job(cluster: LocalKafkaCluster, args: list[str], log: Path,
-                      master: str = "local[2,3]") -> subprocess.Popen:
+                      master: str = "local[2,3]", user: tuple[str, str] | None = None) -> subprocess.Popen:
     cmd = [spark_submit_binary(), "--master", master]
     for key, value in SMALL_CONF.items():
         cmd += ["--conf", f"{key}={value}"]
     cmd += [str(SECURED_JOB), "--bootstrap", cluster.bootstrap, *args]
     out = open(log, "ab")
-    return subprocess.Popen(cmd, env=job_env(cluster), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(cmd, env=job_env(cluster, user), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def secured_pipeline(cluster, tmp_path: Path) -> tuple[Path, dict[str, str]]:

@@ -6,7 +6,7 @@ the sink's start checks build ``MissingAcl`` values and raise ``AclMissingError`
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from kafka_eos import KafkaEosError
@@ -29,12 +29,14 @@ def principal_of(conf: Mapping[str, str]) -> str:
 
 @dataclass(frozen=True)
 class MissingAcl:
-    """One operation ``principal`` may not perform on one resource (``prefixed``: a name prefix)."""
+    """One operation ``principal`` may not perform on one resource (``prefixed``: a name prefix;
+    ``answer``: what the broker said, e.g. TOPIC_AUTHORIZATION_FAILED, if known)."""
     principal: str
     resource_type: str  # topic | group | transactional-id | cluster
     resource: str
     operation: str  # Kafka's operation name: Read, Write, Describe, IdempotentWrite, ...
     prefixed: bool = False
+    answer: str = field(default="", compare=False)
 
     def command(self, bootstrap: str) -> str:
         flag = _FLAGS[self.resource_type]
@@ -46,8 +48,9 @@ class MissingAcl:
     def describe(self) -> str:
         what = "the cluster" if self.resource_type == "cluster" else (
             f"{self.resource_type} {'prefix ' if self.prefixed else ''}{self.resource!r}")
-        why = _WHY.get((self.resource_type, self.operation), "")
-        return f"{self.principal} may not {self.operation} {what}" + (f" (needed {why})" if why else "")
+        notes = [f"needed {why}" for why in [_WHY.get((self.resource_type, self.operation))] if why]
+        notes += [f"the broker answered: {self.answer}"] if self.answer else []
+        return f"{self.principal} may not {self.operation} {what}" + (f" ({'; '.join(notes)})" if notes else "")
 
     def advice(self, bootstrap: str) -> str:
         return f"{self.describe()}; grant it with: {self.command(bootstrap)}"

@@ -8,7 +8,7 @@ Invariants:
   ``_transient``) are retried with backoff within ONE deadline per call (``timeout_s``);
   partitions already answered are not asked again. A non-transient error fails at once.
 - A source naming its topics (``subscribe``, ``assign``) asks for exactly those topics
-  (DescribeTopics, never auto-creating): one its principal may not Describe raises
+  (DescribeTopics, never auto-creating): one its principal may not Describe or Read raises
   ``TopicAuthorizationError`` naming the ACL to add (Kafka leaves such topics out of an
   all-topics listing, which would read as empty); a topic that does not exist is left out, as a
   pattern's listing leaves it out.
@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition as KafkaTP
 from confluent_kafka import TopicCollection
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AclOperation, AdminClient, OffsetSpec
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from kafka_eos import KafkaEosError
@@ -125,11 +125,16 @@ class KafkaOffsets:
 
     def _named(self, topics: tuple[str, ...]) -> dict[str, list[int]]:
         def attempt(seconds: float) -> dict[str, list[int] | KafkaError]:
-            futures = self._admin.describe_topics(TopicCollection(list(topics)), request_timeout=seconds)
+            futures = self._admin.describe_topics(TopicCollection(list(topics)), request_timeout=seconds,
+                                                  include_authorized_operations=True)
             answers: dict[str, list[int] | KafkaError] = {}
             for name, future in futures.items():
                 try:
-                    answers[name] = [p.id for p in future.result(seconds + 1.0).partitions]
+                    found = future.result(seconds + 1.0)
+                    ops = found.authorized_operations
+                    readable = ops is None or AclOperation.READ in ops or AclOperation.ALL in ops
+                    answers[name] = ([p.id for p in found.partitions] if readable
+                                     else KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
                 except KafkaException as exc:
                     error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
                     if error is None or _transient(exc):

@@ -69,3 +69,14 @@ def grant(admin_conf: Mapping[str, str], bindings: list[AclBinding]) -> None:
 def grant_pipeline(admin_conf: Mapping[str, str], user: str, inputs: Iterable[str], outputs: Iterable[str],
                    transactional_id_prefix: str, groups: Iterable[str] = ()) -> None:
     grant(admin_conf, pipeline_acls(user, inputs, outputs, transactional_id_prefix, groups))
+
+
+def grant_pipeline_except(admin_conf: Mapping[str, str], user: str, inputs: Iterable[str], outputs: Iterable[str],
+                          transactional_id_prefix: str, omit: tuple[ResourceType, str, AclOperation],
+                          groups: Iterable[str] = ()) -> None:
+    """``grant_pipeline`` without the one binding ``omit`` = (resource type, name, operation)."""
+    bindings = pipeline_acls(user, inputs, outputs, transactional_id_prefix, groups)
+    kept = [b for b in bindings if (b.restype, b.name, b.operation) != omit]
+    if len(kept) == len(bindings):
+        raise ValueError(f"no pipeline ACL matches {omit}")
+    grant(admin_conf, kept)

@@ -8,6 +8,11 @@ open (holding back read_committed readers) until the lingering cleanup. Spark ru
 in every write task, before it opens a producer (Spark copies the session's settings into the
 tasks' local properties): the first batch fails with the message and nothing is written.
 
+The principal's ACLs (Write on the sink topic, Write on the transactional-id prefix and
+IdempotentWrite if the broker asks for it: ``kafka_eos.txn.acl_checks``) are asked once per process and connection settings, when
+the writer is built on the driver, before recovery opens any transaction: a missing one fails
+the start with ``AclMissingError`` naming the ``kafka-acls`` command to add it.
+
 The broker's ``transaction.max.timeout.ms`` is read once per process and connection settings
 (``kafka_eos.txn.broker_configs``, DescribeConfigs); a broker that cannot be asked fails the start.
 """
@@ -17,7 +22,7 @@ import functools
 
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
 
-from kafka_eos.txn import broker_configs
+from kafka_eos.txn import acl_checks, broker_configs
 from kafka_eos.txn.errors import SinkConfigError
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.timeouts import check_transaction_timeout
@@ -61,3 +66,14 @@ def check_speculation(speculation: str | None) -> None:
             "spark.speculation=true is not supported by the kafka-eos sink: a speculative copy of a write "
             "task opens a second Kafka transaction for the same rows, left open until cleanup and holding "
             "back read_committed readers. Set spark.speculation=false for this application.")
+
+
+@functools.lru_cache(maxsize=16)
+def _acls_checked(conf_key: tuple, topic: str | None, prefix: str) -> bool:
+    acl_checks.check_sink(dict(conf_key), [topic] if topic else [], prefix, BROKER_TIMEOUT_S)
+    return True
+
+
+def check_acls(config: SinkConfig) -> None:
+    """Raise ``AclMissingError`` if the principal lacks an ACL the sink needs."""
+    _acls_checked(tuple(sorted(config.client_conf().items())), config.topic, config.transactional_id_prefix)

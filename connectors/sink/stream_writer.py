@@ -30,7 +30,7 @@ from pyspark.sql.types import StructType
 
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.sink.options import batch_log, fault_plan, sink_config
-from kafka_eos.connectors.sink.startup_checks import check_schema, check_speculation, check_timeouts
+from kafka_eos.connectors.sink.startup_checks import check_acls, check_schema, check_speculation, check_timeouts
 from kafka_eos.txn.fault_injection import task_input
 from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.handle import TxnHandle
@@ -84,6 +84,7 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
         self.faults = fault_plan(options)
         check_schema(schema, self.config)
         check_timeouts(self.config)
+        check_acls(self.config)
         self.query_id = checkpoint_query_id(options)
         self._protocol = driver_protocol(self.config, self.faults, self.query_id)
         self.plan = self._protocol.recover()

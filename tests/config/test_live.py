@@ -49,6 +49,24 @@ def test_the_live_context_carries_the_brokers_maximum(monkeypatch, tmp_path):
     asked = []
     monkeypatch.setattr(broker_configs, "transaction_max_timeout_ms",
                         lambda conf, timeout_s: asked.append(conf["bootstrap.servers"]) or 600_000)
+    monkeypatch.setattr(live, "acl_problems", lambda *args, **kwargs: [])
     cfg, _ = load(tmp_path, valid(tmp_path))
     ctx, problems = live.live_context(cfg)
     assert (ctx.broker_max_timeout_ms, problems, asked) == (600_000, [], ["localhost:9092"])
+
+
+def test_missing_acls_are_live_violations_naming_the_command(monkeypatch, tmp_path):
+    from kafka_eos.offsets.acl_advice import MissingAcl
+    from kafka_eos.txn import acl_checks
+    from tests.factories import load, valid
+    monkeypatch.setattr(broker_configs, "transaction_max_timeout_ms", lambda conf, timeout_s: 600_000)
+    monkeypatch.setattr(acl_checks, "topics_missing", lambda conf, topics, op, t: [])
+    monkeypatch.setattr(acl_checks, "sink_missing", lambda conf, topics, prefix, t: [
+        MissingAcl("User:etl", "transactional-id", prefix, "Write", prefixed=True)])
+    cfg, _ = load(tmp_path, valid(tmp_path))
+    _, problems = live.live_context(cfg)
+    [v] = problems
+    assert (v.path, v.kind) == ("sink.transactional_id_prefix", UNREACHABLE)
+    assert "User:etl may not Write transactional-id prefix" in v.message
+    assert (f"kafka-acls --bootstrap-server localhost:9092 --add --allow-principal User:etl --operation Write "
+            f"--transactional-id {cfg.sink.transactional_id_prefix} --resource-pattern-type prefixed") in v.fix
