@@ -126,8 +126,8 @@ def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
               conf: dict[str, str] | None = None, emit: Callable[[str], None] = print,
               verbose: bool = False, metrics_port: int | None = None) -> RunResult:
     """Run in a new local SparkSession of this process (what ``kafka-eos run`` does without --master);
-    the driver's console is quiet unless ``verbose`` (``console``); with ``metrics_port``, a
-    Prometheus endpoint on 127.0.0.1 serves the batches' numbers (``metrics``)."""
+    the driver's console is quiet unless ``verbose`` (``console``); with ``metrics_port`` or the
+    file's ``metrics:``, a Prometheus endpoint serves the batches' numbers (``metrics.endpoint``)."""
     from kafka_eos.connectors.pipeline.console import console_conf, quiet_environment
     from kafka_eos.connectors.spark_harness import local_session
     quiet_environment(master, verbose)
@@ -136,10 +136,8 @@ def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
                           conf={**RUN_CONF, **user, **console_conf(verbose, user)})
     metrics = None
     try:
-        if metrics_port is not None:
-            from kafka_eos.connectors.pipeline.metrics import PrometheusMetrics
-            metrics = PrometheusMetrics(cfg.name or "kafka-eos", metrics_port)
-            emit(f"kafka-eos {cfg.name}: metrics at http://127.0.0.1:{metrics.port}/metrics")
+        from kafka_eos.connectors.pipeline.metrics import serve
+        metrics = serve(cfg, metrics_port, emit)
         result = run_query(spark, cfg, once, emit, listeners=[metrics] if metrics else None)
         emit(result.summary())
         return result

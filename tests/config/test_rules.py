@@ -199,3 +199,20 @@ def test_many_mistakes_are_reported_at_once(tmp_path):
     assert {"source.topic", "source.topics", 'source.kafka.properties["isolation.level"]',
             'sink.kafka.properties["acks"]', "sink.transaction_timeout_ms", "sink.transactional_id_prefix",
             "checkpoint.location", "errors.dlq_topic"} <= set(paths(found))
+
+
+@pytest.mark.parametrize("metrics,path,needle,fix", [
+    ({"port": 70000}, "metrics.port", "not a TCP port", "metrics.port: 9464"),
+    ({"port": 0}, "metrics.port", "at least 1", "set port to 1 or more"),
+    ({"host": "http://0.0.0.0"}, "metrics.host", "not an IP address or host name", "metrics.host: 127.0.0.1"),
+    ({"host": "localhost:9464"}, "metrics.host", "not an IP address or host name", "without scheme or port"),
+])
+def test_metrics_endpoint_rule(tmp_path, metrics, path, needle, fix):
+    found = mutate(tmp_path, lambda d: d.update(metrics=metrics))
+    assert [v.path for v in found] == [path], [str(v) for v in found]
+    assert needle in found[0].message and fix in found[0].fix
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0", "::", "::1", "localhost", "job", "metrics.internal"])
+def test_metrics_hosts_that_bind(tmp_path, host):
+    assert mutate(tmp_path, lambda d: d.update(metrics={"port": 9464, "host": host})) == []
