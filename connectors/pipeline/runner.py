@@ -84,14 +84,15 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
     redactor: Redactor = install(cfg.secrets())
     started = time.monotonic()
     on_skipped, skipped = _skipped_counter(spark, cfg)
-    try:
-        check_checkpoint(cfg)
-        query = builder.start(spark, cfg, once, on_skipped)
-    except (builder.PipelineBuildError, CheckpointShapeError) as exc:
-        raise PipelineFailed(redactor(f"{cfg.origin}: {exc}")) from None
-    reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners)
+    # before the query starts: a marker left from an earlier run would stop the source planning
     stop = StopControl(cfg.checkpoint.location, lambda line: emit(redactor(line))).install()
     try:
+        try:
+            check_checkpoint(cfg)
+            query = builder.start(spark, cfg, once, on_skipped)
+        except (builder.PipelineBuildError, CheckpointShapeError) as exc:
+            raise PipelineFailed(redactor(f"{cfg.origin}: {exc}")) from None
+        reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners)
         _wait(query, reporter, stop, poll_s)
     finally:
         stop.uninstall()

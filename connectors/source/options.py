@@ -9,6 +9,7 @@ Invariants:
   is an explicit range from Spark's offset log.
 - Secrets (``kafka_eos.secrets.is_secret_key``: passwords, JAAS configs, tokens, keys) never
   appear in ``repr`` or errors; the principal (``sasl.username``) does.
+- ``stopMarker`` (streaming only) names a local file; while it exists the stream plans no new data.
 """
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ class SourceOptions:
     group_id: str | None = None
     group_id_prefix: str = "spark-kafka-source"
     poll_timeout_ms: int = 120_000
+    stop_marker: str | None = None    # while this local file exists, latestOffset plans no new data
     kafka_items: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @property
@@ -185,6 +187,9 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
     except OffsetSpecError as exc:
         raise SourceOptionError(str(exc)) from None
     group = options.get("kafka.group.id")
+    marker = options.get("stopmarker")
+    if marker is not None and not streaming:
+        raise SourceOptionError("option stopMarker is for streaming queries (spark.readStream); remove it")
     return SourceOptions(
         subscription=_subscription(options),
         starting=starting,
@@ -197,5 +202,6 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         group_id=str(group) if group else None,
         group_id_prefix=str(options.get("groupidprefix", "spark-kafka-source")),
         poll_timeout_ms=_positive(options, "kafkaConsumer.pollTimeoutMs", 120_000) or 120_000,
+        stop_marker=str(marker) if marker else None,
         kafka_items=tuple(sorted(kafka.items())),
     )
