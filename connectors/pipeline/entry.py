@@ -30,6 +30,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _emit(line: str) -> None:
+    print(line, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from kafka_eos.config.violations import InvalidPipeline, exit_code
@@ -47,11 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    emit = lambda line: print(line, flush=True)  # noqa: E731
     metrics = None
     try:
-        metrics = serve(cfg, args.metrics_port, emit)
-        result = run_query(spark, cfg, once=args.once, emit=emit, listeners=[metrics] if metrics else None)
+        metrics = serve(cfg, args.metrics_port, _emit)
+        result = run_query(spark, cfg, once=args.once, emit=_emit, listeners=[metrics] if metrics else None)
         print(result.summary(), flush=True)
         return 0
     except PipelineFailed as exc:

@@ -131,14 +131,22 @@ class StopControl:
             self._announced = 1
             self.emit(f"kafka-eos: stop requested by {self.marker}; stopping after the running batch commits")
         if self.signals >= 1 > self._announced:
-            if self.marker is not None:
-                request_stop(str(self.marker.parent))  # the source plans no new batch from now on
+            self._place_marker()
             self.emit("kafka-eos: stop requested; stopping after the running batch commits "
                       "(signal again to stop at once)")
         if self.signals >= 2 > self._announced:
             self.emit("kafka-eos: stopping at once; the next run recovers the interrupted batch")
         self._announced = max(self._announced, min(self.signals, 2))
         return self.signals > 0
+
+    def _place_marker(self) -> None:
+        """So the source plans no new batch from now on (without it, the stop waits for an idle query)."""
+        if self.marker is not None:
+            try:
+                request_stop(str(self.marker.parent))
+            except OSError as exc:
+                self.emit(f"kafka-eos: could not place the stop marker {self.marker} ({exc.strerror}); "
+                          "stopping once the query is idle between batches")
 
     def poll(self, query) -> bool:
         """Stop ``query`` if a stop is due; True when it was stopped here."""
