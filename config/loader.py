@@ -21,9 +21,9 @@ from typing import Any, Mapping
 import yaml
 
 from kafka_eos.config.interpolate import Interpolator
-from kafka_eos.config.model import (FORMAT_VERSION, Align, CheckpointSpec, DataFormat, ErrorsSpec, Guarantee, KafkaCluster,
-                          OnDecodeError, PipelineConfig, Registry, SchemaRef, Secret, SinkSpec, SourceSpec, Step,
-                          TransformSpec, Trigger, Watermark, props)
+from kafka_eos.config.model import (FORMAT_VERSION, Align, CheckpointSpec, DataFormat, ErrorsSpec, Guarantee,
+                          KafkaCluster, MetricsSpec, OnDecodeError, PipelineConfig, Registry, SchemaRef, Secret,
+                          SinkSpec, SourceSpec, Step, TransformSpec, Trigger, Watermark, props)
 from kafka_eos.config.sections import Section, did_you_mean
 from kafka_eos.config.violations import Violation
 
@@ -81,6 +81,7 @@ def _pipeline(top: Section, base_dir: Path, problems: list[Violation]) -> Pipeli
         guarantee=top.choice("guarantee", Guarantee, Guarantee.EXACTLY_ONCE),
         checkpoint=_checkpoint(top.section("checkpoint")),
         errors=_errors(top.section("errors")),
+        metrics=_metrics(top.section("metrics"), given=top.has("metrics")),
     )
     top.done()
     return config
@@ -258,5 +259,16 @@ def _checkpoint(s: Section) -> CheckpointSpec:
 def _errors(s: Section) -> ErrorsSpec:
     spec = ErrorsSpec(on_decode_error=s.choice("on_decode_error", OnDecodeError, OnDecodeError.FAIL),
                       dlq_topic=s.str("dlq_topic"))
+    s.done()
+    return spec
+
+
+def _metrics(s: Section, given: bool) -> MetricsSpec | None:
+    """``metrics: {port, host}`` (``metrics:`` alone: the defaults); None when the key is absent."""
+    if not given:
+        return None
+    defaults = MetricsSpec()
+    spec = MetricsSpec(port=s.int("port", defaults.port, minimum=1) or defaults.port,
+                       host=s.str("host", defaults.host) or defaults.host)
     s.done()
     return spec

@@ -22,6 +22,8 @@ from kafka_eos.serde.formats import DataFormat, OnDecodeError, Registry
 from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
 FORMAT_VERSION = 1
+DEFAULT_METRICS_PORT = 9464      # the OpenTelemetry Prometheus exporter's port; docker/prometheus.yml scrapes it
+DEFAULT_METRICS_HOST = "127.0.0.1"
 Props = tuple[tuple[str, Value], ...]
 
 
@@ -153,6 +155,18 @@ class ErrorsSpec:
 
 
 @dataclass(frozen=True)
+class MetricsSpec:
+    """The driver's Prometheus endpoint (``metrics:``); loopback unless ``host`` says otherwise."""
+    port: int = DEFAULT_METRICS_PORT
+    host: str = DEFAULT_METRICS_HOST
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/metrics"
+
+
+@dataclass(frozen=True)
 class PipelineConfig:
     """One pipeline file, resolved. ``origin`` is the file it came from (for messages)."""
     version: int = FORMAT_VERSION
@@ -163,6 +177,7 @@ class PipelineConfig:
     guarantee: Guarantee = Guarantee.EXACTLY_ONCE
     checkpoint: CheckpointSpec = CheckpointSpec()
     errors: ErrorsSpec = ErrorsSpec()
+    metrics: MetricsSpec | None = None     # None: no endpoint unless ``kafka-eos run --metrics-port``
     origin: str = field(default="<memory>", compare=False)
     env_secrets: tuple[Secret, ...] = field(default=(), compare=False)  # values of secret-named ${VARS}
 

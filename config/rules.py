@@ -8,6 +8,7 @@ parsers accept the file).
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Sequence
 
@@ -201,6 +202,34 @@ def option_conflicts(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     return found
 
 
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST_NAME = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*$")
+
+
+def _is_host(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return bool(_HOST_NAME.match(text))
+
+
+def metrics(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    """The Prometheus endpoint binds ``host:port``: a TCP port and an address or name, no URL."""
+    m = cfg.metrics
+    if m is None:
+        return []
+    found = []
+    if not 1 <= m.port <= 65535:
+        found.append(Violation("metrics.port", f"{m.port} is not a TCP port (1 to 65535)",
+                               "write metrics.port: 9464 (the default)"))
+    if not _is_host(m.host):
+        found.append(Violation("metrics.host", f"{m.host!r} is not an IP address or host name to bind to",
+                               "write metrics.host: 127.0.0.1 (this machine only, the default) or 0.0.0.0 "
+                               "(every interface), without scheme or port"))
+    return found
+
+
 def check(cfg: PipelineConfig, ctx: Context = Context(), backstops: Sequence[Backstop] = ()) -> list[Violation]:
     """Every violation of ``cfg`` (empty when valid), in rule order, then what ``backstops`` add
     (each given the rules' violations)."""
@@ -209,4 +238,4 @@ def check(cfg: PipelineConfig, ctx: Context = Context(), backstops: Sequence[Bac
 
 
 RULES: list[Rule] = [clusters, subscription, schemas, sink_target, decode_errors, no_loops, transform,
-                     late_records, option_conflicts]
+                     late_records, option_conflicts, metrics]

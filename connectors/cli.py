@@ -71,7 +71,8 @@ def _run(args: argparse.Namespace) -> int:
     redactor = install(cfg.secrets())
     if args.master:
         from kafka_eos.connectors.pipeline.submit import submit
-        return submit(args.pipeline, args.master, redactor, args.once, conf, name=f"kafka-eos {cfg.name}")
+        return submit(args.pipeline, args.master, redactor, args.once, conf, name=f"kafka-eos {cfg.name}",
+                      verbose=args.verbose, metrics_port=args.metrics_port)
     from kafka_eos.connectors.pipeline.runner import PipelineFailed, run_local
     try:
         run_local(cfg, args.once, conf=conf, emit=lambda line: print(line, flush=True), verbose=args.verbose,
@@ -164,7 +165,8 @@ def _add_pipeline_commands(sub) -> None:
     run.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker when validating")
     run.add_argument("--verbose", action="store_true", help="show Spark's and Java's own log lines and progress bar")
     run.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on "
-                     "127.0.0.1:PORT/metrics (records read/written/to DLQ, batch duration, last batch, lag)")
+                     "PORT/metrics (records read/written/to DLQ, batch duration, last batch, lag); over the "
+                     "file's metrics.port, on its metrics.host (default 127.0.0.1)")
     run.set_defaults(func=_run)
     stop = sub.add_parser("stop", help="ask the run of a pipeline (another process) to stop after its running batch")
     stop.add_argument("pipeline", metavar="pipeline.yaml")

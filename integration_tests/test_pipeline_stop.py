@@ -1,5 +1,6 @@
 """Graceful stop of `kafka-eos run` (SIGTERM, then `kafka-eos stop`) with input arriving; the
-restarts resume exactly once and find no recovery work."""
+restarts resume exactly once and find no recovery work. A stop requested during a backlog plans
+no new batch: the running one commits and the run ends."""
 from __future__ import annotations
 
 import signal
@@ -13,6 +14,8 @@ import pytest
 import yaml
 
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
+from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
+from kafka_eos.connectors.pipeline.stop import request_stop
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_cli import EXAMPLES, REPO, kafka_eos
 from kafka_eos.connectors.spark_harness import python_env
@@ -129,3 +132,33 @@ def test_stop_with_input_arriving_then_restart_exactly_once(bootstrap, tmp_path,
     no_recovery(last.stderr.splitlines())
     report = order_report(bootstrap, runs, topic=sink)
     assert report == {"out": sum(runs.values()), "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
+
+
+def test_a_stop_during_a_backlog_plans_no_new_batch(bootstrap, tmp_path, pipeline):
+    """No trigger interval and a backlog of small batches: Spark plans the next batch as soon as one
+    commits, so the run is never idle between batches. Once the stop is requested the source must
+    plan no new data; the batch running then (or one being planned at that moment) is the last."""
+    path, source, sink = pipeline
+    doc = yaml.safe_load(path.read_text())
+    doc["checkpoint"]["trigger"] = "0 seconds"
+    doc["source"]["max_offsets_per_trigger"] = 100
+    path.write_text(yaml.safe_dump(doc))
+    create_topics(bootstrap, {source: 2, sink: 2})
+    data = produce_orders(bootstrap, source, 6000, aborted_every=3000, aborted_size=10)   # ~60 batches
+    checkpoint = tmp_path / "orders-json"
+    run = Run(["run", str(path)], bootstrap, tmp_path)
+    run.wait_for_batches("orders-json", 3)
+    planned = CheckpointReader(str(checkpoint)).offset_batches()[-1]
+    request_stop(str(checkpoint))
+    assert run.finish(timeout=400) == 0, run.log()
+    stopped_line(run, "orders-json")
+    reader = CheckpointReader(str(checkpoint))
+    last = reader.offset_batches()[-1]
+    assert last <= planned + 1, f"batches {planned + 2}..{last} were planned after the stop request"
+    assert reader.commit_batches()[-1] == last, "the last planned batch committed before the stop"
+
+    rest = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
+    assert rest.code == 0, rest.log()
+    no_recovery(rest.stderr.splitlines())
+    assert order_report(bootstrap, {data.run: 6000}, topic=sink) == \
+        {"out": 6000, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}

@@ -1,6 +1,6 @@
 """Static checks of docker/: every file the Dockerfile copies exists, the compose services refer
-to each other consistently, and the job runs an example pipeline the image contains.
-(No Docker engine runs here; nothing is built.)"""
+to each other consistently, the job runs an example pipeline the image contains, and Prometheus
+scrapes the job's metrics endpoint. (No Docker engine runs here; nothing is built.)"""
 from __future__ import annotations
 
 import base64
@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from kafka_eos.config.loader import load_file
+from kafka_eos.config.model import DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"
@@ -126,6 +127,37 @@ def test_spark_master_url_matches_the_master_service():
     assert set(job_services()) == {"spark-master", "spark-worker", "job"}
 
 
+def mounted_file(service: dict, container_path: str) -> Path:
+    """The repository file a service mounts at ``container_path`` (asserted to exist)."""
+    sources = [v.split(":")[0] for v in service.get("volumes") or [] if v.split(":")[1] == container_path]
+    assert len(sources) == 1 and sources[0].startswith("."), f"{container_path} is not mounted from docker/"
+    path = (DOCKER / sources[0]).resolve()
+    assert path.is_file(), f"{sources[0]} is mounted but does not exist"
+    return path
+
+
+def test_prometheus_scrapes_the_jobs_metrics_on_the_documented_default_port():
+    prometheus, job = SERVICES["prometheus"], SERVICES["job"]
+    flags = [a.split("=", 1) for a in prometheus["command"] if a.startswith("--config.file=")]
+    config = yaml.safe_load(mounted_file(prometheus, flags[0][1]).read_text())
+    scrapes = {c["job_name"]: c for c in config["scrape_configs"]}
+    assert set(scrapes) == {"kafka-eos"}
+    scrape = scrapes["kafka-eos"]
+    assert scrape.get("metrics_path", "/metrics") == "/metrics"
+    (target,) = [t for group in scrape["static_configs"] for t in group["targets"]]
+    host, port = target.rsplit(":", 1)
+    assert int(port) == DEFAULT_METRICS_PORT == 9464
+    command = job["command"]
+    assert command[command.index("--metrics-port") + 1] == port, "the job serves where Prometheus scrapes"
+    # the driver binds loopback by default: Prometheus reaches it from inside the job's network namespace
+    assert host == DEFAULT_METRICS_HOST and prometheus["network_mode"] == "service:job"
+    assert "job" in prometheus["depends_on"]
+    published = {p.split(":")[-1] for p in job.get("ports") or []}
+    assert "9090" in published, "Prometheus' UI is published by the service whose network it shares"
+    readme = (ROOT / "config" / "README.md").read_text()
+    assert re.search(rf"\| `metrics.port` \| `{DEFAULT_METRICS_PORT}` \|", readme), "the default is documented"
+
+
 def test_job_runs_an_example_pipeline_shipped_in_the_image(tmp_path):
     job = SERVICES["job"]
     command = job["command"]
@@ -146,6 +178,7 @@ def test_job_runs_an_example_pipeline_shipped_in_the_image(tmp_path):
 def test_readme_names_only_existing_repository_files():
     text = (DOCKER / "README.md").read_text()
     mentioned = set(re.findall(r"`((?:docker|config|tests)/[\w./-]+)`", text))
-    assert {"docker/Dockerfile", "docker/compose.yaml", "config/pipelines/orders-json.yaml"} <= mentioned
+    assert {"docker/Dockerfile", "docker/compose.yaml", "docker/prometheus.yml",
+            "config/pipelines/orders-json.yaml"} <= mentioned
     for path in mentioned:
         assert (ROOT / path).exists(), f"docker/README.md names {path}, which does not exist"

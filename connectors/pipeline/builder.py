@@ -33,6 +33,7 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from kafka_eos import KafkaEosError
 from kafka_eos import connectors
 from kafka_eos.config.model import DataFormat, PipelineConfig
+from kafka_eos.connectors.pipeline import stop
 from kafka_eos.connectors.pipeline.late_records import late_frame
 from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema, dlq_spark_schema
 from kafka_eos.connectors.pipeline.serde_resolve import sink_serde, source_serde
@@ -59,7 +60,7 @@ def scans_per_batch(cfg: PipelineConfig) -> int:
 def read_source(spark: SparkSession, cfg: PipelineConfig) -> DataFrame:
     """The source stream; a plan of several scans gets one start for all (``pin_start``)."""
     connectors.register(spark)
-    options = source_options(cfg)
+    options = {**source_options(cfg), **stop.source_options(cfg.checkpoint.location)}
     if scans_per_batch(cfg) > 1:
         options = pin_start(options)
     return spark.readStream.format("kafka-eos").options(**options).load()

@@ -65,6 +65,7 @@ def plan(cfg: PipelineConfig) -> dict[str, Any]:
                  "transaction_timeout_ms": k.transaction_timeout_ms},
         "checkpoint": {"location": cfg.checkpoint.location, "trigger": str(trigger)},
         "errors": {"on_decode_error": cfg.errors.on_decode_error.value, "dlq_topic": cfg.errors.dlq_topic},
+        "metrics": None if cfg.metrics is None else cfg.metrics.url,
         "spark": {"source_options": source_options(cfg), "sink_options": sink_options(cfg),
                   "trigger": trigger_kwargs(cfg)},
     }

@@ -1,7 +1,7 @@
 """spark-submit entry of a kafka-eos pipeline (what ``kafka-eos run --master URL`` submits).
 
     spark-submit --master spark://host:7077 --py-files kafka_eos.zip \\
-        connectors/pipeline/entry.py --config pipeline.yaml [--once]
+        connectors/pipeline/entry.py --config pipeline.yaml [--once] [--verbose] [--metrics-port PORT]
 
 Invariants:
 - Needs nothing but the zip (``--py-files``, the ``kafka_eos`` namespace) and the cluster's
@@ -9,6 +9,9 @@ Invariants:
 - Validates the file before starting Spark's query (exit 1 invalid, 2 broker unreachable, with
   every violation), then runs it like ``kafka-eos run``: one progress line per batch; exit 1 with
   the query's error (secrets redacted) when it fails, 0 when it stops cleanly.
+- Serves Prometheus metrics from this driver as ``kafka-eos run`` does (``metrics.serve``: the
+  file's ``metrics:``, ``--metrics-port`` over its port); Spark's progress bar only with ``--verbose``
+  (the driver JVM's log settings are spark-submit's, set by ``submit``).
 """
 from __future__ import annotations
 
@@ -21,7 +24,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--config", required=True, metavar="pipeline.yaml")
     parser.add_argument("--once", action="store_true", help="process what is available now, then stop")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker")
+    parser.add_argument("--verbose", action="store_true", help="Spark's progress bar")
+    parser.add_argument("--metrics-port", type=int, metavar="PORT", help="Prometheus metrics port "
+                        "(over the file's metrics.port)")
     return parser.parse_args(argv)
+
+
+def _emit(line: str) -> None:
+    print(line, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,19 +44,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kafka-eos: {args.config}: nothing was started; {exc}", file=sys.stderr)
         return exit_code(exc.violations)
     from pyspark.sql import SparkSession
+    from kafka_eos.connectors.pipeline.metrics import serve
     from kafka_eos.connectors.pipeline.runner import RUN_CONF, PipelineFailed, run_query
     builder = SparkSession.builder.appName(f"kafka-eos {cfg.name}")
-    for key, value in RUN_CONF.items():
+    conf = {**RUN_CONF, "spark.ui.showConsoleProgress": "true" if args.verbose else "false"}
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    metrics = None
     try:
-        result = run_query(spark, cfg, once=args.once, emit=lambda line: print(line, flush=True))
+        metrics = serve(cfg, args.metrics_port, _emit)
+        result = run_query(spark, cfg, once=args.once, emit=_emit, listeners=[metrics] if metrics else None)
         print(result.summary(), flush=True)
         return 0
     except PipelineFailed as exc:
         print(f"kafka-eos: {exc}", file=sys.stderr, flush=True)
         return 1
     finally:
+        if metrics is not None:
+            metrics.close()
         spark.stop()
 
 

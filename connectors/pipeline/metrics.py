@@ -12,15 +12,21 @@
                                                   latest offset the source saw (when it reports one)
 
 Invariants:
-- The endpoint binds to 127.0.0.1 only, on the port asked for; it has a registry of its own
-  (no process or platform collectors of other code).
+- Where it serves is decided once (``endpoint``): the port of ``kafka-eos run --metrics-port``
+  over the file's ``metrics.port``; the host of the file's ``metrics.host``, else 127.0.0.1
+  (loopback). Without either, nothing is served.
+- The endpoint has a registry of its own (no process or platform collectors of other code).
 - It is a listener: it reads ``BatchReport``s and changes nothing the run does.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Callable
+
+from kafka_eos.config.model import DEFAULT_METRICS_HOST, MetricsSpec, PipelineConfig
 from kafka_eos.connectors.pipeline.progress import BatchReport
 
-HOST = "127.0.0.1"
+HOST = DEFAULT_METRICS_HOST
 BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
@@ -74,3 +80,20 @@ class PrometheusMetrics:
             server.shutdown()
             server.server_close()
             thread.join(5)
+
+
+def endpoint(cfg: PipelineConfig, port: int | None = None) -> MetricsSpec | None:
+    """Where ``cfg``'s run serves metrics: ``port`` (the command line) over the file's port."""
+    if port is None:
+        return cfg.metrics
+    return replace(cfg.metrics or MetricsSpec(), port=port)
+
+
+def serve(cfg: PipelineConfig, port: int | None, emit: Callable[[str], None]) -> PrometheusMetrics | None:
+    """Start the endpoint ``endpoint`` names (and say where), or None when none is asked for."""
+    spec = endpoint(cfg, port)
+    if spec is None:
+        return None
+    metrics = PrometheusMetrics(cfg.name or "kafka-eos", spec.port, spec.host)
+    emit(f"kafka-eos {cfg.name}: metrics at {replace(spec, port=metrics.port).url}")
+    return metrics

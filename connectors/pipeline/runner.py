@@ -88,15 +88,16 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
     redactor: Redactor = install(cfg.secrets())
     started = time.monotonic()
     on_skipped, skipped = _skipped_counter(spark, cfg)
-    try:
-        check_checkpoint(cfg)
-        query = builder.start(spark, cfg, once, on_skipped)
-    except (builder.PipelineBuildError, CheckpointShapeError) as exc:
-        raise PipelineFailed(redactor(f"{cfg.origin}: {exc}")) from None
-    _record_shape(cfg, lambda line: emit(redactor(line)))
-    reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners)
+    # before the query starts: a marker left from an earlier run would stop the source planning
     stop = StopControl(cfg.checkpoint.location, lambda line: emit(redactor(line))).install()
     try:
+        try:
+            check_checkpoint(cfg)
+            query = builder.start(spark, cfg, once, on_skipped)
+        except (builder.PipelineBuildError, CheckpointShapeError) as exc:
+            raise PipelineFailed(redactor(f"{cfg.origin}: {exc}")) from None
+        _record_shape(cfg, lambda line: emit(redactor(line)))
+        reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners)
         _wait(query, reporter, stop, poll_s)
     finally:
         stop.uninstall()
@@ -141,8 +142,8 @@ def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
               conf: dict[str, str] | None = None, emit: Callable[[str], None] = print,
               verbose: bool = False, metrics_port: int | None = None) -> RunResult:
     """Run in a new local SparkSession of this process (what ``kafka-eos run`` does without --master);
-    the driver's console is quiet unless ``verbose`` (``console``); with ``metrics_port``, a
-    Prometheus endpoint on 127.0.0.1 serves the batches' numbers (``metrics``)."""
+    the driver's console is quiet unless ``verbose`` (``console``); with ``metrics_port`` or the
+    file's ``metrics:``, a Prometheus endpoint serves the batches' numbers (``metrics.endpoint``)."""
     from kafka_eos.connectors.pipeline.console import console_conf, quiet_environment
     from kafka_eos.connectors.spark_harness import local_session
     quiet_environment(master, verbose)
@@ -151,10 +152,8 @@ def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
                           conf={**RUN_CONF, **user, **console_conf(verbose, user)})
     metrics = None
     try:
-        if metrics_port is not None:
-            from kafka_eos.connectors.pipeline.metrics import PrometheusMetrics
-            metrics = PrometheusMetrics(cfg.name or "kafka-eos", metrics_port)
-            emit(f"kafka-eos {cfg.name}: metrics at http://127.0.0.1:{metrics.port}/metrics")
+        from kafka_eos.connectors.pipeline.metrics import serve
+        metrics = serve(cfg, metrics_port, emit)
         result = run_query(spark, cfg, once, emit, listeners=[metrics] if metrics else None)
         emit(result.summary())
         return result

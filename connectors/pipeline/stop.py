@@ -4,14 +4,23 @@ A stop is requested by SIGTERM or SIGINT (Ctrl-C) in the running process, or by 
 ``<checkpoint>/kafka-eos-stop`` (what ``kafka-eos stop pipeline.yaml`` creates from another shell).
 
 Invariants:
+- The source reads the marker too (its ``stopMarker`` option, ``source_options``): once it
+  exists the source plans no new data, so the running batch is the last. A signal places the
+  marker as well, so a stop asked either way ends the run the same way. With a DLQ (two scans,
+  each planned on its own) a stop landing between the two scans' planning of one batch leaves
+  the DLQ scan one batch behind; each scan resumes from its own offsets in the log, so every
+  record still reaches its branch once.
 - A requested stop stops the query only when it is idle between batches: no trigger is active
   and the newest batch of the offset log is in the commit log (read through the one checkpoint
   reader). Spark's ``query.stop()`` during a batch would interrupt it.
 - A second signal forces the stop at once (still safe: the sink recovers the interrupted batch on
   the next run).
-- The marker is removed when a stop is honoured, and a marker found at start (left by a stop
-  of a run that was not running) is removed before the query starts.
+- The marker is removed when a stop is honoured or the run ends after one was asked, and a
+  marker found at start (left by a stop of a run that was not running) is removed before the
+  query starts.
 - The marker lives in local (or ``file:``) checkpoints only; ``request_stop`` refuses others.
+  With another checkpoint a signal still stops the run between batches, but the source keeps
+  planning until the query is seen idle.
 """
 from __future__ import annotations
 
@@ -45,6 +54,14 @@ def request_stop(checkpoint: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("stop\n")
     return path
+
+
+def source_options(checkpoint: str | None) -> dict[str, str]:
+    """The source option that makes the stream plan no new data once a stop is requested."""
+    try:
+        return {"stopMarker": str(marker_path(checkpoint))} if checkpoint else {}
+    except StopNotSupported:
+        return {}
 
 
 def is_idle(status: dict, reader: CheckpointReader) -> bool:
@@ -97,6 +114,10 @@ class StopControl:
         return self
 
     def uninstall(self) -> None:
+        """Restore the signal handlers; a marker of a stop this run was asked for goes with it
+        (e.g. under ``--once``, where a source planning nothing ends the query by itself)."""
+        if self.signals and self.marker is not None:
+            self.marker.unlink(missing_ok=True)
         for sig, handler in self._saved.items():
             signal.signal(sig, handler)
         self._saved.clear()
@@ -110,12 +131,22 @@ class StopControl:
             self._announced = 1
             self.emit(f"kafka-eos: stop requested by {self.marker}; stopping after the running batch commits")
         if self.signals >= 1 > self._announced:
+            self._place_marker()
             self.emit("kafka-eos: stop requested; stopping after the running batch commits "
                       "(signal again to stop at once)")
         if self.signals >= 2 > self._announced:
             self.emit("kafka-eos: stopping at once; the next run recovers the interrupted batch")
         self._announced = max(self._announced, min(self.signals, 2))
         return self.signals > 0
+
+    def _place_marker(self) -> None:
+        """So the source plans no new batch from now on (without it, the stop waits for an idle query)."""
+        if self.marker is not None:
+            try:
+                request_stop(str(self.marker.parent))
+            except OSError as exc:
+                self.emit(f"kafka-eos: could not place the stop marker {self.marker} ({exc.strerror}); "
+                          "stopping once the query is idle between batches")
 
     def poll(self, query) -> bool:
         """Stop ``query`` if a stop is due; True when it was stopped here."""

@@ -1,7 +1,8 @@
 """Run a pipeline through ``spark-submit`` on any master, shipping kafka-eos as a zip.
 
     spark-submit --master <url> --py-files <tmp>/kafka_eos.zip \\
-        <site-packages>/connectors/pipeline/entry.py --config <pipeline.yaml> [--once]
+        <site-packages>/connectors/pipeline/entry.py --config <pipeline.yaml> [--once] [--verbose] \\
+        [--metrics-port PORT]
 
 Invariants:
 - The zip holds the ``kafka_eos`` namespace (``kafka_eos/txn``, ``kafka_eos/connectors``, …: sources
@@ -12,6 +13,9 @@ Invariants:
   process's environment for its ``${VARS}``; schema files are read there too and shipped as text.
 - Every line spark-submit prints goes through the pipeline's redactor before it reaches our
   stdout/stderr, so no secret of the pipeline is shown, whatever logged it.
+- The driver's console is what ``kafka-eos run`` has in this process (``console.submit_env``):
+  quiet unless ``verbose``. The command line carries the pipeline's path and flags, never a
+  setting of the file (secrets stay in the file and the environment, read by the driver).
 - The exit code is spark-submit's: 0 when the query stopped cleanly (``--once``), else non-zero.
 """
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import IO, Iterable, Mapping
 
 from kafka_eos.config.redact import Redactor
+from kafka_eos.connectors.pipeline.console import quiet_environment, submit_env
 from kafka_eos.connectors.spark_harness import python_env, spark_submit_binary
 
 PACKAGES = ("kafka_eos", "kafka_eos.txn", "kafka_eos.offsets", "kafka_eos.serde", "kafka_eos.config",
@@ -65,12 +70,15 @@ def build_zip(directory: Path, packages: Iterable[str] = PACKAGES) -> Path:
 
 
 def submit_command(pipeline: str | Path, master: str, zip_path: Path, once: bool,
-                   conf: Mapping[str, str] | None = None, name: str = "kafka-eos") -> list[str]:
+                   conf: Mapping[str, str] | None = None, name: str = "kafka-eos", verbose: bool = False,
+                   metrics_port: int | None = None) -> list[str]:
     cmd = [spark_submit_binary(), "--master", master, "--name", name, "--py-files", str(zip_path)]
     for key, value in (conf or {}).items():
         cmd += ["--conf", f"{key}={value}"]
     cmd += [str(ENTRY), "--config", str(Path(pipeline).resolve())]
-    return cmd + (["--once"] if once else [])
+    cmd += ["--once"] if once else []
+    cmd += ["--verbose"] if verbose else []
+    return cmd + (["--metrics-port", str(metrics_port)] if metrics_port is not None else [])
 
 
 def _pump(source: IO[str], sink: IO[str], redact: Redactor) -> None:
@@ -81,13 +89,15 @@ def _pump(source: IO[str], sink: IO[str], redact: Redactor) -> None:
 
 def submit(pipeline: str | Path, master: str, redact: Redactor, once: bool = False,
            conf: Mapping[str, str] | None = None, name: str = "kafka-eos",
-           stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
+           stdout: IO[str] | None = None, stderr: IO[str] | None = None, verbose: bool = False,
+           metrics_port: int | None = None) -> int:
     """Run the pipeline with spark-submit; stream its output (redacted); return its exit code."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    quiet_environment(master, verbose)
     with tempfile.TemporaryDirectory(prefix="kafka-eos-submit-") as tmp:
-        cmd = submit_command(pipeline, master, build_zip(Path(tmp)), once, conf, name)
-        proc = subprocess.Popen(cmd, env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, errors="replace", bufsize=1)
+        cmd = submit_command(pipeline, master, build_zip(Path(tmp)), once, conf, name, verbose, metrics_port)
+        proc = subprocess.Popen(cmd, env=submit_env(verbose, python_env()), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace", bufsize=1)
         pumps = [threading.Thread(target=_pump, args=(proc.stdout, stdout, redact), daemon=True),
                  threading.Thread(target=_pump, args=(proc.stderr, stderr, redact), daemon=True)]
         for pump in pumps:

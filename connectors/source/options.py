@@ -10,6 +10,7 @@ Invariants:
 - ``alignIdleTimeoutMs`` only with ``alignMaxDriftMs``, and both only for streams.
 - Secrets (``kafka_eos.secrets.is_secret_key``: passwords, JAAS configs, tokens, keys) never
   appear in ``repr`` or errors; the principal (``sasl.username``) does.
+- ``stopMarker`` (streaming only) names a local file; while it exists the stream plans no new data.
 """
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ class SourceOptions:
     poll_timeout_ms: int = 120_000
     align_max_drift_ms: int | None = None   # event-time alignment (kafka_eos.offsets.alignment); None: off
     align_idle_timeout_ms: int = 30_000
+    stop_marker: str | None = None    # while this local file exists, latestOffset plans no new data
     kafka_items: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @property
@@ -212,6 +214,9 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         raise SourceOptionError(str(exc)) from None
     group = options.get("kafka.group.id")
     drift, idle = _alignment(options, streaming)
+    marker = options.get("stopmarker")
+    if marker is not None and not streaming:
+        raise SourceOptionError("option stopMarker is for streaming queries (spark.readStream); remove it")
     return SourceOptions(
         subscription=_subscription(options),
         starting=starting,
@@ -226,5 +231,6 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         poll_timeout_ms=_positive(options, "kafkaConsumer.pollTimeoutMs", 120_000) or 120_000,
         align_max_drift_ms=drift,
         align_idle_timeout_ms=idle,
+        stop_marker=str(marker) if marker else None,
         kafka_items=tuple(sorted(kafka.items())),
     )

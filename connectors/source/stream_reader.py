@@ -28,10 +28,14 @@ Invariants:
   writes its start to the offset log at once, as Spark's own Kafka source persists its start.
 - ``partitions(start, end)`` depends only on its arguments, so a replayed batch reads the
   same records.
+- While the ``stopMarker`` file exists (a graceful stop was requested), ``latestOffset`` plans no
+  new data: it returns its start unchanged, so Spark finishes the running batch and plans no
+  other. A new query's batch 0 still runs, empty, to record its start.
 """
 from __future__ import annotations
 
 import logging
+import os
 
 from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
@@ -107,6 +111,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = model.decode(start)
         self._publish(begin)  # Spark asks for the next batch only once the batch ending at `start` is done
+        if self._stop_requested():
+            return model.encode(begin, start=begin) if model.is_initial(start) else dict(start)
         present = self.kafka.partitions(self.options.subscription)
         if self._target is not None:
             present &= set(self._target)
@@ -135,6 +141,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if end == begin and not model.is_initial(start):
             return dict(start)  # no new data: the same JSON text as the start (batch 0's end keeps "start")
         return model.encode(end, start=begin if model.is_initial(start) else None)
+
+    def _stop_requested(self) -> bool:
+        marker = self.options.stop_marker
+        return marker is not None and os.path.exists(marker)
 
     def reportLatestOffset(self) -> dict | None:
         return model.encode(self._latest) if self._latest is not None else None

@@ -170,3 +170,47 @@ def test_source_align_durations_and_defaults(tmp_path):
     cfg, found = load(tmp_path, data)
     assert cfg.source.align is None
     assert set(paths(found)) == {"source.align.idle_timeout", "source.align.max_drif", "source.align.max_drift"}
+
+
+def test_metrics_key_with_defaults_port_and_host(tmp_path):
+    from kafka_eos.config.model import DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, MetricsSpec
+    cfg, found = load(tmp_path, valid(tmp_path))
+    assert found == [] and cfg.metrics is None, "no key, no endpoint"
+    for given, expected in (({"port": 9500, "host": "0.0.0.0"}, MetricsSpec(9500, "0.0.0.0")),
+                            ({"port": "${METRICS_PORT:-9600}"}, MetricsSpec(9600, DEFAULT_METRICS_HOST)),
+                            ({}, MetricsSpec(DEFAULT_METRICS_PORT, DEFAULT_METRICS_HOST)),
+                            (None, MetricsSpec(DEFAULT_METRICS_PORT, DEFAULT_METRICS_HOST))):
+        data = valid(tmp_path)
+        data["metrics"] = given
+        cfg, found = load(tmp_path, data)
+        assert found == [] and cfg.metrics == expected, (given, found)
+    assert (DEFAULT_METRICS_PORT, DEFAULT_METRICS_HOST) == (9464, "127.0.0.1")
+    assert MetricsSpec(9464, "::1").url == "http://[::1]:9464/metrics"
+
+
+def test_metrics_unknown_keys_and_bad_types_name_the_key_and_the_fix(tmp_path):
+    data = valid(tmp_path)
+    data["metrics"] = {"prot": 9464, "hots": "x", "path": "/m"}
+    _, found = load(tmp_path, data)
+    by_path = {v.path: v for v in found}
+    assert by_path["metrics.prot"].fix == "did you mean 'port'?"
+    assert by_path["metrics.hots"].fix == "did you mean 'host'?"
+    assert by_path["metrics.path"].fix == "remove it; known keys here: host, port"
+    data["metrics"] = {"port": "high", "host": {"a": 1}}
+    _, found = load(tmp_path, data)
+    by_path = {v.path: v for v in found}
+    assert set(by_path) == {"metrics.port", "metrics.host"}
+    assert "whole number" in by_path["metrics.port"].message and "port: 10000" in by_path["metrics.port"].fix
+    data["metrics"] = "9464"
+    _, found = load(tmp_path, data)
+    assert [v.path for v in found] == ["metrics"] and "mapping" in found[0].message
+
+
+def test_top_level_unknown_keys_know_metrics(tmp_path):
+    data = valid(tmp_path)
+    data["metric"] = {"port": 1}
+    data["zzz"] = 1
+    _, found = load(tmp_path, data)
+    by_path = {v.path: v for v in found}
+    assert by_path["metric"].fix == "did you mean 'metrics'?"
+    assert "metrics" in by_path["zzz"].fix.split("known keys here: ")[1].split(", ")

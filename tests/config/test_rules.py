@@ -217,3 +217,20 @@ def test_stateful_transforms_are_aggregations_deduplications_and_joins(tmp_path,
     cfg, found = load(tmp_path, data)
     assert cfg is not None, found
     assert stateful(cfg.transform) is expected
+
+
+@pytest.mark.parametrize("metrics,path,needle,fix", [
+    ({"port": 70000}, "metrics.port", "not a TCP port", "metrics.port: 9464"),
+    ({"port": 0}, "metrics.port", "at least 1", "set port to 1 or more"),
+    ({"host": "http://0.0.0.0"}, "metrics.host", "not an IP address or host name", "metrics.host: 127.0.0.1"),
+    ({"host": "localhost:9464"}, "metrics.host", "not an IP address or host name", "without scheme or port"),
+])
+def test_metrics_endpoint_rule(tmp_path, metrics, path, needle, fix):
+    found = mutate(tmp_path, lambda d: d.update(metrics=metrics))
+    assert [v.path for v in found] == [path], [str(v) for v in found]
+    assert needle in found[0].message and fix in found[0].fix
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0", "::", "::1", "localhost", "job", "metrics.internal"])
+def test_metrics_hosts_that_bind(tmp_path, host):
+    assert mutate(tmp_path, lambda d: d.update(metrics={"port": 9464, "host": host})) == []

@@ -47,3 +47,10 @@ def test_known_keys_of_a_watermark_list_each_key_once(tmp_path):
     (problem,) = [v for v in found if v.path == "transform.watermark.zz"]
     known = problem.fix.split("known keys here: ")[1].split(", ")
     assert sorted(known) == sorted(set(known)) and "delay" in known, problem.fix
+
+
+def test_spark_submit_gets_the_quiet_log_file_before_the_users_options():
+    env = console.submit_env(False, {"PATH": "/bin", "SPARK_SUBMIT_OPTS": "-Dmine=1"})
+    assert env["PATH"] == "/bin"
+    assert env["SPARK_SUBMIT_OPTS"] == f"-Dlog4j2.configurationFile={console.QUIET_LOG4J.as_uri()} -Dmine=1"
+    assert console.submit_env(True, {"PATH": "/bin"}) == {"PATH": "/bin"}

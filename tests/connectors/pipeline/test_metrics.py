@@ -40,3 +40,26 @@ def test_batch_report_and_lag_from_spark_progress():
     assert offsets_behind(SimpleNamespace(sources=[SimpleNamespace(endOffset="{}", latestOffset=None)])) == {}
     report = batch_report(progress, 10, None, None)
     assert (report.batch_id, report.read, report.written, report.duration_ms) == (3, 10, None, 120)
+
+
+def test_the_endpoint_is_the_files_unless_the_command_line_names_a_port(tmp_path):
+    from kafka_eos.config.model import MetricsSpec
+    from kafka_eos.connectors.pipeline.metrics import endpoint, serve
+    from tests.factories import load, valid
+    data = valid(tmp_path)
+    cfg, _ = load(tmp_path, data)
+    assert endpoint(cfg) is None and serve(cfg, None, print) is None, "nothing asked, nothing served"
+    assert endpoint(cfg, 9000) == MetricsSpec(9000, "127.0.0.1"), "the flag alone: loopback"
+    data["metrics"] = {"port": 9100, "host": "0.0.0.0"}
+    cfg, _ = load(tmp_path, data)
+    assert endpoint(cfg) == MetricsSpec(9100, "0.0.0.0")
+    assert endpoint(cfg, 9200) == MetricsSpec(9200, "0.0.0.0"), "the flag overrides the port, not the host"
+    data["metrics"] = {"port": 9100}
+    cfg, _ = load(tmp_path, data)
+    lines: list[str] = []
+    metrics = serve(cfg, 0, lines.append)
+    try:
+        assert lines == [f"kafka-eos t: metrics at http://127.0.0.1:{metrics.port}/metrics"]
+        assert scrape(metrics.port)['kafka_eos_last_committed_batch{pipeline="t"}'] == -1
+    finally:
+        metrics.close()

@@ -198,3 +198,29 @@ def test_every_validating_entry_reports_what_the_connectors_refuse(tmp_path, cap
         assert run() == 1
         captured = capsys.readouterr()
         assert needle in captured.out + captured.err
+
+
+def test_submit_passes_verbose_and_the_metrics_port_to_the_entry(tmp_path):
+    from kafka_eos.connectors.pipeline import entry
+    cmd = submit_command("p.yaml", "yarn", tmp_path / "k.zip", False, None, verbose=True, metrics_port=9500)
+    tail = cmd[cmd.index("--config"):]
+    assert tail == ["--config", str(Path("p.yaml").resolve()), "--verbose", "--metrics-port", "9500"]
+    args = entry.parse_args(tail)
+    assert (args.verbose, args.metrics_port, args.once) == (True, 9500, False)
+    quiet = submit_command("p.yaml", "yarn", tmp_path / "k.zip", True)
+    assert "--verbose" not in quiet and "--metrics-port" not in quiet
+
+
+def test_run_with_master_hands_verbose_and_metrics_port_to_submit(tmp_path, monkeypatch):
+    """The pipeline is validated here; what reaches spark-submit is its path and the flags."""
+    from kafka_eos.connectors import cli
+    from kafka_eos.connectors.pipeline import submit as submit_module, validation
+    from tests.factories import write
+    path = write(tmp_path, "p.yaml", valid(tmp_path))
+    cfg, _ = load(tmp_path, valid(tmp_path))
+    monkeypatch.setattr(validation, "load_valid", lambda *a, **k: cfg)
+    calls = []
+    monkeypatch.setattr(submit_module, "submit", lambda *a, **k: calls.append((a, k)) or 0)
+    assert cli.main(["run", str(path), "--master", "local[2]", "--verbose", "--metrics-port", "9501"]) == 0
+    (args, kwargs), = calls
+    assert args[:2] == (str(path), "local[2]") and kwargs["verbose"] is True and kwargs["metrics_port"] == 9501

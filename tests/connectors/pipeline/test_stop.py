@@ -98,3 +98,33 @@ def test_no_marker_on_remote_checkpoints():
     with pytest.raises(StopNotSupported, match="SIGTERM"):
         marker_path("s3a://bucket/checkpoints/p")
     assert marker_path("file:///tmp/c") == Path("/tmp/c") / MARKER
+
+
+def test_the_source_is_handed_the_marker_of_a_local_checkpoint(tmp_path):
+    from kafka_eos.connectors.pipeline.stop import source_options
+    assert source_options(str(tmp_path)) == {"stopMarker": str(tmp_path / MARKER)}
+    assert source_options(f"file://{tmp_path}") == {"stopMarker": str(tmp_path / MARKER)}
+    assert source_options("s3a://bucket/c") == {} and source_options(None) == {}
+
+
+def test_a_signal_places_the_marker_so_the_source_plans_no_new_batch(tmp_path):
+    lines: list[str] = []
+    control = StopControl(str(tmp_path), lines.append).install()
+    try:
+        query = Query(active=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert not control.poll(query) and (tmp_path / MARKER).exists()
+        query.status["isTriggerActive"] = False
+        assert control.poll(query) and control.stopped == "graceful"
+        assert not (tmp_path / MARKER).exists(), "removed when honoured"
+    finally:
+        control.uninstall()
+
+
+def test_a_run_ending_by_itself_after_a_stop_request_removes_the_marker(tmp_path):
+    """Under --once a source planning nothing ends the query before a poll honours the stop."""
+    control = StopControl(str(tmp_path), [].append).install()
+    request_stop(str(tmp_path))
+    assert control.requested()
+    control.uninstall()
+    assert not (tmp_path / MARKER).exists()
