@@ -30,6 +30,16 @@ def read_total(run: Run) -> int:
     return sum(int(l.split(": ", 1)[1].split(" in")[0]) for l in run.out if l.startswith("kafka-eos orders-json batch "))
 
 
+def scrape_once_read(run: Run, port: int, records: int) -> dict[str, float]:
+    """The endpoint's numbers once the run's batch lines say ``records`` were read (or 120 s passed)."""
+    run.wait_for_batches("orders-json", 1)
+    deadline = time.monotonic() + 120
+    while read_total(run) < records and time.monotonic() < deadline:
+        time.sleep(0.5)
+    time.sleep(1)
+    return scrape(port)
+
+
 def test_scrape_during_a_run_counts_what_was_written(bootstrap, tmp_path, pipeline):
     path, source, sink = pipeline
     create_topics(bootstrap, {source: 2, sink: 2})
@@ -37,12 +47,7 @@ def test_scrape_during_a_run_counts_what_was_written(bootstrap, tmp_path, pipeli
     port = free_port()
     run = Run(["run", str(path), "--metrics-port", str(port)], bootstrap, tmp_path)
     try:
-        run.wait_for_batches("orders-json", 1)
-        deadline = time.monotonic() + 120
-        while read_total(run) < 1202 and time.monotonic() < deadline:
-            time.sleep(0.5)
-        time.sleep(1)
-        got = scrape(port)
+        got = scrape_once_read(run, port, 1202)
     finally:
         run.proc.send_signal(signal.SIGTERM)
         assert run.finish() == 0, run.log()
@@ -69,12 +74,7 @@ def test_metrics_from_the_file_through_spark_submit_with_the_flag_over_its_port(
     produce_orders(bootstrap, source, 600, poison=1, aborted_every=600, aborted_size=10)
     run = Run(["run", str(path), "--master", "local[2]", "--metrics-port", str(port)], bootstrap, tmp_path)
     try:
-        run.wait_for_batches("orders-json", 1)
-        deadline = time.monotonic() + 120
-        while read_total(run) < 601 and time.monotonic() < deadline:
-            time.sleep(0.5)
-        time.sleep(1)
-        got = scrape(port)
+        got = scrape_once_read(run, port, 601)
     finally:
         stop = kafka_eos(["stop", str(path)], bootstrap, tmp_path, timeout=120)
         assert stop.code == 0, stop.log()

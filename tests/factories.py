@@ -33,6 +33,15 @@ def load(tmp_path: Path, data: dict, env: dict | None = None):
     return load_text(yaml.safe_dump(data), "p.yaml", env or {}, tmp_path)
 
 
+def loaded(tmp_path: Path, change=lambda data: None):
+    """The config of ``valid`` after ``change`` (which edits the dict), asserted valid."""
+    data = valid(tmp_path)
+    change(data)
+    cfg, found = load(tmp_path, data)
+    assert cfg is not None, found
+    return cfg
+
+
 def problems(tmp_path: Path, data: dict, ctx: Context = Context(), env: dict | None = None):
     """Loader violations + rule violations of ``data`` (with the connectors' backstop, as validated)."""
     cfg, found = load(tmp_path, data, env)

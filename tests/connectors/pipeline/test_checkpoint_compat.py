@@ -11,7 +11,7 @@ from kafka_eos.connectors.cli import main
 from kafka_eos.connectors.pipeline.checkpoint_compat import Checkpoint, against_checkpoints, compare
 from kafka_eos.connectors.pipeline.pipeline_shape import PipelineShape, record_shape, shape_of
 from tests.connectors.pipeline.test_runner_submit_demo import write_offsets
-from tests.factories import load, valid, write
+from tests.factories import loaded, valid, write
 
 AGGREGATION = ("SELECT CAST(value.id AS STRING) AS key, count(*) AS value FROM source "
                "GROUP BY window(ts, '1 minute'), value.id")
@@ -25,11 +25,10 @@ def base(tmp_path: Path) -> dict:
 
 
 def config(tmp_path: Path, change=lambda data: None):
-    data = base(tmp_path)
-    change(data)
-    cfg, problems = load(tmp_path, data)
-    assert cfg is not None, problems
-    return cfg
+    def based(data: dict) -> None:
+        data["errors"] = {"on_decode_error": "skip"}
+        change(data)
+    return loaded(tmp_path, based)
 
 
 def stateful(data: dict) -> None:

@@ -10,15 +10,11 @@ import pytest
 from kafka_eos.connectors.pipeline.pipeline_shape import (FORMAT, PipelineShape, ShapeRecordError, record_shape,
                                                           recorded_shape, records_location, shape_of)
 from tests.connectors.pipeline.test_runner_submit_demo import write_offsets
-from tests.factories import load, valid
+from tests.factories import loaded
 
 
 def config(tmp_path: Path, change=lambda data: None):
-    data = valid(tmp_path)
-    change(data)
-    cfg, problems = load(tmp_path, data)
-    assert cfg is not None, problems
-    return cfg
+    return loaded(tmp_path, change)
 
 
 def records(cfg) -> list[str]:
