@@ -151,7 +151,8 @@ def test_readme_documents_every_key_the_loader_reads():
     import re
     root = Path(__file__).resolve().parents[2] / "config"
     keys = set(re.findall(r'\b(?:s|top)\.(?:str|int|bool|raw|choice|str_list|mapping|section|optional_section|'
-                          r'duration_ms)\("(\w+)"', (root / "loader.py").read_text()))
+                          r'duration_ms)\("(\w+)"',
+                          "".join((root / name).read_text() for name in ("loader.py", "transform_loader.py"))))
     assert {"transactional_id_prefix", "on_decode_error", "basic_auth_user_info", "watermark"} <= keys
     readme = (root / "README.md").read_text()
     undocumented = {k for k in keys if not re.search(rf"`(?:[\w.]+\.)?{k}(?:\.[\w.]+)?`", readme)}
