@@ -88,6 +88,7 @@ def test_maven_unreachable_names_the_artifact(monkeypatch, tmp_path):
     assert not list((tmp_path / "cache").glob("jars/*/.complete"))
 
 
+@pytest.mark.chaos  # a long fault run: `make chaos` (the CI suite keeps a shorter case of the same kind)
 def test_three_node_cluster_survives_a_node_loss():
     with LocalKafkaCluster(ClusterSettings(nodes=3)) as cluster:
         topic = create_topic(cluster.bootstrap, unique("ha"), partitions=3)

@@ -2,6 +2,8 @@
 submitted with spark-submit), with the Worker running a write task killed mid-batch."""
 from __future__ import annotations
 
+import pytest
+
 from kafka_eos.connectors.dev.standalone_spark import StandaloneSpark
 from kafka_eos.connectors.dev.processes import descendants
 from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, unique
@@ -10,6 +12,7 @@ from integration_tests.pipeline_runs import seed_input, start_job, wait_for
 IDS = 3000
 
 
+@pytest.mark.chaos  # a long fault run: `make chaos` (the CI suite keeps a shorter case of the same kind)
 def test_worker_killed_mid_batch_on_a_standalone_cluster(bootstrap, tmp_path):
     names = {"input": unique("in"), "output": unique("out")}
     seed_input(bootstrap, names["input"], IDS)

@@ -10,6 +10,8 @@ And: ``spark.speculation=true`` is refused before anything is written.
 """
 from __future__ import annotations
 
+import pytest
+
 import os
 import signal
 import time
@@ -43,6 +45,7 @@ def _wait_gone(pid: int, timeout: float) -> bool:
     return False
 
 
+@pytest.mark.chaos  # a long fault run: `make chaos` (the CI suite keeps a shorter case of the same kind)
 def test_a_zombie_attempt_of_batch_1_does_not_fence_batch_3(bootstrap, tmp_path):
     names = {"input": unique("in"), "output": unique("out")}
     seed_input(bootstrap, names["input"], IDS)

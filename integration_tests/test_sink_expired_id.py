@@ -4,6 +4,8 @@ The broker aborts the decided transactions (transaction.max.timeout.ms) and then
 TRANSACTIONAL_ID_NOT_FOUND: the restart must treat them as LOST and re-write, exactly once."""
 from __future__ import annotations
 
+import pytest
+
 import time
 
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings
@@ -22,6 +24,7 @@ EXPIRY = ClusterSettings(transaction_max_timeout_ms=15_000, extra=(
 ))
 
 
+@pytest.mark.chaos  # a long fault run: `make chaos` (the CI suite keeps a shorter case of the same kind)
 def test_decided_batch_with_expired_transactional_ids_is_rewritten(tmp_path):
     with local_broker(EXPIRY) as broker:
         names = {"input": unique("in"), "output": unique("out"), "prefix": unique("expired")}

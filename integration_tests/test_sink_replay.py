@@ -8,6 +8,8 @@ ReplayMismatchError - never exit 0 with ids lost or duplicated. Real broker, rea
 """
 from __future__ import annotations
 
+import pytest
+
 import time
 
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings
@@ -18,6 +20,7 @@ from integration_tests.providers import local_broker
 IDS = 3000
 
 
+@pytest.mark.chaos  # a long fault run: `make chaos` (the CI suite keeps a shorter case of the same kind)
 def test_non_deterministic_rewrite_of_a_lost_batch_is_exactly_once_or_refused(tmp_path):
     with local_broker(ClusterSettings(transaction_max_timeout_ms=20_000)) as broker:
         names = {"input": unique("in"), "output": unique("out"), "prefix": unique("replay")}

@@ -34,6 +34,7 @@ def faults(tmp_path, name: str, point: str) -> list[str]:
     return ["--fault", point, "--fault-dir", str(directory)]
 
 
+@pytest.mark.chaos  # a long fault run: `make chaos` (the CI suite keeps a shorter case of the same kind)
 def test_a_stalled_run_cannot_overwrite_the_decision_of_a_run_that_took_over(bootstrap, names, tmp_path):
     args = job_args(bootstrap, names, tmp_path / "checkpoint")
     log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
