@@ -3,6 +3,8 @@ standalone cluster (Master + 2 Workers started with spark-class), kafka-eos ship
 and `kafka-eos demo` (what `make run` runs) on its own embedded broker."""
 from __future__ import annotations
 
+import pytest
+
 import re
 from pathlib import Path
 
@@ -17,6 +19,7 @@ def executor_logs(cluster: StandaloneSpark) -> dict[int, list[Path]]:
     return {n: sorted((cluster.workdir / f"worker-{n}").glob("app-*/*/stderr")) for n in (1, 2)}
 
 
+@pytest.mark.chaos  # a long run: `make chaos` (the CI suite keeps a shorter case of the same kind)
 def test_json_example_through_spark_submit_on_a_standalone_cluster(bootstrap, tmp_path):
     create_topics(bootstrap, ORDER_TOPICS)
     data = produce_orders(bootstrap, "orders", 5000, poison=2, aborted_every=2000, aborted_size=40)

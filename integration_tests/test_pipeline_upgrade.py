@@ -3,6 +3,8 @@
 change it accepts)."""
 from __future__ import annotations
 
+import pytest
+
 import copy
 import json
 import subprocess
@@ -88,6 +90,7 @@ def test_validate_against_checkpoint_before_a_restart(bootstrap, tmp_path):
     assert "needs a new checkpoint\n      fix: start with a new checkpoint.location" in check.stderr
 
 
+@pytest.mark.chaos  # a long run: `make chaos` (the CI suite keeps a shorter case of the same kind)
 def test_a_pending_batch_must_be_finished_before_its_sink_partitions_change(bootstrap, tmp_path):
     """The run is killed after batch 0's commit decision: a change of the input partitioning waits
     until the previous file finished that batch."""

@@ -2,6 +2,8 @@
 as the ``etl`` user with only a pipeline's ACLs: every order exactly once in read_committed output."""
 from __future__ import annotations
 
+import pytest
+
 import json
 
 import yaml
@@ -27,6 +29,7 @@ def test_orders_json_over_sasl_ssl_is_exactly_once(secured_broker, tmp_path):
     assert ETL_PASSWORD not in run.stdout + run.stderr
 
 
+@pytest.mark.chaos  # a long run: `make chaos` (the CI suite keeps a shorter case of the same kind)
 def test_without_the_transactional_id_acl_the_sink_is_refused_and_writes_nothing(secured_broker, tmp_path):
     """ACLs are real: the same pipeline with a transactional-id prefix etl has no ACL for fails."""
     path, names = secured_pipeline(secured_broker, tmp_path)

@@ -1,6 +1,8 @@
 """Kafka -> kafka-eos source -> transform -> kafka-eos sink, exactly once, with real Spark."""
 from __future__ import annotations
 
+import pytest
+
 
 from pyspark.errors import StreamingQueryException
 
@@ -52,6 +54,7 @@ def test_unsafe_timeout_stops_the_query_with_the_fix(spark, bootstrap, tmp_path)
     assert sum(output_ids(bootstrap, out).values()) == 0
 
 
+@pytest.mark.chaos  # a long run: `make chaos` (the CI suite keeps a shorter case of the same kind)
 def test_a_newer_run_fences_a_stalled_older_one(bootstrap, tmp_path):
     """Run A stalls after pre-committing batch 1; run B (same checkpoint and prefix) takes over
     and finishes; when A wakes up its transactions are fenced and nothing is duplicated."""

@@ -6,6 +6,8 @@ in the same partition number in both.
 """
 from __future__ import annotations
 
+import pytest
+
 from bench.common import spark_kafka_jars
 from kafka_eos.connectors.spark_harness import spark_submit
 from integration_tests.kafka_tools import create_topic, read_all, unique
@@ -27,6 +29,7 @@ def _partition_of_keys(bootstrap: str, topic: str) -> dict[bytes, int]:
     return {m.key(): m.partition() for m in read_all(bootstrap, topic, "read_committed", idle_s=1.5)}
 
 
+@pytest.mark.chaos  # a long run: `make chaos` (the CI suite keeps a shorter case of the same kind)
 def test_keys_land_in_the_partitions_of_sparks_builtin_kafka_sink(bootstrap, tmp_path):
     input_topic, java_out, eos_out = unique("keys-in"), unique("keys-java"), unique("keys-eos")
     seed_input(bootstrap, input_topic, IDS)

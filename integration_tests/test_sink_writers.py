@@ -82,6 +82,7 @@ def open_sink_partitions(bootstrap: str, prefix: str) -> set[int]:
     return {int(m[1]) for m in (re.match(rf"^{re.escape(prefix)}-(\d+)-", i) for i in ids) if m}
 
 
+@pytest.mark.chaos  # a long run: `make chaos` (the CI suite keeps a shorter case of the same kind)
 def test_a_dead_runs_open_transactions_are_aborted_at_query_start(bootstrap, names, tmp_path):
     """A run with 4 sink partitions dies with batch 1 pre-committed; the restart has 2, so no task
     of it re-initialises ids of sink partitions 2 and 3: the query-start cleanup must end them

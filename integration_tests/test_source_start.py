@@ -171,6 +171,7 @@ def dlq_pipeline(tmp_path: Path, orders: str, priced: str, dlq: str) -> Path:
     return path
 
 
+@pytest.mark.chaos  # a long run: `make chaos` (the CI suite keeps a shorter case of the same kind)
 def test_both_scans_of_a_dlq_plan_start_at_the_same_offsets(bootstrap, tmp_path):
     orders, priced, dlq = unique("orders"), unique("priced"), unique("dlq")
     create_topics(bootstrap, {orders: PARTITIONS, priced: PARTITIONS, dlq: 1})
