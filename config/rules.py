@@ -121,8 +121,12 @@ def decode_errors(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     return []
 
 
+def _input_topics(cfg: PipelineConfig) -> set[str]:
+    return set(cfg.source.topics) | {t for t, _ in cfg.source.assign}
+
+
 def no_loops(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
-    inputs = set(cfg.source.topics) | {t for t, _ in cfg.source.assign}
+    inputs = _input_topics(cfg)
     found = []
     if cfg.sink.topic and cfg.sink.topic in inputs:
         found.append(Violation("sink.topic", f"the pipeline writes to its own input topic {cfg.sink.topic!r}",
@@ -171,7 +175,7 @@ def late_records(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     if w is None or not w.late_topic:
         return []
     found = []
-    inputs = set(cfg.source.topics) | {t for t, _ in cfg.source.assign}
+    inputs = _input_topics(cfg)
     if w.late_topic in inputs | {cfg.sink.topic, cfg.errors.dlq_topic}:
         found.append(Violation(key, f"the late topic {w.late_topic!r} is also an input, the output or the DLQ topic",
                                "use a topic of its own, e.g. <output>-late"))
