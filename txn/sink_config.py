@@ -31,7 +31,11 @@ from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactor
 
 FORCED = {"enable.idempotence": "true", "acks": "all"}
 DEFAULTS = {"linger.ms": "5", "batch.num.messages": "10000", "queue.buffering.max.messages": "500000",
-            "partitioner": "murmur2_random"}  # murmur2: the Java client's partitioner
+            "partitioner": "murmur2_random",  # murmur2: the Java client's partitioner
+            # Connect to every broker at once: with sparse connections librdkafka drops the bootstrap
+            # connection after the first metadata and, about half the time, waits for its 500 ms
+            # coordinator timer before init_transactions can find the coordinator (bench/README.md).
+            "enable.sparse.connections": "false"}
 ACKS_ALL = {"all", "-1"}
 UNSET = "unset"
 # producer settings the sink sets itself -> (the SinkConfig field it derives them from, why)

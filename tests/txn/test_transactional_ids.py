@@ -141,3 +141,11 @@ def test_speculation_is_refused_with_the_setting_named():
     check_speculation("false")
     with pytest.raises(SinkConfigError, match="spark.speculation=false"):
         check_speculation("true")
+
+
+def test_the_producer_connects_to_every_broker_at_once_unless_the_user_says_otherwise(tmp_path):
+    # sparse connections made init_transactions wait for librdkafka's 500 ms coordinator timer
+    assert _config(tmp_path).producer_settings("p-0-0")["enable.sparse.connections"] == "false"
+    mine = SinkConfig(producer_conf={"bootstrap.servers": "unused:1", "enable.sparse.connections": "true"},
+                      transactional_id_prefix="p", log_location=str(tmp_path / "log"), topic="t")
+    assert mine.producer_settings("p-0-0")["enable.sparse.connections"] == "true"
