@@ -3,7 +3,8 @@
 ``plot(result, path)`` draws from a ``bench.run`` result dict: per record size and system a bar
 at the median of the rounds, a min-max bar and one dot per round (hatched: noisy, spread over
 15%); the profile's stages per million records, exactly-once vs at-least-once; the latency CDF
-from the full samples when present, else from the JSON's ``cdf_ms`` points. A committed JSON
+from the full samples when present, else from the JSON's ``cdf_ms`` points; when the result has
+``scaling``, a fourth panel with its cells (median, min-max bar, one dot per round). A committed JSON
 can be re-plotted: ``python -m bench.plot bench/results/<date>.json``.
 """
 from __future__ import annotations
@@ -91,12 +92,37 @@ def _cdf(ax, latencies: list[dict]) -> None:
     ax.legend(fontsize=7, loc="lower right")
 
 
+def _scaling(ax, scaling: dict) -> None:
+    cells = scaling["cells"]
+    rates = [scaling["records_per_s"][c["key"]] for c in cells]
+    colors = ["#1f77b4" if c["workers"] == 1 else "#2ca02c" for c in cells]
+    medians = [r["median"] / 1000 for r in rates]
+    bars = ax.bar(range(len(cells)), medians, 0.7, color=colors, hatch=["//" if r["noisy"] else "" for r in rates],
+                  edgecolor="white")
+    ax.errorbar(range(len(cells)), medians, yerr=[[m - r["min"] / 1000 for m, r in zip(medians, rates)],
+                                                   [r["max"] / 1000 - m for m, r in zip(medians, rates)]],
+                fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+    for x, r in enumerate(rates):
+        ax.plot([x] * len(r["samples"]), [v / 1000 for v in r["samples"]], "k.", ms=3)
+    ax.bar_label(bars, labels=[f"{m:.0f}k" for m in medians], fontsize=7, padding=8)
+    ax.set_xticks(range(len(cells)))
+    ax.set_xticklabels([f"{c['workers']} Worker{'s' if c['workers'] > 1 else ''}\n{c['partitions']} partitions"
+                        for c in cells], fontsize=7)
+    ax.set_ylabel("thousand records / s (steady state)")
+    ax.set_title(f"kafka-eos exactly-once on a standalone cluster (1 core per Worker),\n"
+                 f"{scaling['input']['records']:,} x {scaling['input']['record_bytes']} B", fontsize=9)
+    ax.margins(y=0.2)
+
+
 def plot(result: dict, path: Path) -> Path:
     m = result["machine"]
-    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(19, 6.2))
-    _bars(left, result["records_per_s"], result["ratios"], result["rounds"])
-    _profile(middle, result.get("profile"))
-    _cdf(right, result["latency_runs"])
+    scaling = result.get("scaling")
+    fig, axes = plt.subplots(1, 4 if scaling else 3, figsize=(24 if scaling else 19, 6.2))
+    _bars(axes[0], result["records_per_s"], result["ratios"], result["rounds"])
+    _profile(axes[1], result.get("profile"))
+    _cdf(axes[2], result["latency_runs"])
+    if scaling:
+        _scaling(axes[3], scaling)
     loads = result["load_avg_1m"]
     fig.suptitle(f"kafka-eos benchmark {result['date']}{' (QUICK smoke run, not a result)' if result['quick'] else ''}"
                  f" - {m['cores']} cores {m['cpu']}, load avg {loads['start']}->{loads['end']}\n"

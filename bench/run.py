@@ -8,7 +8,8 @@ defaults and tuned, and the plain confluent-kafka exactly-once loop (``bench.thr
 runs of the first round (``bench.memory``). Then, on the first size, the stage profile of one
 exactly-once and one at-least-once batch (``bench.stage_profile``), end-to-end latency at 10k
 records/s with trigger 5 s and 1 s (``bench.latency``) and the 2PC commit latency for 1, 8 and
-64 output partitions (``bench.commit``).
+64 output partitions (``bench.commit``). After the sizes, ``bench.scaling``: kafka-eos exactly-once on a
+local Spark standalone cluster, 1 and 2 Workers x 4 and 16 partitions (``--scaling-records``, 1M; ``--no-scaling``).
 
 Writes ``bench/results/<date>.json`` and ``<date>.png`` (``--quick``: ``<date>-quick.*``) and
 prints medians with their ranges, the ratios (kafka-eos exactly-once / the other system, the
@@ -22,7 +23,7 @@ import argparse
 import json
 import time
 
-from bench import commit, latency, method, stage_profile, throughput
+from bench import commit, latency, method, scaling, stage_profile, throughput
 from bench.common import RESULTS, load_avg, machine, write_result
 from bench.plot import plot
 from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
@@ -44,11 +45,15 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--triggers", default="5,1", help="trigger seconds of the latency runs")
     p.add_argument("--commit-records", type=int, default=200_000)
     p.add_argument("--no-profile", action="store_true", help="skip the stage profile runs")
+    p.add_argument("--scaling-records", type=int, default=1_000_000, help="records of the scaling runs (first size)")
+    p.add_argument("--no-scaling", action="store_true", help="skip the standalone-cluster scaling runs")
     p.add_argument("--quick", action="store_true",
-                   help="small smoke run: 2 rounds of 200k x 100 B in 50k batches, settle <= 15 s, 10 s latency")
+                   help="small smoke run: 2 rounds of 200k x 100 B in 50k batches, settle <= 15 s, 10 s latency, "
+                        "scaling on 100k")
     a = p.parse_args(argv)
     if a.quick:
         a.records, a.sizes, a.latency_seconds, a.commit_records = 200_000, "100", 10, 40_000
+        a.scaling_records = 100_000
         a.settle_max_s = min(a.settle_max_s, 15.0)
     a.rounds = a.rounds or (2 if a.quick else 3)
     a.max_offsets = a.max_offsets or a.records // 4
@@ -81,6 +86,9 @@ def measure(a: argparse.Namespace) -> dict:
                 loads["profile"] = settle()["load_avg_1m"]
                 out["profile"] = stage_profile.suite(inp)
                 log("profile (s per M records):\n" + stage_profile.table(out["profile"]))
+        if not a.no_scaling:
+            loads["scaling"] = load_avg()
+            out["scaling"] = scaling.measure(bootstrap, a.scaling_records, sizes[0], a.rounds, settle, log)
         for trigger in (float(t) for t in a.triggers.split(",")):
             loads[f"latency_trigger_{trigger:g}s"] = load_avg()
             run = latency.measure(bootstrap, trigger, a.rate, a.latency_seconds)
@@ -126,6 +134,8 @@ def report(result: dict, json_path, png_path) -> None:
             f"{k} {v['median']} [{v['min']}-{v['max']}]" for k, v in ratios.items()))
     if "profile" in result:
         print("profile, s per million records:\n" + stage_profile.table(result["profile"]))
+    for scaling_line in scaling.lines(result.get("scaling", {})):
+        print(scaling_line)
     for run in result["latency_runs"]:
         print(f"latency at {run['rate_per_s']:,} rec/s, trigger {run['trigger_s']:g} s: p50 {run['p50']} ms, "
               f"p99 {run['p99']} ms ({run['records']:,} records, {run['missing']} missing, "
