@@ -9,6 +9,7 @@ records are counted (both must be 0 under exactly-once).
 """
 from __future__ import annotations
 
+import statistics
 import tempfile
 import threading
 import time
@@ -50,15 +51,17 @@ def _consumer(bootstrap: str, topic: str) -> Consumer:
     return consumer
 
 
-def measure(bootstrap: str, trigger_s: float, rate: int = 10_000, duration_s: int = 60, size: int = 100) -> dict:
-    """Latencies (ms) of ``rate * duration_s`` records through kafka-eos with ``trigger_s``."""
+def measure(bootstrap: str, trigger_s: float, rate: int = 10_000, duration_s: int = 60, size: int = 100,
+            fmt: str = "kafka-eos") -> dict:
+    """Latencies (ms) of ``rate * duration_s`` records through ``fmt`` (kafka-eos, or Spark's ``kafka``
+    for comparison) with ``trigger_s``."""
     source = create_topic(bootstrap, unique("lat-in"), PARTITIONS)
     out = create_topic(bootstrap, unique("lat-out"), PARTITIONS)
     count = rate * duration_s
     with tempfile.TemporaryDirectory() as ck:
         job = SparkJob(JOB, ["--bootstrap", bootstrap, "--input", source, "--output", out, "--checkpoint", ck,
-                             "--format", "kafka-eos", "--records", str(PROBE + count),
-                             "--trigger-seconds", str(trigger_s)])
+                             "--format", fmt, "--records", str(PROBE + count),
+                             "--trigger-seconds", str(trigger_s)], packages=fmt == "kafka")
         try:
             consumer = _consumer(bootstrap, out)
             probe = Producer({"bootstrap.servers": bootstrap})
@@ -75,10 +78,17 @@ def measure(bootstrap: str, trigger_s: float, rate: int = 10_000, duration_s: in
         finally:
             job.kill()
     latencies.sort()
-    return {"trigger_s": trigger_s, "rate_per_s": rate, "duration_s": duration_s, "record_bytes": size,
+    return {"format": fmt, "trigger_s": trigger_s, "rate_per_s": rate, "duration_s": duration_s, "record_bytes": size,
             "records": len(latencies), "missing": count - len(latencies), "duplicates": duplicates,
             **summary(latencies), "cdf_ms": cdf(latencies), "batches": job_result["batches"],
-            "_samples_ms": latencies}
+            "batch_ms": batch_durations(job_result["per_batch"]), "_samples_ms": latencies}
+
+
+def batch_durations(per_batch: list[dict]) -> dict:
+    """Median of each of Spark's per-batch durations (triggerExecution, addBatch, walCommit, ...)
+    over the batches that had input: where a micro-batch's time goes."""
+    keys = sorted({k for b in per_batch for k in b["ms"]})
+    return {k: statistics.median(b["ms"].get(k, 0) for b in per_batch) for k in keys} if per_batch else {}
 
 
 def _wait_for_probe(consumer: Consumer, job: SparkJob, timeout_s: float) -> None:
