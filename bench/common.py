@@ -68,7 +68,7 @@ class SparkJob:
     ``sample_memory`` samples the process tree's peak memory (``bench.memory``) while it runs."""
 
     def __init__(self, script: Path, args: list[str], packages: bool = False, master: str = "local[2]",
-                 sample_memory: bool = False) -> None:
+                 sample_memory: bool = False, broker_pids: tuple[int, ...] = ()) -> None:
         cmd = [spark_submit_binary(), "--master", master]
         for key, value in {**SMALL_CONF, "spark.driver.memory": "2g"}.items():
             cmd += ["--conf", f"{key}={value}"]
@@ -78,6 +78,9 @@ class SparkJob:
         self.script = script
         self.logs = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(cmd, env=python_env(), stdout=subprocess.PIPE, stderr=self.logs, text=True)
+        from bench.cpu import CpuSampler
+        self.local = master.startswith("local")
+        self.cpu = CpuSampler(self.proc.pid, str(script), broker_pids).start()
         self.sampler = None
         if sample_memory:
             from bench.memory import TreeSampler
@@ -88,6 +91,7 @@ class SparkJob:
         try:
             stdout, _ = self.proc.communicate(timeout=timeout)
         finally:
+            self.cpu.stop()
             if self.sampler:
                 self.sampler.stop()
         for line in stdout.splitlines():
@@ -95,6 +99,8 @@ class SparkJob:
                 out = json.loads(line[6:])
                 if self.sampler:
                     out["memory"] = self.sampler.peaks()
+                if out.get("per_batch") and self.local:  # a cluster's executors are not in this tree
+                    out["cpu"] = self.cpu.per_million(out["per_batch"], out.get("steady_records", 0))
                 return out
         self.logs.seek(0)
         raise RuntimeError(f"{self.script.name} failed ({self.proc.returncode}):\n{self.logs.read()[-4000:]}")
@@ -106,7 +112,7 @@ class SparkJob:
 
 
 def run_job(script: Path, args: list[str], packages: bool = False, master: str = "local[2]",
-            sample_memory: bool = False, attempts: int = 2) -> dict:
+            sample_memory: bool = False, attempts: int = 2, broker_pids: tuple[int, ...] = ()) -> dict:
     """Run a job through the real spark-submit; return the job's ``BENCH {json}`` line.
 
     A failed run (on a loaded shared machine the broker can time out a job's first metadata
@@ -114,7 +120,7 @@ def run_job(script: Path, args: list[str], packages: bool = False, master: str =
     in a fresh directory per run under ``--checkpoint``, so a retry starts from scratch."""
     for attempt in range(1, attempts + 1):
         try:
-            result = SparkJob(script, args, packages, master, sample_memory).result()
+            result = SparkJob(script, args, packages, master, sample_memory, broker_pids).result()
             result["attempts"] = attempt
             return result
         except RuntimeError as exc:

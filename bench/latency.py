@@ -13,9 +13,11 @@ import statistics
 import tempfile
 import threading
 import time
+from typing import Callable
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from bench import method
 from bench.common import SparkJob
 from bench.throughput import JOB
 from integration_tests.kafka_tools import create_topic, unique
@@ -137,3 +139,31 @@ def cdf(ordered: list[float], points: int = 100) -> list[list[float]]:
     """[latency ms, fraction] at every 1 % (plus 99.9 %), for re-plotting from the JSON."""
     qs = [i * 100 / points for i in range(1, points + 1)] + [99.9]
     return [[round(percentile(ordered, q), 1), q / 100] for q in sorted(qs)]
+
+
+FORMATS = ("kafka-eos", "kafka")  # kafka-eos exactly-once, and Spark's built-in kafka source + sink
+
+
+def suite(bootstrap: str, triggers: list[float], rate: int, duration_s: int, rounds: int,
+          settle: Callable[[], dict], log: Callable[[str], None] = print) -> dict:
+    """``rounds`` interleaved rounds of (trigger x format) latency runs; median [min-max] of p50 and p99."""
+    runs = []
+    for r in range(rounds):
+        for trigger in triggers:
+            for fmt in FORMATS:
+                settled = settle()
+                run = measure(bootstrap, trigger, rate, duration_s, fmt=fmt)
+                run.update(round=r, settle=settled)
+                runs.append(run)
+                log(f"latency round {r + 1}/{rounds} {fmt}, trigger {trigger:g} s: p50 {run['p50']} ms, "
+                    f"p99 {run['p99']} ms, batch {run['batch_ms'].get('triggerExecution')} ms")
+    return {"runs": runs, "summary": summarize(runs)}
+
+
+def summarize(runs: list[dict]) -> dict:
+    """Per ``<format> <trigger>s``: median, min, max and spread of the runs' p50 and p99 (ms)."""
+    out = {}
+    for fmt, trigger in sorted({(r["format"], r["trigger_s"]) for r in runs}, key=lambda k: (k[1], k[0])):
+        chosen = [r for r in runs if r["format"] == fmt and r["trigger_s"] == trigger]
+        out[f"{fmt} {trigger:g}s"] = {q: method.summary([r[q] for r in chosen]) for q in ("p50", "p99")}
+    return out

@@ -72,18 +72,18 @@ def _profile(ax, profile: dict | None) -> None:
 
 
 def _cdf(ax, latencies: list[dict]) -> None:
-    for run in latencies:
+    for run in [r for r in latencies if r.get("round", 0) == 0]:
         samples = run.get("_samples_ms")
         if samples:
             xs, ys = samples, [(i + 1) / len(samples) for i in range(len(samples))]
         else:
             xs, ys = [p[0] for p in run["cdf_ms"]], [p[1] for p in run["cdf_ms"]]
         ax.plot([x / 1000 for x in xs], ys,
-                label=f"trigger {run['trigger_s']:g} s: p50 {run['p50'] / 1000:.2f} s, p99 {run['p99'] / 1000:.2f} s")
+                label=f"{run.get('format', 'kafka-eos')}, trigger {run['trigger_s']:g} s: p50 {run['p50'] / 1000:.2f} s, p99 {run['p99'] / 1000:.2f} s")
     ax.axhline(0.5, color="grey", lw=0.5, ls=":")
     ax.axhline(0.99, color="grey", lw=0.5, ls=":")
     rate = latencies[0]["rate_per_s"] if latencies else 0
-    ax.set_title(f"End-to-end latency, kafka-eos exactly-once at {rate:,} rec/s\n"
+    ax.set_title(f"End-to-end latency at {rate:,} rec/s, first round\n"
                  "(produce -> visible to a read_committed consumer)", fontsize=10)
     ax.set_xlabel("latency (s)")
     ax.set_ylabel("fraction of records")

@@ -7,7 +7,7 @@ defaults and tuned, and the plain confluent-kafka exactly-once loop (``bench.thr
 ``bench.method``: settling, median/min/max, noisy, per-round ratios); peak memory of the Spark
 runs of the first round (``bench.memory``). Then, on the first size, the stage profile of one
 exactly-once and one at-least-once batch (``bench.stage_profile``), end-to-end latency at 10k
-records/s with trigger 5 s and 1 s (``bench.latency``) and the 2PC commit latency for 1, 8 and
+records/s with trigger 1 s and 0.5 s, kafka-eos and Spark's kafka, interleaved rounds (``bench.latency``) and the 2PC commit latency for 1, 8 and
 64 output partitions (``bench.commit``). After the sizes, ``bench.scaling``: kafka-eos exactly-once on a
 local Spark standalone cluster, 1 and 2 Workers x 4 and 16 partitions (``--scaling-records``, 1M; ``--no-scaling``).
 
@@ -41,8 +41,9 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
                    help="also wait for the 1-minute load average below this (0: off)")
     p.add_argument("--sizes", default="100,1024", help="record sizes in bytes, comma-separated")
     p.add_argument("--rate", type=int, default=10_000, help="records/s of the latency runs")
-    p.add_argument("--latency-seconds", type=int, default=60)
-    p.add_argument("--triggers", default="5,1", help="trigger seconds of the latency runs")
+    p.add_argument("--latency-seconds", type=int, default=40)
+    p.add_argument("--triggers", default="1,0.5", help="trigger seconds of the latency runs")
+    p.add_argument("--latency-rounds", type=int, default=3, help="interleaved rounds of the latency runs")
     p.add_argument("--commit-records", type=int, default=200_000)
     p.add_argument("--no-profile", action="store_true", help="skip the stage profile runs")
     p.add_argument("--scaling-records", type=int, default=1_000_000, help="records of the scaling runs (first size)")
@@ -53,7 +54,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     a = p.parse_args(argv)
     if a.quick:
         a.records, a.sizes, a.latency_seconds, a.commit_records = 200_000, "100", 10, 40_000
-        a.scaling_records = 100_000
+        a.scaling_records, a.latency_rounds = 100_000, 1
         a.settle_max_s = min(a.settle_max_s, 15.0)
     a.rounds = a.rounds or (2 if a.quick else 3)
     a.max_offsets = a.max_offsets or a.records // 4
@@ -74,8 +75,9 @@ def measure(a: argparse.Namespace) -> dict:
 
     with LocalKafkaCluster() as cluster:
         bootstrap = cluster.bootstrap
+        brokers = tuple(n.process.pid for n in cluster.nodes if n.process)
         for size in sizes:
-            inp = throughput.prepare_input(bootstrap, a.records, size, a.max_offsets)
+            inp = throughput.prepare_input(bootstrap, a.records, size, a.max_offsets, broker_pids=brokers)
             log(f"{a.records:,} x {size} B produced in {inp.produce_s} s; {a.rounds} rounds")
             loads[f"throughput_{size}"] = load_avg()
             out["throughput"][str(size)] = runs = throughput.suite(inp, a.rounds, settle, log)
@@ -89,11 +91,10 @@ def measure(a: argparse.Namespace) -> dict:
         if not a.no_scaling:
             loads["scaling"] = load_avg()
             out["scaling"] = scaling.measure(bootstrap, a.scaling_records, sizes[0], a.rounds, settle, log)
-        for trigger in (float(t) for t in a.triggers.split(",")):
-            loads[f"latency_trigger_{trigger:g}s"] = load_avg()
-            run = latency.measure(bootstrap, trigger, a.rate, a.latency_seconds)
-            out["latency_runs"].append(run)
-            log(f"latency, trigger {trigger:g} s: p50 {run['p50']} ms, p99 {run['p99']} ms")
+        loads["latency"] = load_avg()
+        lat = latency.suite(bootstrap, [float(t) for t in a.triggers.split(",")], a.rate, a.latency_seconds,
+                            a.latency_rounds, settle, log)
+        out["latency_runs"], out["latency_summary"] = lat["runs"], lat["summary"]
         loads["commit"] = load_avg()
         out["commit_ms"] = commit.suite(bootstrap, records=a.commit_records)
         log("commit: " + ", ".join(f"{p} partitions median {c['median_ms']} ms" for p, c in out["commit_ms"].items()))
@@ -104,7 +105,7 @@ def measure(a: argparse.Namespace) -> dict:
 
 def assemble(a: argparse.Namespace, measured: dict) -> dict:
     """The result document: headline figures first, every run's details (every sample) after."""
-    main_latency = measured["latency_runs"][0]
+    main_latency = measured["latency_runs"][0]  # kafka-eos at the first trigger, first round
     return {
         "suite": "bench.run (issues 6, 14)", "quick": a.quick, "master": "local[2]",
         "records": a.records, "max_offsets_per_trigger": a.max_offsets, "rounds": a.rounds,
@@ -115,11 +116,11 @@ def assemble(a: argparse.Namespace, measured: dict) -> dict:
                               "load_avg_1m_below": a.settle_load or None}},
         "records_per_s": {size: runs["records_per_s"] for size, runs in measured["throughput"].items()},
         "ratios": {size: runs["ratios"] for size, runs in measured["throughput"].items()},
-        "latency_ms": {k: main_latency[k] for k in ("p50", "p90", "p99", "max", "trigger_s", "rate_per_s")}
-        | {"by_trigger": {f"{r['trigger_s']:g}s": {k: r[k] for k in ("p50", "p90", "p99", "max")}
-                          for r in measured["latency_runs"]}},
+        "latency_ms": {"rate_per_s": main_latency["rate_per_s"], "rounds": a.latency_rounds,
+                       "by_format_and_trigger": measured["latency_summary"]},
         "commit_ms": measured["commit_ms"],
         "peak_memory_mb": {size: runs["memory"] for size, runs in measured["throughput"].items()},
+        "cpu_s_per_m": {size: runs["cpu_s_per_m"] for size, runs in measured["throughput"].items()},
         **measured,
     }
 
@@ -136,8 +137,16 @@ def report(result: dict, json_path, png_path) -> None:
         print("profile, s per million records:\n" + stage_profile.table(result["profile"]))
     for scaling_line in scaling.lines(result.get("scaling", {})):
         print(scaling_line)
+    for size, cpu in result["cpu_s_per_m"].items():
+        for name, figures in cpu.items():
+            if figures:
+                print(f"CPU s per million records, {name} ({size} B): " + ", ".join(f"{k} {v}" for k, v in figures.items()))
+    for key, q in result["latency_ms"]["by_format_and_trigger"].items():
+        print(f"latency {key}: p50 median {q['p50']['median']} ms [{q['p50']['min']}-{q['p50']['max']}], "
+              f"p99 median {q['p99']['median']} ms [{q['p99']['min']}-{q['p99']['max']}]")
     for run in result["latency_runs"]:
-        print(f"latency at {run['rate_per_s']:,} rec/s, trigger {run['trigger_s']:g} s: p50 {run['p50']} ms, "
+        print(f"latency run {run['format']} round {run['round'] + 1} at {run['rate_per_s']:,} rec/s, "
+              f"trigger {run['trigger_s']:g} s: p50 {run['p50']} ms, "
               f"p99 {run['p99']} ms ({run['records']:,} records, {run['missing']} missing, "
               f"{run['duplicates']} duplicates)")
     for p, c in result["commit_ms"].items():

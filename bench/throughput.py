@@ -20,6 +20,7 @@ checked afterwards to hold at least every input record.
 """
 from __future__ import annotations
 
+import statistics
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,15 +50,16 @@ class Input:
     size: int
     produce_s: float
     max_offsets: int = 0
+    broker_pids: tuple[int, ...] = ()  # their CPU is counted with each run's (``bench.cpu``)
 
 
 def prepare_input(bootstrap: str, records: int, size: int, max_offsets: int = 0,
-                  warmup: int = WARMUP_RECORDS) -> Input:
+                  warmup: int = WARMUP_RECORDS, broker_pids: tuple[int, ...] = ()) -> Input:
     topic = create_topic(bootstrap, unique(f"bench-in-{size}"), PARTITIONS)
     warm = create_topic(bootstrap, unique(f"bench-warm-{size}"), PARTITIONS)
     produce_s = produce_bulk(bootstrap, topic, records, size)
     produce_bulk(bootstrap, warm, min(warmup, records), size)
-    return Input(bootstrap, topic, warm, records, size, round(produce_s, 2), max_offsets)
+    return Input(bootstrap, topic, warm, records, size, round(produce_s, 2), max_offsets, broker_pids)
 
 
 def spark_run(inp: Input, source: str, sink: str, guarantee: str = "exactly_once", sample_memory: bool = False,
@@ -76,7 +78,7 @@ def spark_run(inp: Input, source: str, sink: str, guarantee: str = "exactly_once
     args += ["--output", out, "--warmup-output", create_topic(inp.bootstrap, unique("warm-out"), PARTITIONS)]
     with tempfile.TemporaryDirectory() as ck:
         result = run_job(JOB, [*args, "--checkpoint", ck], packages="kafka" in (source, sink),
-                         sample_memory=sample_memory)
+                         sample_memory=sample_memory, broker_pids=inp.broker_pids)
     visible = sum(committed_end_offsets(inp.bootstrap, out).values())
     if visible < inp.records:
         raise RuntimeError(f"{source}->{sink}: output {out} ends at {visible} < {inp.records} records")
@@ -98,6 +100,12 @@ def run_config(inp: Input, name: str, sample_memory: bool = False) -> dict:
                      sink_options=SPARK_TUNED_SINK if tuned else None)
 
 
+def cpu_medians(runs: list[dict]) -> dict:
+    """Median over the rounds of each ``bench.cpu`` figure (CPU seconds per million records per role)."""
+    keys = sorted({k for run in runs for k in run.get("cpu", {})})
+    return {k: round(statistics.median(run["cpu"][k] for run in runs if k in run.get("cpu", {})), 2) for k in keys}
+
+
 def suite(inp: Input, rounds: int, settle: Callable[[], dict], log: Callable[[str], None] = print) -> dict:
     """``rounds`` interleaved rounds of every configuration; summaries and per-round ratios."""
     runs: dict[str, list[dict]] = {name: [] for name in CONFIGS}
@@ -115,6 +123,7 @@ def suite(inp: Input, rounds: int, settle: Callable[[], dict], log: Callable[[st
     return {"records_per_s": {name: summary(rates[name]) for name in CONFIGS},
             "ratios": {f"eos_vs_{peer}": round_ratios(rates["eos"], rates[peer]) for peer in PEERS},
             "memory": {name: runs[name][0].get("memory") for name in MEMORY_SAMPLED},
+            "cpu_s_per_m": {name: cpu_medians(runs[name]) for name in CONFIGS},
             "runs": runs,
             "input": {"topic": inp.topic, "records": inp.records, "record_bytes": inp.size,
                       "partitions": PARTITIONS, "max_offsets_per_trigger": inp.max_offsets,

@@ -1,0 +1,88 @@
+"""CPU seconds per million records of one Spark run, per process role, over its timed batches.
+
+A background thread samples, every ``interval`` seconds, the cumulative CPU time (user +
+system) of every process in the spark-submit tree (roles of ``bench.memory.role``: the JVM, the
+Python driver, the driver-side Python runners, the Python task workers) and of the broker
+processes passed in. A process that exits keeps its last sample, so short-lived workers count.
+``per_million`` takes the CPU spent between the samples nearest the first timed batch's start and
+the last batch's end, divided by the timed records: the whole machine's work per record, the
+broker's included (on a 2-core machine the pipeline is CPU bound, so this is where the time goes).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime
+
+import psutil
+
+from bench.memory import role
+
+BROKER = "broker"
+
+
+class CpuSampler:
+    def __init__(self, pid: int, script: str, broker_pids: tuple[int, ...] = (), interval: float = 0.5) -> None:
+        self.root, self.script, self.interval = psutil.Process(pid), script, interval
+        self.brokers = [psutil.Process(p) for p in broker_pids if psutil.pid_exists(p)]
+        self.last: dict[int, tuple[str, float]] = {}  # pid -> (role, cumulative CPU seconds)
+        self.samples: list[tuple[float, dict[str, float]]] = []  # (epoch seconds, role -> CPU seconds)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
+
+    def start(self) -> "CpuSampler":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.sample()
+            except psutil.NoSuchProcess:
+                return
+            self._stop.wait(self.interval)
+
+    def _processes(self) -> list[tuple[psutil.Process, str | None]]:
+        tree = [self.root, *self.root.children(recursive=True)]
+        return [(p, role(p, self.script)) for p in tree] + [(b, BROKER) for b in self.brokers]
+
+    def sample(self) -> None:
+        now = time.time()
+        for proc, kind in self._processes():
+            if kind is None:
+                continue
+            try:
+                times = proc.cpu_times()
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            self.last[proc.pid] = (kind, times.user + times.system)
+        totals: dict[str, float] = {}
+        for kind, seconds in self.last.values():
+            totals[kind] = totals.get(kind, 0.0) + seconds
+        self.samples.append((now, totals))
+
+    def _at(self, moment: float) -> dict[str, float]:
+        return min(self.samples, key=lambda s: abs(s[0] - moment))[1] if self.samples else {}
+
+    def per_million(self, per_batch: list[dict], steady_records: int) -> dict:
+        """CPU seconds per million records per role over the timed batches (all but the first)."""
+        timed = per_batch[1:]
+        if not timed or not steady_records or not self.samples:
+            return {}
+        start = _epoch(timed[0]["start"])
+        end = max(_epoch(b["start"]) + b["ms"]["triggerExecution"] / 1000 for b in timed)
+        before, after = self._at(start), self._at(end)
+        spent = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+        out = {f"{k}_s_per_m": round(v / steady_records * 1e6, 2) for k, v in sorted(spent.items())}
+        out["total_s_per_m"] = round(sum(spent.values()) / steady_records * 1e6, 2)
+        out["cores_busy"] = round(sum(spent.values()) / max(end - start, 1e-3), 2)
+        out["window_s"] = round(end - start, 2)
+        return out
+
+
+def _epoch(timestamp: str) -> float:
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
