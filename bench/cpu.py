@@ -10,41 +10,24 @@ broker's included (on a 2-core machine the pipeline is CPU bound, so this is whe
 """
 from __future__ import annotations
 
-import threading
 import time
 from datetime import datetime
 
 import psutil
 
 from bench.memory import role
+from bench.sampling import PeriodicSampler
 
 BROKER = "broker"
 
 
-class CpuSampler:
+class CpuSampler(PeriodicSampler):
     def __init__(self, pid: int, script: str, broker_pids: tuple[int, ...] = (), interval: float = 0.5) -> None:
         self.root, self.script, self.interval = psutil.Process(pid), script, interval
         self.brokers = [psutil.Process(p) for p in broker_pids if psutil.pid_exists(p)]
         self.last: dict[int, tuple[str, float]] = {}  # pid -> (role, cumulative CPU seconds)
         self.samples: list[tuple[float, dict[str, float]]] = []  # (epoch seconds, role -> CPU seconds)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
-
-    def start(self) -> "CpuSampler":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.sample()
-            except psutil.NoSuchProcess:
-                return
-            self._stop.wait(self.interval)
+        super().__init__()
 
     def _processes(self) -> list[tuple[psutil.Process, str | None]]:
         tree = [self.root, *self.root.children(recursive=True)]

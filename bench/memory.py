@@ -15,9 +15,10 @@ little; ``total_pss`` (proportional set size, shared pages split) is the unbiase
 """
 from __future__ import annotations
 
-import threading
 
 import psutil
+
+from bench.sampling import PeriodicSampler
 
 ROLES = ("driver_jvm", "driver_python", "driver_runners", "workers")
 TOTALS = ("driver", "total", "total_pss")
@@ -45,7 +46,7 @@ def role(proc: psutil.Process, script: str) -> str | None:
     return "driver_runners"
 
 
-class TreeSampler:
+class TreeSampler(PeriodicSampler):
     """Samples the process tree of ``pid`` until ``stop()``; ``peaks()`` gives MB per role."""
 
     def __init__(self, pid: int, script: str, interval: float = 0.25) -> None:
@@ -53,24 +54,7 @@ class TreeSampler:
         self.peak = {name: 0 for name in (*ROLES, *TOTALS)}
         self.samples = 0
         self.seen_cmdlines: dict[str, str] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="mem-sampler", daemon=True)
-
-    def start(self) -> "TreeSampler":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.sample()
-            except psutil.NoSuchProcess:
-                return
-            self._stop.wait(self.interval)
+        super().__init__()
 
     def sample(self) -> None:
         sums = {name: 0 for name in (*ROLES, *TOTALS)}
