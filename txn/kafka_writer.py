@@ -64,6 +64,14 @@ class DecisionGuard:
         return latest is not None and latest > (-1 if self.planned_after is None else self.planned_after)
 
 
+def records_per_partition(stats: dict) -> dict[str, dict[str, int]]:
+    """topic -> partition -> records this producer wrote, from librdkafka statistics: ``msgs``
+    (messages produced to the partition), not ``txmsgs``, which counts every transmission and so
+    counts a retried produce request twice."""
+    return {topic: {p: info["msgs"] for p, info in t.get("partitions", {}).items() if p != "-1" and info.get("msgs")}
+            for topic, t in stats.get("topics", {}).items()}
+
+
 def _never() -> bool:
     return False
 
@@ -173,9 +181,7 @@ class KafkaWriter:
         while len(self._stats) == seen and time.monotonic() < deadline:
             producer.poll(0.01)
         stats = json.loads(self._stats[-1]) if self._stats else {}
-        partitions = {topic: {p: info["txmsgs"] for p, info in t.get("partitions", {}).items()
-                              if p != "-1" and info.get("txmsgs")}
-                      for topic, t in stats.get("topics", {}).items()}
+        partitions = records_per_partition(stats)
         if not self.config.exactly_once:  # at-least-once: flushed is final, nothing to commit
             self._producer = None
             return TxnHandle(sink_partition=self.sink_partition, records=self._records, partitions=partitions,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import time
+from typing import Callable
 
 from confluent_kafka import KafkaException, Producer
 
@@ -15,7 +16,11 @@ KEYS = 97
 
 
 def generate(bootstrap: str, topic: str, ids: int, partitions: int, rng: random.Random,
-             pause_s: float = 0.0, create: bool = True) -> None:
+             pause_s: float = 0.0, create: bool = True, started: Callable[[], bool] | None = None,
+             wait_s: float = 300.0) -> None:
+    """Write ids 0..ids-1 in chunks (plain, transactional, plus aborted transactions). With
+    ``started``, the second half waits (at most ``wait_s``) until ``started()`` is true, so part
+    of the input always arrives after a live-started query resolved its start."""
     if create:
         create_topic(bootstrap, topic, partitions=partitions)
     plain = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "log_level": 2})  # no connect noise
@@ -44,8 +49,17 @@ def generate(bootstrap: str, topic: str, ids: int, partitions: int, rng: random.
             except KafkaException:  # a fatal abort: a new producer's init aborts it just the same
                 txn = _transactional(bootstrap, txn_id)
         start += size
+        if started is not None and start >= ids // 2:
+            _wait(started, wait_s)
+            started = None
         if pause_s:
             time.sleep(pause_s)
+
+
+def _wait(condition: Callable[[], bool], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def _transactional(bootstrap: str, transactional_id: str) -> Producer:

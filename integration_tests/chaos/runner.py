@@ -126,10 +126,14 @@ class ChaosRun:
         pause = (JOB_START_S + 0.8 * sum(f.after_s for f in faults)) / chunks
         writer = threading.Thread(target=generate, daemon=True, name="chaos-input",
                                   args=(self.kafka.bootstrap, self.input, self.s.records, self.s.partitions, rng),
-                                  kwargs={"pause_s": pause, "create": False})
+                                  kwargs={"pause_s": pause, "create": False, "started": self.query_started})
         writer.start()
         time.sleep(min(3.0, 4 * pause))  # some input exists before the query resolves 'latest'
         return writer
+
+    def query_started(self) -> bool:
+        """True once batch 0's offsets are in the checkpoint (the query resolved 'latest')."""
+        return (self.workdir / "checkpoint" / "offsets" / "0").exists()
 
     def expected(self) -> set[int] | None:
         if not self.s.live_start:
