@@ -79,8 +79,8 @@ class SparkJob:
         self.logs = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(cmd, env=python_env(), stdout=subprocess.PIPE, stderr=self.logs, text=True)
         from bench.cpu import CpuSampler
-        self.local = master.startswith("local")
-        self.cpu = CpuSampler(self.proc.pid, str(script), broker_pids).start()
+        # local mode only: a cluster's executors run under its Workers, not in this process tree
+        self.cpu = CpuSampler(self.proc.pid, str(script), broker_pids).start() if master.startswith("local") else None
         self.sampler = None
         if sample_memory:
             from bench.memory import TreeSampler
@@ -91,7 +91,8 @@ class SparkJob:
         try:
             stdout, _ = self.proc.communicate(timeout=timeout)
         finally:
-            self.cpu.stop()
+            if self.cpu:
+                self.cpu.stop()
             if self.sampler:
                 self.sampler.stop()
         for line in stdout.splitlines():
@@ -99,7 +100,7 @@ class SparkJob:
                 out = json.loads(line[6:])
                 if self.sampler:
                     out["memory"] = self.sampler.peaks()
-                if out.get("per_batch") and self.local:  # a cluster's executors are not in this tree
+                if self.cpu and out.get("per_batch"):
                     out["cpu"] = self.cpu.per_million(out["per_batch"], out.get("steady_records", 0))
                 return out
         self.logs.seek(0)

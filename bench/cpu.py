@@ -11,7 +11,6 @@ broker's included (on a 2-core machine the pipeline is CPU bound, so this is whe
 from __future__ import annotations
 
 import time
-from datetime import datetime
 
 import psutil
 
@@ -56,8 +55,8 @@ class CpuSampler(PeriodicSampler):
         timed = per_batch[1:]
         if not timed or not steady_records or not self.samples:
             return {}
-        start = _epoch(timed[0]["start"])
-        end = max(_epoch(b["start"]) + b["ms"]["triggerExecution"] / 1000 for b in timed)
+        start = timed[0]["start_s"]
+        end = max(b["start_s"] + b["ms"]["triggerExecution"] / 1000 for b in timed)
         before, after = self._at(start), self._at(end)
         spent = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
         out = {f"{k}_s_per_m": round(v / steady_records * 1e6, 2) for k, v in sorted(spent.items())}
@@ -65,7 +64,3 @@ class CpuSampler(PeriodicSampler):
         out["cores_busy"] = round(sum(spent.values()) / max(end - start, 1e-3), 2)
         out["window_s"] = round(end - start, 2)
         return out
-
-
-def _epoch(timestamp: str) -> float:
-    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()

@@ -109,7 +109,7 @@ def run_until(query, records: int) -> dict:
             "records_per_s": round(sum(p["numInputRows"] for p in steady) / steady_s),
             "largest_batch_ms": largest["durationMs"],
             "per_batch": [{"batch": p["batchId"], "rows": p["numInputRows"], "start": p["timestamp"],
-                           "ms": p["durationMs"]} for p in batches]}
+                           "start_s": _epoch(p["timestamp"]), "ms": p["durationMs"]} for p in batches]}
 
 
 def sink_metrics(checkpoint: str) -> dict:

@@ -15,7 +15,6 @@ little; ``total_pss`` (proportional set size, shared pages split) is the unbiase
 """
 from __future__ import annotations
 
-
 import psutil
 
 from bench.sampling import PeriodicSampler

@@ -26,9 +26,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from bench.common import load_avg, produce_bulk, run_job
+from bench.common import load_avg, run_job
 from bench.method import summary
-from bench.throughput import JOB, WARMUP_RECORDS, Input
+from bench.throughput import JOB, WARMUP_RECORDS, Input, prepare_input
 from integration_tests.kafka_tools import committed_end_offsets, create_topic, unique
 from kafka_eos.connectors.dev.standalone_spark import StandaloneSpark
 
@@ -52,14 +52,7 @@ def cell_key(cell: Cell) -> str:
 def prepare_inputs(bootstrap: str, records: int, size: int, max_offsets: int,
                    partitions: tuple[int, ...] = PARTITIONS) -> dict[int, Input]:
     """Per partition count, an input topic and a warm-up topic of that many partitions."""
-    inputs = {}
-    for p in partitions:
-        topic = create_topic(bootstrap, unique(f"bench-scale-in-{p}p"), p)
-        warm = create_topic(bootstrap, unique(f"bench-scale-warm-{p}p"), p)
-        produce_s = produce_bulk(bootstrap, topic, records, size)
-        produce_bulk(bootstrap, warm, min(WARMUP_RECORDS, records), size)
-        inputs[p] = Input(bootstrap, topic, warm, records, size, round(produce_s, 2), max_offsets)
-    return inputs
+    return {p: prepare_input(bootstrap, records, size, max_offsets, partitions=p) for p in partitions}
 
 
 def job_args(inp: Input, partitions: int, output: str, warm_output: str) -> list[str]:

@@ -54,9 +54,11 @@ class Input:
 
 
 def prepare_input(bootstrap: str, records: int, size: int, max_offsets: int = 0,
-                  warmup: int = WARMUP_RECORDS, broker_pids: tuple[int, ...] = ()) -> Input:
-    topic = create_topic(bootstrap, unique(f"bench-in-{size}"), PARTITIONS)
-    warm = create_topic(bootstrap, unique(f"bench-warm-{size}"), PARTITIONS)
+                  warmup: int = WARMUP_RECORDS, broker_pids: tuple[int, ...] = (),
+                  partitions: int = PARTITIONS) -> Input:
+    """An input topic and a warm-up topic of ``partitions`` partitions, written once."""
+    topic = create_topic(bootstrap, unique(f"bench-in-{size}-{partitions}p"), partitions)
+    warm = create_topic(bootstrap, unique(f"bench-warm-{size}-{partitions}p"), partitions)
     produce_s = produce_bulk(bootstrap, topic, records, size)
     produce_bulk(bootstrap, warm, min(warmup, records), size)
     return Input(bootstrap, topic, warm, records, size, round(produce_s, 2), max_offsets, broker_pids)
