@@ -20,7 +20,7 @@ run: setup
 	$(BIN)/kafka-eos demo
 
 test: setup
-	$(BIN)/pytest -q -m "not chaos"
+	$(BIN)/pytest -q -m "not chaos" --durations=30
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests
