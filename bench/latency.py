@@ -9,7 +9,6 @@ records are counted (both must be 0 under exactly-once).
 """
 from __future__ import annotations
 
-import statistics
 import tempfile
 import threading
 import time
@@ -89,8 +88,7 @@ def measure(bootstrap: str, trigger_s: float, rate: int = 10_000, duration_s: in
 def batch_durations(per_batch: list[dict]) -> dict:
     """Median of each of Spark's per-batch durations (triggerExecution, addBatch, walCommit, ...)
     over the batches that had input: where a micro-batch's time goes."""
-    keys = sorted({k for b in per_batch for k in b["ms"]})
-    return {k: statistics.median(b["ms"].get(k, 0) for b in per_batch) for k in keys} if per_batch else {}
+    return method.key_medians([b["ms"] for b in per_batch], missing=0)
 
 
 def _wait_for_probe(consumer: Consumer, job: SparkJob, timeout_s: float) -> None:

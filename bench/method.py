@@ -48,3 +48,11 @@ def round_ratios(numerators: list[float], denominators: list[float]) -> dict:
     per_round = [round(a / b, 3) for a, b in zip(numerators, denominators)]
     return {"median": round(statistics.median(per_round), 3), "min": min(per_round), "max": max(per_round),
             "per_round": per_round}
+
+
+def key_medians(rows: list[dict], missing: float | None = None) -> dict:
+    """Median of each key's figures over ``rows``; a row without the key counts as ``missing``, or
+    is left out when ``missing`` is None."""
+    keys = sorted({k for row in rows for k in row})
+    return {k: statistics.median(row.get(k, missing) for row in rows if k in row or missing is not None)
+            for k in keys}

@@ -20,14 +20,13 @@ checked afterwards to hold at least every input record.
 """
 from __future__ import annotations
 
-import statistics
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from bench.common import load_avg, produce_bulk, run_job
-from bench.method import round_ratios, summary
+from bench.method import key_medians, round_ratios, summary
 from integration_tests.kafka_tools import committed_end_offsets, create_topic, unique
 
 JOB = Path(__file__).with_name("k2k_job.py")
@@ -104,8 +103,7 @@ def run_config(inp: Input, name: str, sample_memory: bool = False) -> dict:
 
 def cpu_medians(runs: list[dict]) -> dict:
     """Median over the rounds of each ``bench.cpu`` figure (CPU seconds per million records per role)."""
-    keys = sorted({k for run in runs for k in run.get("cpu", {})})
-    return {k: round(statistics.median(run["cpu"][k] for run in runs if k in run.get("cpu", {})), 2) for k in keys}
+    return {k: round(v, 2) for k, v in key_medians([run.get("cpu", {}) for run in runs]).items()}
 
 
 def suite(inp: Input, rounds: int, settle: Callable[[], dict], log: Callable[[str], None] = print) -> dict:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable
 
 import pyarrow as pa
 from confluent_kafka import KafkaException, Producer

@@ -105,31 +105,30 @@ def batch_report(progress, read: int, record: BatchRecord | None, dlq_topic: str
                        offsets_behind(progress), late, 0 if late_topic else dropped_by_watermark(progress))
 
 
-def format_line(name: str, progress, read: int, record: BatchRecord | None, dlq_topic: str | None,
-                skipped: int = 0, late_topic: str | None = None) -> str:
-    """The progress line of one batch (``progress``: a StreamingQueryProgress)."""
-    parts = [f"{read} in"]
-    if record is not None and record.metrics:
-        m = record.metrics
-        dlq, late = _side_counts(record, dlq_topic, late_topic)
-        parts.append(f"{int(m.get('records', 0)) - dlq - late} out")
+def format_line(name: str, report: BatchReport, metrics: dict | None, dlq_topic: str | None,
+                late_topic: str | None = None) -> str:
+    """The progress line of one batch: its ``report`` and its sink-log ``metrics`` (None: nothing
+    committed)."""
+    parts = [f"{report.read} in"]
+    if report.written is not None and metrics:
+        parts.append(f"{report.written} out")
         if dlq_topic:
-            parts.append(f"{dlq} to DLQ")
+            parts.append(f"{report.dlq} to DLQ")
         if late_topic:
-            parts.append(f"{late} late")
-        if skipped:
-            parts.append(f"{skipped} skipped")
-        parts += [f"{int(m.get('transactions', 0))} transactions", f"batch {progress.batchDuration} ms",
-                  f"pre-commit max {m.get('precommit_max_ms', 0):.0f} ms", f"commit {m.get('commit_ms', 0):.0f} ms"]
+            parts.append(f"{report.late} late")
+        if report.skipped:
+            parts.append(f"{report.skipped} skipped")
+        parts += [f"{int(metrics.get('transactions', 0))} transactions", f"batch {report.duration_ms} ms",
+                  f"pre-commit max {metrics.get('precommit_max_ms', 0):.0f} ms",
+                  f"commit {metrics.get('commit_ms', 0):.0f} ms"]
     else:
-        if skipped:
-            parts.append(f"{skipped} skipped")
-        parts += ["nothing committed", f"batch {progress.batchDuration} ms"]
-    dropped = 0 if late_topic else dropped_by_watermark(progress)
-    if dropped:
-        parts.append(f"WARNING: Spark dropped {dropped} rows as late (behind the watermark); "
+        if report.skipped:
+            parts.append(f"{report.skipped} skipped")
+        parts += ["nothing committed", f"batch {report.duration_ms} ms"]
+    if report.dropped:
+        parts.append(f"WARNING: Spark dropped {report.dropped} rows as late (behind the watermark); "
                      "set transform.watermark.late_topic to keep them")
-    return f"kafka-eos {name} batch {progress.batchId}: " + ", ".join(parts)
+    return f"kafka-eos {name} batch {report.batch_id}: " + ", ".join(parts)
 
 
 class ProgressReporter:
@@ -170,11 +169,12 @@ class ProgressReporter:
                 continue
             read, record, skipped = records_read(progress, self.scans), self._record(progress.batchId), \
                 self._skipped_delta()
-            line = format_line(self.name, progress, read, record, self.dlq_topic, skipped, self.late_topic)
+            report = batch_report(progress, read, record, self.dlq_topic, skipped, self.late_topic)
+            line = format_line(self.name, report, record.metrics if record else None, self.dlq_topic,
+                               self.late_topic)
             self.last_batch = progress.batchId
             self.input_rows += read
             self.lines.append(self.redact(line))
             self.emit(self.lines[-1])
-            report = batch_report(progress, read, record, self.dlq_topic, skipped, self.late_topic)
             for listener in self.listeners:
                 listener(report)

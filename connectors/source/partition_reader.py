@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from kafka_eos.connectors.source.arrow_rows import to_record_batches
 from kafka_eos.connectors.source.options import SourceOptions
-from kafka_eos.connectors.source.planning import KafkaDataLossError, KafkaInputPartition, apply_data_loss_policy
+from kafka_eos.connectors.source.planning import KafkaInputPartition, apply_data_loss_policy
 from kafka_eos.offsets.data_loss import DataLossFinding, detect
 from kafka_eos.offsets.ranges import OffsetRange
 

@@ -11,7 +11,7 @@ import pytest
 from kafka_eos.connectors.cli import build_parser
 from kafka_eos.connectors.demo_data import count_ids, expected_total, order
 from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint, checkpoint_sources
-from kafka_eos.connectors.pipeline.progress import format_line, records_read, sink_log_location
+from kafka_eos.connectors.pipeline.progress import batch_report, format_line, records_read, sink_log_location
 from kafka_eos.connectors.pipeline.runner import error_summary
 from kafka_eos.connectors.pipeline.submit import build_zip, submit_command
 from tests.factories import load, valid
@@ -63,13 +63,14 @@ def test_progress_line_with_a_sink_record_and_a_dlq():
     handle = SimpleNamespace(partitions={"out": {0: 90, 1: 8}, "dlq": {0: 2}})
     record = SimpleNamespace(metrics={"records": 100, "transactions": 2, "precommit_max_ms": 41.2, "commit_ms": 9.7},
                              handles=[handle])
-    line = format_line("p", progress(rows=200), records_read(progress(rows=200), 2), record, "dlq")
+    report = batch_report(progress(rows=200), records_read(progress(rows=200), 2), record, "dlq")
+    line = format_line("p", report, record.metrics, "dlq")
     assert line == ("kafka-eos p batch 4: 100 in, 98 out, 2 to DLQ, 2 transactions, batch 1234 ms, "
                     "pre-commit max 41 ms, commit 10 ms")
 
 
 def test_progress_line_without_a_sink_record_counts_skips():
-    assert format_line("p", progress(rows=7), 7, None, None, skipped=3) == \
+    assert format_line("p", batch_report(progress(rows=7), 7, None, None, skipped=3), None, None) == \
         "kafka-eos p batch 4: 7 in, 3 skipped, nothing committed, batch 1234 ms"
     assert records_read(progress(rows=7), 1) == 7
 
