@@ -12,6 +12,7 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Callable
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -53,16 +54,18 @@ def _consumer(bootstrap: str, topic: str) -> Consumer:
 
 
 def measure(bootstrap: str, trigger_s: float, rate: int = 10_000, duration_s: int = 60, size: int = 100,
-            fmt: str = "kafka-eos") -> dict:
+            fmt: str = "kafka-eos", profile: str = "") -> dict:
     """Latencies (ms) of ``rate * duration_s`` records through ``fmt`` (kafka-eos, or Spark's ``kafka``
-    for comparison) with ``trigger_s``."""
+    for comparison) with ``trigger_s``; ``profile`` (a directory): run kafka-eos profiled
+    (``bench.profile_hooks``), the stage timings of every task there."""
     source = create_topic(bootstrap, unique("lat-in"), PARTITIONS)
     out = create_topic(bootstrap, unique("lat-out"), PARTITIONS)
     count = rate * duration_s
     with tempfile.TemporaryDirectory() as ck:
         job = SparkJob(JOB, ["--bootstrap", bootstrap, "--input", source, "--output", out, "--checkpoint", ck,
                              "--format", fmt, "--records", str(PROBE + count),
-                             "--trigger-seconds", str(trigger_s)], packages=fmt == "kafka")
+                             "--trigger-seconds", str(trigger_s), *(["--profile", profile] if profile else [])],
+                       packages=fmt == "kafka")
         try:
             consumer = _consumer(bootstrap, out)
             probe = Producer({"bootstrap.servers": bootstrap})
@@ -82,7 +85,8 @@ def measure(bootstrap: str, trigger_s: float, rate: int = 10_000, duration_s: in
     return {"format": fmt, "trigger_s": trigger_s, "rate_per_s": rate, "duration_s": duration_s, "record_bytes": size,
             "records": len(latencies), "missing": count - len(latencies), "duplicates": duplicates,
             **summary(latencies), "cdf_ms": cdf(latencies), "batches": job_result["batches"],
-            "batch_ms": batch_durations(job_result["per_batch"]), "_samples_ms": latencies}
+            "batch_ms": batch_durations(job_result["per_batch"]), "_samples_ms": latencies,
+            "per_batch": job_result["per_batch"]}
 
 
 def batch_durations(per_batch: list[dict]) -> dict:
@@ -156,6 +160,17 @@ def suite(bootstrap: str, triggers: list[float], rate: int, duration_s: int, rou
                 log(f"latency round {r + 1}/{rounds} {fmt}, trigger {trigger:g} s: p50 {run['p50']} ms, "
                     f"p99 {run['p99']} ms, batch {run['batch_ms'].get('triggerExecution')} ms")
     return {"runs": runs, "summary": summarize(runs)}
+
+
+def small_batch_profile(bootstrap: str, trigger_s: float, rate: int, duration_s: int) -> dict:
+    """One profiled kafka-eos run at ``trigger_s``: latency and where each small batch's time goes
+    (``stage_profile.small_batch_medians``)."""
+    from bench.stage_profile import read_lines, small_batch_medians
+    with tempfile.TemporaryDirectory() as directory:
+        run = measure(bootstrap, trigger_s, rate, duration_s, profile=directory)
+        stages = small_batch_medians(read_lines(Path(directory)), run["per_batch"])
+    return {"trigger_s": trigger_s, "rate_per_s": rate, "p50": run["p50"], "p99": run["p99"],
+            "batches": run["batches"], **stages}
 
 
 def summarize(runs: list[dict]) -> dict:

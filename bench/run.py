@@ -96,6 +96,10 @@ def measure(a: argparse.Namespace) -> dict:
         lat = latency.suite(bootstrap, [float(t) for t in a.triggers.split(",")], a.rate, a.latency_seconds,
                             a.latency_rounds, settle, log)
         out["latency_runs"], out["latency_summary"] = lat["runs"], lat["summary"]
+        if not a.no_profile:
+            settle()
+            out["latency_profile"] = latency.small_batch_profile(bootstrap, 1.0, a.rate, a.latency_seconds)
+            log(f"small-batch profile (trigger 1 s): {out['latency_profile']}")
         loads["commit"] = load_avg()
         out["commit_ms"] = commit.suite(bootstrap, records=a.commit_records)
         log("commit: " + ", ".join(f"{p} partitions median {c['median_ms']} ms" for p, c in out["commit_ms"].items()))

@@ -24,9 +24,11 @@ own durations of the batch (``triggerExecution`` is its wall time).
 from __future__ import annotations
 
 import json
+import statistics
 import tempfile
 from pathlib import Path
 
+from bench.method import key_medians
 from bench.throughput import Input, spark_run
 
 STAGES = ("source: Kafka consume", "source: messages -> Arrow", "source: other Python", "Spark: Arrow hand-over",
@@ -78,6 +80,25 @@ def profile_run(inp: Input, guarantee: str) -> dict:
 
 def _tasks(lines: list[dict], chosen: dict) -> list[dict]:
     return [line for line in lines if line.get("batch") == chosen["batch"]]
+
+
+TASK_STAGES = {"source": ("source_open", "source_consume", "source_arrow", "source_busy", "wall_s"),
+               "sink": ("sink_wait_input", "sink_open", "sink_init_txn", "sink_columns", "sink_produce",
+                        "sink_flush", "sink_precommit", "wall_s")}
+
+
+def small_batch_medians(lines: list[dict], per_batch: list[dict]) -> dict:
+    """Where the time of a small batch goes (the latency runs): per stage, the median over the
+    tasks of the batches after the first two, in ms (tasks run at once, so this is per task, not
+    summed); the driver's ``commit`` and Spark's own durations, median per batch."""
+    late = [line for line in lines if line.get("batch", -1) > 1]
+    out: dict = {side: {k: round(statistics.median(line[k] for line in rows) * 1000, 1)
+                        for k in keys if (rows := [line for line in late if line["side"] == side and k in line])}
+                 for side, keys in TASK_STAGES.items()}
+    commits = [line["commit_s"] for line in late if line["side"] == "commit"]
+    out["driver_commit_ms"] = round(statistics.median(commits) * 1000, 1) if commits else None
+    out["spark_ms"] = key_medians([b["ms"] for b in per_batch if b["batch"] > 1], missing=0)
+    return out
 
 
 def suite(inp: Input) -> dict:

@@ -40,7 +40,17 @@ from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_log import SinkLogReader
 
-STATS_INTERVAL_MS = 50
+STATS_INTERVAL_MS = 50  # pre-commit waits for the next statistics after flush: half of this on average
+
+
+class LatestStats:
+    """librdkafka's ``stats_cb``: keeps only the newest statistics JSON and how many came."""
+
+    def __init__(self) -> None:
+        self.count, self.latest = 0, ""
+
+    def __call__(self, stats_json: str) -> None:
+        self.count, self.latest = self.count + 1, stats_json
 
 
 class KafkaWriteError(KafkaEosError, RuntimeError):
@@ -83,7 +93,7 @@ class KafkaWriter:
         self.transactional_id = config.ids.id_for(sink_partition, batch_id, attempt)
         self._decided = decided
         self._producer: Producer | None = None
-        self._stats: list[str] = []
+        self._stats = LatestStats()
         self._errors: list[str] = []
         self._records = 0
 
@@ -100,7 +110,7 @@ class KafkaWriter:
         settings = self.config.producer_settings(self.transactional_id)
         # Only failed deliveries are reported (per-record callbacks cost a quarter of the
         # write time); per-partition counts come from the statistics at pre-commit.
-        settings.update({"statistics.interval.ms": STATS_INTERVAL_MS, "stats_cb": self._stats.append,
+        settings.update({"statistics.interval.ms": STATS_INTERVAL_MS, "stats_cb": self._stats,
                          "on_delivery": self._delivered, "delivery.report.only.error": True,
                          "error_cb": self._error})
         self._check_not_decided("before init_transactions")
@@ -176,11 +186,11 @@ class KafkaWriter:
             producer.abort_transaction(max(30.0, self.config.transaction_timeout_ms / 1000))
             self._producer = None
             self._check_not_decided("after flush (its transaction is aborted)")
-        seen = len(self._stats)
+        seen = self._stats.count
         deadline = time.monotonic() + 10
-        while len(self._stats) == seen and time.monotonic() < deadline:
-            producer.poll(0.01)
-        stats = json.loads(self._stats[-1]) if self._stats else {}
+        while self._stats.count == seen and time.monotonic() < deadline:
+            producer.poll(0.005)
+        stats = json.loads(self._stats.latest) if self._stats.count else {}
         partitions = records_per_partition(stats)
         if not self.config.exactly_once:  # at-least-once: flushed is final, nothing to commit
             self._producer = None
