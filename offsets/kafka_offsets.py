@@ -4,7 +4,8 @@ Invariants:
 - ``latest`` is the last stable offset: ``list_offsets`` with READ_COMMITTED. A batch never
   ends past it, so every offset below a batch end belongs to a decided transaction (or none).
 - Every lookup answers for exactly the partitions asked, or raises ``KafkaLookupError``
-  naming them. Transient failures (timeouts, transport errors, brokers down, leader moves:
+  naming them. An answer without an offset (librdkafka's ``OFFSET_INVALID``, seen while a
+  partition's leader is down) is no answer: it is asked again, never returned as an offset. Transient failures (timeouts, transport errors, brokers down, leader moves:
   ``_transient``) are retried with backoff within ONE deadline per call (``timeout_s``);
   partitions already answered are not asked again. A non-transient error fails at once.
 - A source naming its topics (``subscribe``, ``assign``) asks for exactly those topics
@@ -21,7 +22,7 @@ import time
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
-from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition as KafkaTP
+from confluent_kafka import OFFSET_INVALID, IsolationLevel, KafkaError, KafkaException, TopicPartition as KafkaTP
 from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AclOperation, AdminClient, OffsetSpec
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
@@ -76,6 +77,7 @@ _TRANSIENT_CODES = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._AL
                     KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.FENCED_LEADER_EPOCH,
                     KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE,
                     KafkaError.NETWORK_EXCEPTION}
+_NO_OFFSET = "ListOffsets answered OFFSET_INVALID (no offset) for the partition"
 _PER_ATTEMPT_S = 10.0  # one attempt never uses the whole deadline: a dead leader gets retried
 
 
@@ -209,9 +211,14 @@ class KafkaOffsets:
         for ktp, future in futures.items():
             tp = (ktp.topic, ktp.partition)
             try:
-                out[tp] = future.result(seconds + 1.0).offset
-                pending.pop(tp, None)
+                offset = future.result(seconds + 1.0).offset
             except (KafkaException, TimeoutError, FutureTimeout, ConnectionError) as exc:
                 errors[tp] = exc
+                continue
+            if offset == OFFSET_INVALID:  # answered without an offset (its leader just went down): ask again
+                errors[tp] = KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, _NO_OFFSET))
+                continue
+            out[tp] = offset
+            pending.pop(tp, None)
         if errors:
             raise _Unanswered(errors)

@@ -206,3 +206,26 @@ def test_listing_topics_retries_transient_failures(monkeypatch, failure):
     admin = FakeAdmin([0], topics=[failure, None])
     assert offsets_with(monkeypatch, admin).listing() == {"in": [0, 1]}
     assert admin.calls == 2
+
+
+@pytest.mark.parametrize("lookup", ["earliest", "latest"])
+def test_an_answer_without_an_offset_is_retried_not_taken_as_an_offset(monkeypatch, lookup):
+    # Seen in the broker-outage chaos run: with the partition's leader just killed, ListOffsets
+    # answered OFFSET_INVALID (-1001) without an error. Taken as an offset, the source read
+    # "offsets went backwards" and stopped the query with KafkaDataLossError.
+    admin = FakeAdmin([-1001, -1001, 42])
+    kafka = offsets_with(monkeypatch, admin)
+    assert getattr(kafka, lookup)([("in", 0), ("in", 1)]) == {("in", 0): 42, ("in", 1): 42}
+    assert admin.calls == 3
+
+
+def test_an_answer_that_stays_without_an_offset_fails_naming_the_partitions(monkeypatch):
+    kafka = offsets_with(monkeypatch, FakeAdmin([-1001]), timeout_s=0.5)
+    with pytest.raises(KafkaLookupError, match=r"in.*0.*OFFSET_INVALID|OFFSET_INVALID"):
+        kafka.latest([("in", 0)])
+
+
+def test_a_timestamp_lookup_with_no_record_after_the_time_is_none_not_retried(monkeypatch):
+    admin = FakeAdmin([-1])  # OFFSET_END: no record at or after the timestamp
+    assert offsets_with(monkeypatch, admin).for_times({("in", 0): 1_000}) == {("in", 0): None}
+    assert admin.calls == 1
