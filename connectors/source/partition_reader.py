@@ -8,7 +8,9 @@ Invariants:
   record. Records at or beyond ``end`` are cut off; records below the next expected offset are
   dropped, so a range never yields an offset twice or outside [start, end).
 - Offsets missing from Kafka (retention during the query) follow failOnDataLoss: raise
-  ``KafkaDataLossError``, or warn and continue from the earliest available offset.
+  ``KafkaDataLossError``, or warn and continue from the earliest available offset. A watermark
+  lookup that fails or answers without offsets (a leader down) decides nothing: the task fails
+  and Spark retries it. Only a partition Kafka says is unknown counts as gone.
 - No progress for ``kafkaConsumer.pollTimeoutMs`` raises a TimeoutError naming the range.
 """
 from __future__ import annotations
@@ -114,9 +116,14 @@ class RangeReader:
         rng = self.rng
         try:
             low, high = consumer.get_watermark_offsets(self.ktp, timeout=10, cached=False)
-            findings = detect({rng.tp: next_offset}, [rng.tp], {rng.tp: low}, {rng.tp: high})
-        except KafkaException:
+        except KafkaException as exc:
+            if not (exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].code() in _GONE):
+                raise  # a leader down or a timeout decides nothing: the task fails and Spark retries it
             findings = [DataLossFinding("partition-gone", rng.topic, rng.partition, next_offset, None, None)]
+        else:
+            if min(low, high) < 0:  # an answer without offsets (a leader down) decides nothing either
+                raise KafkaException(err)
+            findings = detect({rng.tp: next_offset}, [rng.tp], {rng.tp: low}, {rng.tp: high})
         if not findings:
             raise KafkaException(err)
         apply_data_loss_policy(findings, self.options.fail_on_data_loss)
