@@ -5,7 +5,9 @@ Invariants:
   ends past it, so every offset below a batch end belongs to a decided transaction (or none).
 - Every lookup answers for exactly the partitions asked, or raises ``KafkaLookupError``
   naming them. An answer without an offset (librdkafka's ``OFFSET_INVALID``, seen while a
-  partition's leader is down) is no answer: it is asked again, never returned as an offset. Transient failures (timeouts, transport errors, brokers down, leader moves:
+  partition's leader is down) is no answer: it is asked again, never returned as an offset.
+  Each retry of an offset lookup uses a new AdminClient, so it asks the partition's current
+  leader (librdkafka's client kept asking the dead one until the lookup's deadline). Transient failures (timeouts, transport errors, brokers down, leader moves:
   ``_transient``) are retried with backoff within ONE deadline per call (``timeout_s``);
   partitions already answered are not asked again. A non-transient error fails at once.
 - A source naming its topics (``subscribe``, ``assign``) asks for exactly those topics
@@ -186,8 +188,13 @@ class KafkaOffsets:
     def _list(self, request: Mapping[TopicPartition, OffsetSpec], what: str) -> Offsets:
         pending = dict(request)
         out: Offsets = {}
+        retry = False
 
         def attempt(seconds: float) -> Offsets:
+            nonlocal retry
+            if retry:  # a new client, new metadata: the cached leader may be the broker that went down
+                self._admin = AdminClient(self._conf)
+            retry = True
             self._list_once(pending, out, seconds)
             return out
         if not pending:

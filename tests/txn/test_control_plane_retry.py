@@ -219,6 +219,17 @@ def test_an_answer_without_an_offset_is_retried_not_taken_as_an_offset(monkeypat
     assert admin.calls == 3
 
 
+def test_each_retry_of_an_offset_lookup_asks_with_a_new_client(monkeypatch):
+    # A client's cached metadata can name a leader that is down: in the broker-outage run, one
+    # client answered OFFSET_INVALID for a partition for 30 s after its leader was killed.
+    admin = FakeAdmin([-1001, -1001, 42])
+    built = []
+    monkeypatch.setattr(kafka_offsets, "AdminClient", lambda conf: built.append(conf) or admin)
+    kafka = KafkaOffsets({"bootstrap.servers": "x:1"}, 10.0)
+    assert kafka.latest([("in", 0)]) == {("in", 0): 42}
+    assert len(built) == 3  # the first client, and one per retry
+
+
 def test_an_answer_that_stays_without_an_offset_fails_naming_the_partitions(monkeypatch):
     kafka = offsets_with(monkeypatch, FakeAdmin([-1001]), timeout_s=0.5)
     with pytest.raises(KafkaLookupError, match=r"in.*0.*OFFSET_INVALID|OFFSET_INVALID"):
