@@ -7,9 +7,10 @@ Invariants:
   naming them. An answer without an offset (librdkafka's ``OFFSET_INVALID``, seen while a
   partition's leader is down) is no answer: it is asked again, never returned as an offset.
   Each retry of an offset lookup uses a new AdminClient, so it asks the partition's current
-  leader (librdkafka's client kept asking the dead one until the lookup's deadline). Transient failures (timeouts, transport errors, brokers down, leader moves:
-  ``_transient``) are retried with backoff within ONE deadline per call (``timeout_s``);
-  partitions already answered are not asked again. A non-transient error fails at once.
+  leader (librdkafka's client kept asking the dead one until the lookup's deadline).
+  Transient failures (timeouts, transport errors, brokers down, leader moves: ``_transient``)
+  are retried with backoff within ONE deadline per call (``timeout_s``); partitions already
+  answered are not asked again. A non-transient error fails at once.
 - A source naming its topics (``subscribe``, ``assign``) asks for exactly those topics
   (DescribeTopics, never auto-creating): one its principal may not Describe or Read raises
   ``TopicAuthorizationError`` naming the ACL to add (Kafka leaves such topics out of an
