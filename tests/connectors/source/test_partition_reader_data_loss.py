@@ -4,6 +4,7 @@ from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException
 
 from kafka_eos.connectors.source.options import parse_source_options
 from kafka_eos.connectors.source.partition_reader import RangeReader
+from kafka_eos.connectors.source.planning import KafkaDataLossError
 from kafka_eos.offsets.ranges import OffsetRange
 
 
@@ -54,5 +55,5 @@ def test_a_failed_watermark_lookup_fails_the_task_instead_of_dropping_the_partit
 def test_a_partition_kafka_does_not_know_is_gone():
     err = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
     assert reader(False)._data_loss(FailingConsumer(KafkaError.UNKNOWN_TOPIC_OR_PART), err, 150) == 200
-    with pytest.raises(Exception, match="no longer exists"):
+    with pytest.raises(KafkaDataLossError, match="no longer exists"):
         reader(True)._data_loss(FailingConsumer(KafkaError.UNKNOWN_TOPIC_OR_PART), err, 150)
