@@ -1,9 +1,19 @@
 """Session fixtures: one real Kafka broker and one real SparkSession for the whole suite."""
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 
 from integration_tests.providers import broker_from_environment
+
+
+def pytest_configure(config):
+    """The suite keeps the state of the dev brokers and registries it starts (``kafka-eos dev ...
+    up``) in a directory of its own, inherited by every subprocess: a test never finds, reuses or
+    stops the developer's own dev broker or registry."""
+    os.environ["KAFKA_EOS_STATE_DIR"] = tempfile.mkdtemp(prefix="kafka-eos-test-state-")
 
 
 @pytest.fixture(scope="session")

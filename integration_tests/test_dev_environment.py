@@ -51,6 +51,15 @@ def test_dev_kafka_up_then_down_leaves_nothing(tmp_path):
         socket.create_connection(("127.0.0.1", int(bootstrap.rsplit(":", 1)[1])), timeout=1)
 
 
+def test_tests_keep_dev_state_apart_from_the_users():
+    """The user's `kafka-eos dev kafka up` state lives in the cache; the suite's never does."""
+    from kafka_eos.connectors.dev.java_env import cache_root
+    from kafka_eos.connectors.dev.registry_background import state_file as registry_state_file
+    for path in (state_file(), registry_state_file()):
+        assert cache_root() not in path.parents, path
+        assert path.parent == Path(os.environ["KAFKA_EOS_STATE_DIR"])
+
+
 def test_no_java_is_named(monkeypatch, tmp_path):
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nojdk"))
     with pytest.raises(BrokerEnvironmentError, match="Java not found.*Java 17"):

@@ -1,6 +1,6 @@
 """`kafka-eos dev kafka up|down`: one local broker left running in the background.
 
-Invariant: the state file ``<cache>/dev-kafka.json`` exists exactly while a broker started by
+Invariant: the state file ``<state dir>/dev-kafka.json`` exists exactly while a broker started by
 ``up`` may be running; ``down`` kills every process it lists and removes its directory.
 """
 from __future__ import annotations
@@ -12,14 +12,14 @@ import signal
 import time
 from pathlib import Path
 
-from kafka_eos.connectors.dev.java_env import cache_root
+from kafka_eos.connectors.dev.java_env import state_root
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
 
 STATE_FORMAT = 1
 
 
 def state_file() -> Path:
-    return cache_root() / "dev-kafka.json"
+    return state_root() / "dev-kafka.json"
 
 
 def _alive(pid: int) -> bool:

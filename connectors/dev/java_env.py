@@ -32,6 +32,13 @@ def cache_root() -> Path:
     return Path(os.environ.get("KAFKA_EOS_CACHE", Path.home() / ".cache" / "kafka-eos"))
 
 
+def state_root() -> Path:
+    """Where ``dev kafka|registry up`` keep the state of what they left running
+    (``$KAFKA_EOS_STATE_DIR``, default the cache): the test suite points it at a directory of its
+    own, so it never finds, reuses or stops a developer's own dev broker or registry."""
+    return Path(os.environ.get("KAFKA_EOS_STATE_DIR", cache_root()))
+
+
 def kafka_version() -> str:
     match = re.search(r"<kafka.version>([^<]+)</kafka.version>", POM.read_text())
     assert match, f"{POM} has no <kafka.version>"

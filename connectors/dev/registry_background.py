@@ -1,6 +1,6 @@
 """`kafka-eos dev registry up|down`: one local schema registry left running in the background.
 
-Invariant: the state file ``<cache>/dev-registry.json`` exists exactly while a registry started
+Invariant: the state file ``<state dir>/dev-registry.json`` exists exactly while a registry started
 by ``up`` may be running; ``down`` kills its process group and removes its directory.
 """
 from __future__ import annotations
@@ -13,14 +13,14 @@ import time
 from pathlib import Path
 
 from kafka_eos.connectors.dev.background import _alive
-from kafka_eos.connectors.dev.java_env import cache_root
+from kafka_eos.connectors.dev.java_env import state_root
 from kafka_eos.connectors.dev.registry import LocalRegistry
 
 STATE_FORMAT = 1
 
 
 def state_file() -> Path:
-    return cache_root() / "dev-registry.json"
+    return state_root() / "dev-registry.json"
 
 
 def up() -> str:
