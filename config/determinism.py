@@ -33,10 +33,9 @@ FUNCTIONS = {"Rand": "rand", "Randn": "randn", "Uuid": "uuid", "Shuffle": "shuff
              "MonotonicallyIncreasingID": "monotonically_increasing_id", "SparkPartitionID": "spark_partition_id",
              "Randstr": "randstr", "Uniform": "uniform", "InputFileName": "input_file_name"}
 SQL_NAMES = frozenset(FUNCTIONS.values()) | {"random"}           # random() is rand()'s SQL alias
-REPLAY_SAFE = frozenset({"current_timestamp", "now", "current_date", "localtimestamp", "curdate"})
 # logical plan nodes whose output partitions come from a shuffle
 SHUFFLING = frozenset({"RepartitionByExpression", "RebalancePartitions", "Aggregate", "Join", "Deduplicate",
-                       "DeduplicateWithinWatermark", "Distinct", "Window", "Sort", "Expand"})
+                       "DeduplicateWithinWatermark", "Distinct", "Window", "Sort"})   # Sort: when global
 OPT_OUT = "transform.allow_nondeterministic: true (YAML) or check_deterministic(df, allow_nondeterministic=True)"
 
 

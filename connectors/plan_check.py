@@ -46,12 +46,17 @@ def _culprits(expr: Any) -> list[Any]:
     return [e for c in inner for e in _culprits(c)] if inner else [expr]
 
 
+def _shuffles(node: Any) -> bool:
+    name = node.nodeName()
+    if name == "Repartition":
+        return bool(node.shuffle())
+    if name == "Sort":                      # sortWithinPartitions does not shuffle
+        return bool(getattr(node, "global")())
+    return name in determinism.SHUFFLING
+
+
 def _shuffles_below(node: Any) -> bool:
-    for child in _seq(node.children()):
-        name = child.nodeName()
-        if name in determinism.SHUFFLING or (name == "Repartition" and child.shuffle()) or _shuffles_below(child):
-            return True
-    return False
+    return any(_shuffles(child) or _shuffles_below(child) for child in _seq(node.children()))
 
 
 def _node_findings(node: Any, sort_before_repartition: bool) -> list[Finding]:

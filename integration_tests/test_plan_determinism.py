@@ -40,7 +40,7 @@ def _pipeline(tmp_path: Path, bootstrap: str, source: str, sink: str, sql: str, 
            "source": {"kafka": cluster, "topics": [source], "starting_offsets": "earliest", "format": "string"},
            "transform": {"sql": sql, **({"allow_nondeterministic": True} if allow else {})},
            "sink": {"kafka": cluster, "topic": sink, "format": "string", "transactional_id_prefix": unique("det"),
-                    "transaction_timeout_ms": 60000},
+                    "transaction_timeout_ms": 300000},
            "checkpoint": {"location": str(tmp_path / "ckpt"), "trigger": "1 second"}}
     path = tmp_path / "det.yaml"
     path.write_text(yaml.safe_dump(doc))
@@ -126,7 +126,8 @@ def test_current_timestamp_replay_uses_the_recorded_batch_time(spark, bootstrap,
         assert query.exception() is None
 
     run_once()
-    (checkpoint / "commits" / "0").unlink()   # as if the driver died before Spark's commit of batch 0
+    for name in ("0", ".0.crc"):              # as if the driver died before Spark's commit of batch 0
+        (checkpoint / "commits" / name).unlink(missing_ok=True)
     run_once()                                # Spark replays batch 0 from offsets/0
     assert [b for b, _ in seen] == [0, 0], seen
     recorded = json.loads((checkpoint / "offsets" / "0").read_text().splitlines()[1])["batchTimestampMs"]
