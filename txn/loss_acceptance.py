@@ -33,11 +33,12 @@ def _acceptable(last: BatchRecord | None, batch_id: int, where: str) -> BatchRec
                                    "only the batch a restart replays can be accepted")
     if last.state == COMMITTED:
         accepted = last.metrics.get(ACCEPTED_RECORDS)
-        said = f"its loss of {int(accepted)} records was already accepted" if accepted is not None else "nothing was lost"
+        said = "nothing was lost" if accepted is None else f"its loss of {int(accepted)} records was already accepted"
         raise NothingToAcceptError(f"{where}: batch {batch_id} is committed ({said}); start the query")
     if last.partitions_with(PENDING):
-        raise NothingToAcceptError(f"{where}: batch {batch_id} still has pending transactions "
-                                   f"{sorted(last.partitions_with(PENDING))}: start the query, its recovery commits them")
+        pending = sorted(last.partitions_with(PENDING))
+        raise NothingToAcceptError(f"{where}: batch {batch_id} still has pending transactions {pending}: "
+                                   "start the query, its recovery commits them")
     if not last.partitions_with(LOST):
         raise NothingToAcceptError(f"{where}: batch {batch_id} has no lost sink partition; start the query")
     return last
