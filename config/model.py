@@ -114,6 +114,7 @@ class TransformSpec:
     sql: str | None = None
     steps: tuple[Step, ...] = ()
     watermark: Watermark | None = None
+    allow_nondeterministic: bool = False   # opt out of the replay-determinism check (rand(), ...)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Rules that keep ``guarantee: exactly_once`` true: isolation, producer safety
 (``kafka_eos.txn.sink_config.producer_violations``, mapped to YAML paths), transaction
-timeouts (``kafka_eos.txn.timeouts.check_transaction_timeout``), the transactional-id prefix and the
-checkpoint. Rules that only matter for exactly-once return nothing for ``at_least_once``.
+timeouts (``kafka_eos.txn.timeouts.check_transaction_timeout``), the transactional-id prefix, the
+checkpoint and a transform a replay may not reproduce (``kafka_eos.config.determinism``). Rules
+that only matter for exactly-once return nothing for ``at_least_once``.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
+from kafka_eos.config.determinism import sql_calls
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.violations import Context, Rule, Violation
 from kafka_eos.txn.sink_config import UNSET, ProducerViolation, producer_violations
@@ -122,7 +124,36 @@ def checkpoint(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     return []
 
 
-SAFETY_RULES: list[Rule] = [isolation_level, producer_safety, transaction_timeout, transactional_id_prefix, checkpoint]
+def _transform_texts(cfg: PipelineConfig) -> list[tuple[str, str]]:
+    """(YAML path, SQL text) of every expression of the transform."""
+    t = cfg.transform
+    texts = [("transform.sql", t.sql)] if t.sql else []
+    texts += [(f"transform.steps[{n}].{step.kind}", e) for n, step in enumerate(t.steps) for e in step.exprs]
+    if t.watermark is not None and t.watermark.expression:
+        texts.append(("transform.watermark.expression", t.watermark.expression))
+    return texts
+
+
+def replay_determinism(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    """A call of a non-deterministic function (``determinism.sql_calls``, a static scan of the
+    text) unless ``transform.allow_nondeterministic``; the run checks Spark's plan itself too."""
+    if not cfg.exactly_once or cfg.transform.allow_nondeterministic:
+        return []
+    found = []
+    for path, text in _transform_texts(cfg):
+        for name in sql_calls(text):
+            found.append(Violation(
+                path, f"{name}() is non-deterministic: a replayed batch computes other values, and where they "
+                "decide which rows are kept or which sink partition gets them, the re-write of a batch whose "
+                "transactions the broker aborted loses or duplicates records (the run refuses this plan)",
+                "derive the value from the record (e.g. xxhash64(key, offset) instead of rand(), topic/partition/"
+                "offset instead of uuid()); or, if only the values may differ on a replay, set "
+                "transform.allow_nondeterministic: true"))
+    return found
+
+
+SAFETY_RULES: list[Rule] = [isolation_level, producer_safety, transaction_timeout, transactional_id_prefix, checkpoint,
+                            replay_determinism]
 
 
 def across_pipelines(configs: list[PipelineConfig]) -> list[Violation]:

@@ -1,4 +1,5 @@
-"""The ``transform`` section of a pipeline YAML: ``sql``, ``steps`` and ``watermark`` (structure
+"""The ``transform`` section of a pipeline YAML: ``sql``, ``steps``, ``watermark`` and
+``allow_nondeterministic`` (structure
 only; what makes them valid together is ``kafka_eos.config.rules``)."""
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def transform_spec(s: Section) -> TransformSpec:
         raw_steps = []
     steps = [_step(item, f"{s.at('steps')}[{i}]", s.problems) for i, item in enumerate(raw_steps)]
     spec = TransformSpec(sql=s.str("sql"), steps=tuple(x for x in steps if x),
-                         watermark=_watermark(s.optional_section("watermark")))
+                         watermark=_watermark(s.optional_section("watermark")),
+                         allow_nondeterministic=s.bool("allow_nondeterministic", False))
     s.done()
     return spec
 

@@ -145,6 +145,33 @@ def _status(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+# -- accept-loss: the way on after ReplayMismatchError (logic in connectors/pipeline/accept_loss.py) --
+def _accept_loss(args: argparse.Namespace) -> int:
+    from kafka_eos.config.violations import InvalidPipeline
+    from kafka_eos.connectors.pipeline import accept_loss
+    if bool(args.pipeline) == bool(args.sink_log):
+        print("kafka-eos accept-loss: name the pipeline file or --sink-log <location>, not both", file=sys.stderr)
+        return 2
+    try:
+        location = args.sink_log or accept_loss.sink_log_of_pipeline(args.pipeline)
+        print(accept_loss.accept(location, args.batch))
+    except (InvalidPipeline, accept_loss.NothingToAcceptError) as exc:
+        print(f"kafka-eos: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _add_accept_loss_command(sub) -> None:
+    accept = sub.add_parser("accept-loss", help="after ReplayMismatchError: record the named batch committed "
+                            "without its lost sink partitions (once), so the query goes on; prints what is dropped")
+    accept.add_argument("pipeline", nargs="?", metavar="pipeline.yaml")
+    accept.add_argument("--sink-log", help="the sink log location (default <checkpointLocation>/kafka-eos-sink), "
+                        "instead of a pipeline file")
+    accept.add_argument("--batch", type=int, required=True, help="the batch id ReplayMismatchError named")
+    accept.set_defaults(func=_accept_loss)
+# -- end accept-loss --
+
+
 def _add_status_command(sub) -> None:
     status = sub.add_parser("status", help="checkpoint, lag, sink log and open transactions of a pipeline; "
                             "exit 0 healthy, 1 needs attention, 2 broker unreachable")
@@ -197,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
     _add_pipeline_commands(sub)
     _add_status_command(sub)
+    _add_accept_loss_command(sub)
     dev = sub.add_parser("dev", help="developer tooling").add_subparsers(dest="tool", required=True)
     kafka = dev.add_parser("kafka", help="a local Kafka broker (KRaft, no Docker)")
     kafka.add_argument("action", choices=["up", "down", "status"])

@@ -4,15 +4,20 @@ A batch is decided, half committed, and the driver stays down past transaction.t
 the broker aborts the rest: the restart re-writes the lost sink partitions from the same
 offsets. With a non-deterministic layout (repartition on a rand() column) the replay puts other
 rows in those partitions: the sink must either end exactly once or refuse with
-ReplayMismatchError - never exit 0 with ids lost or duplicated. Real broker, real spark-submit.
+ReplayMismatchError - never exit 0 with ids lost or duplicated. After a refusal, the way on it names
+(``kafka-eos accept-loss``) lets the restart finish with exactly the accepted records missing and
+none duplicated. Real broker, real spark-submit.
 """
 from __future__ import annotations
 
-import pytest
-
+import subprocess
+import sys
 import time
 
+import pytest
+
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings
+from kafka_eos.connectors.spark_harness import python_env
 from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, unique
 from integration_tests.pipeline_runs import kill_group, seed_input, start_job, tail, wait_for
 from integration_tests.providers import local_broker
@@ -47,5 +52,18 @@ def test_non_deterministic_rewrite_of_a_lost_batch_is_exactly_once_or_refused(tm
         assert "non-deterministic" in text, tail(log)
         # the refusal commits nothing of the re-write: no id twice, and batch 1 stays decided, not committed
         assert report.duplicated == 0 and report.aborted_input == 0 and report.before_start == 0, report.line()
-        assert SinkLogReader(str(tmp_path / "checkpoint" / "kafka-eos-sink")).get(1).state == "decided"
+        sink_log = str(tmp_path / "checkpoint" / "kafka-eos-sink")
+        assert SinkLogReader(sink_log).get(1).state == "decided"
         assert report.records < IDS  # nothing after batch 1 was committed either
+        assert "kafka-eos accept-loss --batch 1" in text, tail(log)
+
+        # the way on the refusal names: accept the loss of batch 1's lost partitions, once, then restart
+        accepted = subprocess.run([sys.executable, "-m", "kafka_eos.connectors.cli", "accept-loss", "--sink-log",
+                                   sink_log, "--batch", "1"], env=python_env(), capture_output=True, text=True)
+        assert accepted.returncode == 0, accepted.stderr
+        dropped = int(SinkLogReader(sink_log).get(1).metrics["accepted_lost_records"])
+        assert f"without {dropped} records" in accepted.stdout and dropped > 0, accepted.stdout
+        assert start_job(args, log).wait(400) == 0, tail(log)
+        after = check_exactly_once(broker.bootstrap, names["output"], IDS)
+        # exactly the accepted records are missing; nothing is duplicated; the query went on to the end
+        assert (after.lost, after.duplicated, after.aborted_input, after.before_start) == (dropped, 0, 0, 0), after.line()

@@ -43,12 +43,17 @@ class ReplayMismatchError(TwoPhaseCommitError):
             f"({rewrite_records} records) were lost and must be re-written, but "
             f"the replay of the same offsets does not give the decided rows - it has {replay_partitions} sink "
             f"partitions (decided: {decided_partitions}) and other record counts ({counts}). Likely cause: "
-            "a non-deterministic partitioning before the sink (coalesce after a shuffle, a round-robin "
-            "repartition(n), rand()/uuid() in a partitioning expression, a stream-static join on a table "
-            "that changed). Nothing of this replay was committed (its transactions are aborted). Fix: make "
-            "the plan deterministic (e.g. repartition(n, <key columns>)) and restart from the checkpoint; if "
-            "the decided layout cannot be reproduced, the lost records (the source offsets of this batch "
-            "are in the checkpoint's offsets/<batch id>) must be restored by hand before starting anew.")
+            "a non-deterministic plan before the sink (rand()/uuid() deciding which rows are kept or where they "
+            "go, coalesce after a shuffle, a round-robin repartition(n) with "
+            "spark.sql.execution.sortBeforeRepartition=false, a stream-static join on a table that changed). "
+            "Nothing of this replay was committed (its transactions are aborted). Ways on: (1) make the plan "
+            "reproduce the decided rows (e.g. repartition(n, <key columns>)) and restart from the checkpoint; "
+            f"or (2) accept the loss of those {rewrite_records} records, once: stop the query and run "
+            f"`kafka-eos accept-loss --batch {batch_id} <pipeline.yaml>` (code users: "
+            f"`kafka-eos accept-loss --batch {batch_id} --sink-log <checkpointLocation>/kafka-eos-sink`), then "
+            "restart: the replay of this batch commits nothing more (no duplicate) and the query goes on; the "
+            f"lost records' source offsets are in the checkpoint's offsets/{batch_id}, to be re-sent by hand "
+            "if they are needed.")
 
 
 class ProducerFencedError(TwoPhaseCommitError):

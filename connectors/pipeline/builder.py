@@ -15,6 +15,8 @@ Invariants:
   or adds a nondeterministic expression, and ``unionByName`` keeps its children's partitions in
   order (output partitions first, then DLQ partitions, then late partitions). A replayed batch therefore gives the same
   rows to the same sink partition index, which the sink relies on to re-write lost partitions.
+  ``start`` refuses (``PipelineBuildError``) an exactly-once query whose transform adds what a
+  replay may not reproduce (``connectors.plan_check``), unless ``transform.allow_nondeterministic``.
 - With a DLQ or a late topic each batch's offset range is read and decoded once per branch (Spark
   does not share a streaming subplan). Both scans start at the same offsets (``pin_start``), and a fixed
   offset range read read_committed yields the same records both times, so each record lands in
@@ -34,6 +36,7 @@ from kafka_eos import KafkaEosError
 from kafka_eos import connectors
 from kafka_eos.config.model import DataFormat, PipelineConfig
 from kafka_eos.connectors.pipeline import stop
+from kafka_eos.connectors.plan_check import NonDeterministicPlanError, check_deterministic
 from kafka_eos.connectors.pipeline.late_records import late_frame
 from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema, dlq_spark_schema
 from kafka_eos.connectors.pipeline.serde_resolve import sink_serde, source_serde
@@ -175,8 +178,21 @@ def writer(df: DataFrame, cfg: PipelineConfig, once: bool = False) -> DataStream
 
 def start(spark: SparkSession, cfg: PipelineConfig, once: bool = False,
           on_skipped: Callable[[int], None] | None = None) -> StreamingQuery:
-    """Build and start the pipeline's query (the caller waits for it)."""
-    return writer(build_frame(spark, cfg, on_skipped), cfg, once).start()
+    """Build, check (``check_replayable``) and start the pipeline's query (the caller waits for it)."""
+    frame = build_frame(spark, cfg, on_skipped)
+    check_replayable(frame, cfg)
+    return writer(frame, cfg, once).start()
+
+
+def check_replayable(frame: DataFrame, cfg: PipelineConfig) -> None:
+    """``plan_check.check_deterministic`` for exactly-once, its refusal under the YAML key ``transform``."""
+    if not cfg.exactly_once:
+        return
+    try:
+        check_deterministic(frame, cfg.transform.allow_nondeterministic)
+    except NonDeterministicPlanError as exc:
+        raise PipelineBuildError(f"transform: {exc}\n    fix: change the transform as said, or set "
+                                 "transform.allow_nondeterministic: true") from None
 
 
 def _analysed(make: Callable[[], DataFrame], key: str, fix: str) -> DataFrame:

@@ -1,0 +1,107 @@
+"""Refuse, before a query starts, a streaming plan whose replay may give a sink partition other rows.
+
+``check_deterministic(df)`` walks Spark's analyzed plan of ``df`` (through py4j) and applies the
+pure rules of ``kafka_eos.config.determinism``: a non-deterministic expression (Spark's own
+``deterministic`` flag), a round-robin ``repartition(n)`` with
+``spark.sql.execution.sortBeforeRepartition=false`` or a ``coalesce(n)`` after a shuffle raise
+``NonDeterministicPlanError`` naming the expression (its SQL text) and the fix; a stream-static
+join is logged as a warning. ``allow_nondeterministic=True`` turns refusals into warnings.
+
+Covered: the plan of ``df`` as given (the YAML pipeline builder checks its whole frame; code users
+call this on the frame they pass to ``writeStream``). Not covered: a Python UDF that is random but
+not marked ``asNondeterministic()`` (Spark trusts the flag), a static table that changes (warned
+only), and Spark Connect DataFrames (no ``_jdf``): there the check is skipped with a log line.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from kafka_eos import KafkaEosError
+from kafka_eos.config import determinism
+from kafka_eos.config.determinism import REFUSE, Finding
+
+log = logging.getLogger(__name__)
+
+
+class NonDeterministicPlanError(KafkaEosError, ValueError):
+    """The plan may give a replayed batch other rows; the message names the expressions and the fix."""
+
+    @classmethod
+    def of(cls, findings: list[Finding]) -> "NonDeterministicPlanError":
+        lines = "\n".join(f"  - {f}" for f in findings)
+        return cls("the query's plan is not deterministic, so a batch whose transactions the broker aborted "
+                   "could not be re-written exactly once (the restart would stop with ReplayMismatchError):\n"
+                   f"{lines}\n  opt out (values may differ on a replay, records are then neither lost nor "
+                   f"duplicated only if the rows per partition stay the same): {determinism.OPT_OUT}")
+
+
+def _seq(scala_seq: Any) -> list[Any]:
+    return [scala_seq.apply(i) for i in range(scala_seq.size())]
+
+
+def _culprits(expr: Any) -> list[Any]:
+    """The innermost non-deterministic expressions under a non-deterministic ``expr``."""
+    inner = [c for c in _seq(expr.children()) if not c.deterministic()]
+    return [e for c in inner for e in _culprits(c)] if inner else [expr]
+
+
+def _shuffles(node: Any) -> bool:
+    name = node.nodeName()
+    if name == "Repartition":
+        return bool(node.shuffle())
+    if name == "Sort":                      # sortWithinPartitions does not shuffle
+        return bool(getattr(node, "global")())
+    return name in determinism.SHUFFLING
+
+
+def _shuffles_below(node: Any) -> bool:
+    return any(_shuffles(child) or _shuffles_below(child) for child in _seq(node.children()))
+
+
+def _node_findings(node: Any, sort_before_repartition: bool) -> list[Finding]:
+    name = node.nodeName()
+    found = [determinism.expression(e.getClass().getSimpleName(), e.sql())
+             for top in _seq(node.expressions()) if not top.deterministic() for e in _culprits(top)]
+    if name == "Repartition":
+        shape = determinism.repartition(bool(node.shuffle()), int(node.numPartitions()), sort_before_repartition,
+                                        _shuffles_below(node))
+        found += [shape] if shape else []
+    elif name == "Join":
+        sides = [child.isStreaming() for child in _seq(node.children())]
+        if any(sides) and not all(sides):
+            found.append(determinism.stream_static_join(node.simpleString(200).splitlines()[0]))
+    return found
+
+
+def plan_findings(df: Any) -> list[Finding] | None:
+    """Every finding in ``df``'s analyzed plan (deduplicated, plan order); None on Spark Connect."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return None
+    conf = df.sparkSession.conf.get(determinism.SORT_BEFORE_REPARTITION, "true")
+    sort_before = str(conf).strip().lower() != "false"
+    found: list[Finding] = []
+    stack = [jdf.queryExecution().analyzed()]
+    while stack:
+        node = stack.pop()
+        found += [f for f in _node_findings(node, sort_before) if f not in found]
+        stack += reversed(_seq(node.children()))
+    return found
+
+
+def check_deterministic(df: Any, allow_nondeterministic: bool = False,
+                        warn: Callable[[str], None] = log.warning) -> list[Finding]:
+    """Raise ``NonDeterministicPlanError`` for what a replay may not reproduce (unless allowed);
+    warn about the rest. Returns every finding (empty: nothing found)."""
+    found = plan_findings(df)
+    if found is None:
+        warn("kafka-eos: the plan check is skipped on Spark Connect (no JVM plan to walk): make sure the "
+             "query is deterministic (no rand()/uuid(), no round-robin repartition, no coalesce after a shuffle)")
+        return []
+    refused = [f for f in found if f.severity == REFUSE]
+    if refused and not allow_nondeterministic:
+        raise NonDeterministicPlanError.of(refused)
+    for finding in found:
+        warn(f"kafka-eos: a replay may not reproduce this batch's rows: {finding}")
+    return found
