@@ -4,7 +4,8 @@ Spark's contract (pyspark 4.x Python data sources): ``streamWriter()`` builds a 
 driver for every micro-batch and pickles it into the batch's tasks; for ``commit``/``abort`` it
 builds a *fresh* writer that is never pickled. So:
 - ``__init__`` runs recovery (finishing a decided batch; idempotent) before the batch's tasks
-  exist, and carries the ReplayPlan to them; it pins the sink log to the checkpoint's query id
+  exist, and carries the ReplayPlan to them; then checks the output topics are the ones earlier
+  batches wrote to (``OutputTopicGuard``: a deleted or re-created topic stops the query here); it pins the sink log to the checkpoint's query id
   (Spark's ``<checkpointLocation>/metadata``; with the ``checkpointLocation`` option only), so a
   sink log of another checkpoint is refused before anything is written;
 - one ``TwoPhaseCommitProtocol`` per (query id, sink log) and driver process serves every writer
@@ -37,6 +38,7 @@ from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.kafka_writer import DecisionGuard, KafkaWriter
 from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.topic_guard import OutputTopicGuard
 
 _Query = tuple[str | None, str]  # (query id of the checkpoint, sink log location)
 _protocols: dict[_Query, tuple[SinkConfig, FaultPlan, TwoPhaseCommitProtocol]] = {}
@@ -88,6 +90,7 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
         self.query_id = checkpoint_query_id(options)
         self._protocol = driver_protocol(self.config, self.faults, self.query_id)
         self.plan = self._protocol.recover()
+        OutputTopicGuard.from_config(self.config).before_writes()
         self._task_input = task_input(self.faults)
 
     def __getstate__(self) -> dict:
