@@ -4,8 +4,7 @@ Spark's contract (pyspark 4.x Python data sources): ``streamWriter()`` builds a 
 driver for every micro-batch and pickles it into the batch's tasks; for ``commit``/``abort`` it
 builds a *fresh* writer that is never pickled. So:
 - ``__init__`` runs recovery (finishing a decided batch; idempotent) before the batch's tasks
-  exist, and carries the ReplayPlan to them; then checks the output topics are the ones earlier
-  batches wrote to (``OutputTopicGuard``: a deleted or re-created topic stops the query here); it pins the sink log to the checkpoint's query id
+  exist, and carries the ReplayPlan to them; it pins the sink log to the checkpoint's query id
   (Spark's ``<checkpointLocation>/metadata``; with the ``checkpointLocation`` option only), so a
   sink log of another checkpoint is refused before anything is written;
 - one ``TwoPhaseCommitProtocol`` per (query id, sink log) and driver process serves every writer
@@ -13,7 +12,11 @@ builds a *fresh* writer that is never pickled. So:
 - pickling the writer for the tasks (on the driver, after recovery, before any task of the batch
   starts; never done to the fresh commit/abort writer, whose batch has pre-committed transactions
   open) is the moment of the query-start cleanup of lingering transactions under the prefix, once
-  per (query id, sink log) and process;
+  per (query id, sink log) and process, and of the check that the output topics are the ones
+  earlier batches wrote to (``OutputTopicGuard.before_writes``, once per writer, which Spark
+  pickles twice): a deleted or re-created topic stops the query before any task writes. Not in
+  ``__init__``: a fresh commit/abort writer failing there would leave the batch's transactions
+  neither committed nor aborted (the commit checks again before its decision, and aborts);
 - ``write`` (executors) pre-commits one transaction per task and returns its handle; a task
   whose sink partition is durable writes nothing but counts its rows (the replay check);
 - ``commit`` works from the handles alone (``TwoPhaseCommitProtocol.commit_batch``).
@@ -90,7 +93,6 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
         self.query_id = checkpoint_query_id(options)
         self._protocol = driver_protocol(self.config, self.faults, self.query_id)
         self.plan = self._protocol.recover()
-        OutputTopicGuard.from_config(self.config).before_writes()
         self._task_input = task_input(self.faults)
 
     def __getstate__(self) -> dict:
@@ -101,6 +103,9 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
         if protocol is not None and query not in _started:  # only a writer built on the driver has one
             _started.add(query)
             protocol.abort_lingering()
+        if protocol is not None and not self.__dict__.get("_topics_checked"):
+            OutputTopicGuard.from_config(self.config).before_writes()
+            self._topics_checked = True
         return {k: v for k, v in self.__dict__.items() if k != "_protocol"}
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
