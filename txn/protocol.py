@@ -131,8 +131,8 @@ class TwoPhaseCommitProtocol:
             self._abort_duplicates(handles, set(range(previous.num_partitions)))
             return previous
         record = self._decide(batch_id, handles, previous)                           # step 2
-        self._check_topics(batch_id, handles)                                        # step 2b
         self.hooks.reached(Step.BEFORE_DECISION, batch_id)
+        self._check_topics(batch_id, handles)                                        # step 2b
         record = self.log.append(record, previous)                                   # step 3
         self.hooks.reached(Step.AFTER_DECISION, batch_id)
         record = self._end(record)                                                   # steps 4-6
