@@ -14,7 +14,9 @@ names the change between the identity the sink recorded and the broker's current
 - GREW is accepted with a note, unless the user asked for a fixed layout (``fixed_partitions``);
 - after a refusal the user has seen (the query stopped; the refusal is recorded), a restart
   accepts a re-created topic with at least the recorded partition count (exactly that count
-  with ``fixed_partitions``), with a note; fewer partitions, or still no topic, stay refused;
+  with ``fixed_partitions``), with a note; fewer partitions, or still no topic, stay refused (a
+  topic re-created while the query was down is thus refused at the first restart and accepted at
+  the next one: every change stops the query once, with its error);
 - a topic seen for the first time is recorded as it is; a topic never recorded that the broker
   does not know is not judged (a producer may create it on its first write), unless records of
   the batch being decided went to it (``written``): then it vanished under the batch.
