@@ -130,6 +130,7 @@ class SinkSpec:
     transactional_id_prefix: str | None = None
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
     batch_margin_ms: int = DEFAULT_BATCH_MARGIN_MS
+    fixed_partitions: bool = False              # an output topic that grew stops the query
     options: Props = ()                        # other kafka-eos sink options, passed as given
 
 

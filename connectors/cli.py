@@ -10,7 +10,8 @@ from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError
 def _dev_kafka(args: argparse.Namespace) -> int:
     from kafka_eos.connectors.dev import background
     if args.action == "up":
-        print(f"bootstrap={background.up(args.nodes, args.transaction_max_timeout_ms, args.security)}")
+        settings = _broker_settings(args.broker_setting)
+        print(f"bootstrap={background.up(args.nodes, args.transaction_max_timeout_ms, args.security, settings)}")
         _print_client_settings(background.client_settings())
     elif args.action == "down":
         print("kafka: stopped" if background.down() else "kafka: nothing running")
@@ -18,6 +19,18 @@ def _dev_kafka(args: argparse.Namespace) -> int:
         bootstrap = background.running_bootstrap()
         print(f"bootstrap={bootstrap}" if bootstrap else "kafka: not running")
     return 0
+
+
+def _broker_settings(pairs: list[str]) -> dict[str, str]:
+    """``--broker-setting KEY=VALUE`` pairs (server.properties entries of the dev broker)."""
+    settings = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"kafka-eos dev kafka: --broker-setting {pair!r} is not KEY=VALUE "
+                             "(e.g. auto.create.topics.enable=false)")
+        settings[key.strip()] = value.strip()
+    return settings
 
 
 def _dev_registry(args: argparse.Namespace) -> int:
@@ -233,6 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     kafka.add_argument("--security", choices=["plaintext", "sasl_ssl"], default="plaintext",
                        help="sasl_ssl: SCRAM-SHA-512 over TLS with ACLs enforced; users admin and etl "
                             "(passwords from KAFKA_EOS_DEV_ADMIN_PASSWORD / KAFKA_EOS_DEV_ETL_PASSWORD or generated)")
+    kafka.add_argument("--broker-setting", action="append", default=[], metavar="KEY=VALUE",
+                       help="a broker setting (server.properties; repeatable), e.g. auto.create.topics.enable=false")
     kafka.set_defaults(func=_dev_kafka)
     registry = dev.add_parser("registry", help="a local schema registry (Apicurio, Confluent-compatible API; "
                               "no Docker)")

@@ -13,6 +13,9 @@ import pytest
 from kafka_eos.connectors.dev.background import state_file
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster, check_port_free
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import AdminClient
+
 from integration_tests.kafka_tools import create_topic, produce, read_all, unique
 
 CLI = [sys.executable, "-m", "kafka_eos.connectors.cli"]
@@ -31,7 +34,7 @@ def broker_pids_alive(pids: list[int]) -> list[int]:
 
 def test_dev_kafka_up_then_down_leaves_nothing(tmp_path):
     env = {"KAFKA_EOS_CACHE": os.environ.get("KAFKA_EOS_CACHE", str(Path.home() / ".cache" / "kafka-eos"))}
-    up = run_cli("dev", "kafka", "up", env=env)
+    up = run_cli("dev", "kafka", "up", "--broker-setting", "auto.create.topics.enable=false", env=env)
     assert up.returncode == 0, up.stderr
     started = json.loads(state_file().read_text())["pids"]  # only this broker: other tests may run brokers
     assert broker_pids_alive(started) == sorted(started)
@@ -43,6 +46,11 @@ def test_dev_kafka_up_then_down_leaves_nothing(tmp_path):
         produce(bootstrap, topic, [(None, b"kept")], transactional=unique("tx"), commit=True)
         produce(bootstrap, topic, [(None, b"dropped")], transactional=unique("tx"), commit=False)
         assert [m.value() for m in read_all(bootstrap, topic)] == [b"kept"]
+        # --broker-setting reached the broker: a producer's metadata request does not create a topic
+        missing = unique("missing")
+        answer = Producer({"bootstrap.servers": bootstrap}).list_topics(missing, timeout=10).topics[missing]
+        assert answer.error is not None and answer.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        assert missing not in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
     finally:
         down = run_cli("dev", "kafka", "down", env=env)
     assert down.returncode == 0 and "stopped" in down.stdout

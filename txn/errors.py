@@ -74,3 +74,36 @@ class SinkLogConflictError(SinkLogError):
         return cls(f"{where} already exists: another run of this query (same checkpoint "
                    f"and sink log) wrote batch {batch_id} meanwhile and took over. This run stops "
                    "without touching it; run one query per checkpoint at a time.")
+
+
+class OutputTopicChangedError(TwoPhaseCommitError):
+    """An output topic is not the one earlier batches wrote to (deleted, re-created, shrank; or
+    grew while the sink keeps a fixed partition layout). The batch's records are not committed."""
+
+    @classmethod
+    def of_changes(cls, changes: list, fixed_partitions: bool) -> "OutputTopicChangedError":
+        """``changes``: the refused ``kafka_eos.txn.output_topics.TopicChange``s."""
+        what = "; ".join(c.describe() for c in changes)
+        counts = ", ".join(f"'{c.name}' with {'exactly' if fixed_partitions else 'at least'} "
+                           f"{c.recorded.partitions if c.recorded else 'the intended number of'} partitions"
+                           for c in changes)
+        return cls(
+            f"{what}. The query stops so that no record lands in another topic or partition layout than the "
+            "one earlier batches wrote to; nothing of the running batch is committed. If the broker "
+            "auto-creates topics (auto.create.topics.enable=true), a producer may have re-created it with the "
+            "broker's num.partitions. Fix: (re-)create the topic as intended - " + counts + " (e.g. kafka-topics "
+            "--create --topic <name> --partitions <n>; delete an auto-created one first) - and restart the "
+            "query from its checkpoint: the restart accepts the new topic with a warning and writes every batch "
+            "not yet committed (records committed to a deleted topic went with it)."
+            + (" With sink option fixedPartitions=true (YAML sink.fixed_partitions) a topic that grew is refused: "
+               "set it to false to accept the new layout." if fixed_partitions else ""))
+
+
+class OutputTopicCheckError(TwoPhaseCommitError):
+    """The broker did not say what the output topics are (DescribeTopics failed or timed out)."""
+
+    @classmethod
+    def of_topics(cls, names: list[str], detail: str) -> "OutputTopicCheckError":
+        return cls(f"could not describe the output topics {names} to check they are the ones earlier batches "
+                   f"wrote to: {detail}. Check the broker is reachable and the principal may Describe these "
+                   "topics (commit.timeout.ms bounds the wait), then restart the query from its checkpoint.")

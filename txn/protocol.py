@@ -7,6 +7,9 @@ Executors pre-commit (``KafkaWriter``); the driver then runs ``commit_batch``:
      durable partitions, take the re-written ones; the replay must have the decided rows: as
      many sink partitions and, per sink partition (empty ones too), the decided record count,
      else its transactions are aborted and ``ReplayMismatchError`` stops the query;
+  2b. the output topics are still the ones earlier batches wrote to (``topic_check``, e.g.
+     ``OutputTopicGuard.before_decision``): if not, the batch's transactions are aborted and its
+     ``OutputTopicChangedError`` stops the query;
   3. record the decision (batch id + every handle) durably in the sink log, create-only: a
      record another run wrote meanwhile stops this one (``SinkLogConflictError``), never overwritten;
   4. EndTxn(commit) every pending handle, in parallel, with retries;
@@ -27,9 +30,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Protocol
+from typing import Callable, Iterable, Protocol
 
-from kafka_eos.txn.errors import ReplayMismatchError, TransactionLostError
+from kafka_eos.txn.errors import OutputTopicChangedError, ReplayMismatchError, TransactionLostError
 from kafka_eos.txn.fault_injection import FaultInjectingCommitter, FaultInjectingHooks
 from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.handle import TxnHandle
@@ -39,6 +42,7 @@ from kafka_eos.txn.sink_log import BatchRecord, SinkLog
 from kafka_eos.txn.states import CommitState
 from kafka_eos.txn.steps import Step, StepHooks
 from kafka_eos.txn.timeouts import DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_eos.txn.topic_guard import OutputTopicGuard
 from kafka_eos.txn.transaction_aborter import TransactionAborter
 
 log = logging.getLogger(__name__)
@@ -49,6 +53,9 @@ PENDING, LOST = CommitState.PENDING, CommitState.LOST
 class Committer(Protocol):
     def commit(self, handles: Iterable[TxnHandle]) -> Outcomes: ...
     def abort(self, handles: Iterable[TxnHandle]) -> Outcomes: ...
+
+
+TopicCheck = Callable[[int, list[TxnHandle]], None]  # raises OutputTopicChangedError
 
 
 class Aborter(Protocol):
@@ -67,8 +74,10 @@ class ReplayPlan:
 
 class TwoPhaseCommitProtocol:
     def __init__(self, sink_log: SinkLog, committer: Committer, aborter: Aborter, *,
-                 transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS, hooks: StepHooks | None = None) -> None:
+                 transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS, hooks: StepHooks | None = None,
+                 topic_check: TopicCheck | None = None) -> None:
         self.log, self.committer, self.aborter = sink_log, committer, aborter
+        self.topic_check = topic_check or (lambda batch_id, handles: None)
         self.transaction_timeout_ms = transaction_timeout_ms  # named by TransactionLostError
         self.hooks = hooks or StepHooks()
 
@@ -84,7 +93,8 @@ class TwoPhaseCommitProtocol:
         if faults is not None and faults.active:
             hooks = FaultInjectingHooks(faults)
             committer = FaultInjectingCommitter(committer, hooks)
-        return cls(sink_log, committer, aborter, transaction_timeout_ms=config.transaction_timeout_ms, hooks=hooks)
+        return cls(sink_log, committer, aborter, transaction_timeout_ms=config.transaction_timeout_ms, hooks=hooks,
+                   topic_check=OutputTopicGuard.from_config(config).before_decision)
 
     # -- recovery ------------------------------------------------------------------------
     def recover(self, query_start: bool = False) -> ReplayPlan:
@@ -122,6 +132,7 @@ class TwoPhaseCommitProtocol:
             return previous
         record = self._decide(batch_id, handles, previous)                           # step 2
         self.hooks.reached(Step.BEFORE_DECISION, batch_id)
+        self._check_topics(batch_id, handles)                                        # step 2b
         record = self.log.append(record, previous)                                   # step 3
         self.hooks.reached(Step.AFTER_DECISION, batch_id)
         record = self._end(record)                                                   # steps 4-6
@@ -148,6 +159,13 @@ class TwoPhaseCommitProtocol:
                   **{h.sink_partition: PENDING for h in merged
                      if h.sink_partition not in durable and h.has_transaction}}
         return BatchRecord(batch_id, DECIDED, len(handles), merged, status)
+
+    def _check_topics(self, batch_id: int, handles: list[TxnHandle]) -> None:
+        try:
+            self.topic_check(batch_id, handles)
+        except OutputTopicChangedError:
+            self.committer.abort([h for h in handles if h.has_transaction])
+            raise
 
     def _check_replay(self, batch_id: int, handles: list[TxnHandle], previous: BatchRecord) -> None:
         """Step 2: a replay re-writes a decided batch's lost partitions only if it has the decided

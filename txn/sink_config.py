@@ -103,6 +103,7 @@ class SinkConfig:
     slots: int = DEFAULT_SLOTS
     commit_timeout_s: float = 60.0
     exactly_once: bool = True
+    fixed_partitions: bool = False  # an output topic that grew stops the query (kafka_eos.txn.output_topics)
     ids: TransactionalIdFactory = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

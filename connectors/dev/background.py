@@ -30,23 +30,28 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def up(nodes: int = 1, transaction_max_timeout_ms: int = 900_000, security: str = "plaintext") -> str:
-    """Start a broker (or reuse the running one of the same ``security``) and return its bootstrap
+def up(nodes: int = 1, transaction_max_timeout_ms: int = 900_000, security: str = "plaintext",
+       broker_settings: dict[str, str] | None = None) -> str:
+    """Start a broker (or reuse the running one of the same ``security`` and ``broker_settings``:
+    server.properties entries, e.g. ``auto.create.topics.enable=false``) and return its bootstrap
     string; ``client_settings()`` tells how to connect to a secured one."""
+    settings = dict(sorted((broker_settings or {}).items()))
     if state_file().exists():
         state = json.loads(state_file().read_text())
-        if all(_alive(pid) for pid in state["pids"]) and state.get("security", "plaintext") == security:
+        if (all(_alive(pid) for pid in state["pids"]) and state.get("security", "plaintext") == security
+                and state.get("broker_settings", {}) == settings):
             return state["bootstrap"]
         down()
     cluster = LocalKafkaCluster(ClusterSettings(nodes=nodes, transaction_max_timeout_ms=transaction_max_timeout_ms,
-                                                security=security))
+                                                security=security, extra=tuple(settings.items())))
     try:
         cluster.start()
     except Exception:
         cluster.stop()
         raise
     state = {"format": STATE_FORMAT, "bootstrap": cluster.bootstrap, "workdir": str(cluster.workdir),
-             "pids": [n.process.pid for n in cluster.nodes], "security": security}
+             "pids": [n.process.pid for n in cluster.nodes], "security": security,
+             "broker_settings": settings}
     if cluster.security:
         state["client"] = {**cluster.security.redacted_conf(), "password_file": str(cluster.security.client_file("etl")),
                            "admin_file": str(cluster.security.client_file("admin"))}

@@ -6,7 +6,7 @@ Invariants:
   ``kafka.*`` passthrough), plus kafka-eos's ``alignMaxDriftMs``/``alignIdleTimeoutMs`` for
   ``source.align``; sink options the kafka-eos sink's (``kafka.*``, ``topic``,
   ``transactional.id.prefix``, ``kafka.transaction.timeout.ms``, ``trigger.interval.ms``,
-  ``batch.margin.ms``, ``checkpointLocation``). ``source.options``/``sink.options`` pass through.
+  ``batch.margin.ms``, ``checkpointLocation``, ``fixedPartitions``). ``source.options``/``sink.options`` pass through.
 - Secrets are revealed here (Spark needs them): never log these maps; use ``kafka_eos.config.redact``.
 - With a DLQ the ``topic`` option is left out (it would override the rows' topic column): every
   row then carries its topic, as ``sink_select_exprs`` selects it.
@@ -76,6 +76,7 @@ def sink_options(cfg: PipelineConfig) -> dict[str, str]:
         "trigger.interval.ms": str(0 if trigger.available_now else trigger.interval_ms),
         "batch.margin.ms": str(s.batch_margin_ms),
         "checkpointLocation": cfg.checkpoint.location or "",
+        "fixedPartitions": "true" if s.fixed_partitions else "false",
     })
     return {**options, **_passthrough(s.options)}
 

@@ -7,6 +7,8 @@ Options (Spark passes them with lower-cased keys):
   sinkLogLocation (default: <checkpointLocation>/kafka-eos-sink), commit.timeout.ms,
   guarantee (exactly_once | at_least_once; default exactly_once),
   batchLog (true | false; default true: one INFO line per committed batch on the driver's stderr),
+  fixedPartitions (true | false; default false: an output topic that gained partitions is accepted
+  with a warning, keys then hash to other partitions; true stops the query instead),
   faultInjection / faultInjectionDir (tests and chaos runs only).
 """
 from __future__ import annotations
@@ -83,14 +85,19 @@ def sink_config(options: Mapping[str, str]) -> SinkConfig:
         batch_margin_ms=_int(options, "batch.margin.ms", DEFAULT_BATCH_MARGIN_MS),
         slots=_int(options, "transactional.id.slots", DEFAULT_SLOTS),
         commit_timeout_s=_int(options, "commit.timeout.ms", 60_000) / 1000,
+        fixed_partitions=_bool(options, "fixedPartitions", False),
     )
 
 
-def batch_log(options: Mapping[str, str]) -> bool:
-    value = str({k.lower(): v for k, v in options.items()}.get("batchlog", "true")).lower()
+def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
+    value = str({k.lower(): v for k, v in options.items()}.get(key.lower(), default)).lower()
     if value not in ("true", "false"):
-        raise SinkConfigError(f"sink option batchLog={value!r}: use true or false")
+        raise SinkConfigError(f"sink option {key}={value!r}: use true or false")
     return value == "true"
+
+
+def batch_log(options: Mapping[str, str]) -> bool:
+    return _bool(options, "batchLog", True)
 
 
 def fault_plan(options: Mapping[str, str]) -> FaultPlan:

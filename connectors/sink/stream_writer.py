@@ -12,7 +12,11 @@ builds a *fresh* writer that is never pickled. So:
 - pickling the writer for the tasks (on the driver, after recovery, before any task of the batch
   starts; never done to the fresh commit/abort writer, whose batch has pre-committed transactions
   open) is the moment of the query-start cleanup of lingering transactions under the prefix, once
-  per (query id, sink log) and process;
+  per (query id, sink log) and process, and of the check that the output topics are the ones
+  earlier batches wrote to (``OutputTopicGuard.before_writes``, once per writer, which Spark
+  pickles twice): a deleted or re-created topic stops the query before any task writes. Not in
+  ``__init__``: a fresh commit/abort writer failing there would leave the batch's transactions
+  neither committed nor aborted (the commit checks again before its decision, and aborts);
 - ``write`` (executors) pre-commits one transaction per task and returns its handle; a task
   whose sink partition is durable writes nothing but counts its rows (the replay check);
 - ``commit`` works from the handles alone (``TwoPhaseCommitProtocol.commit_batch``).
@@ -37,6 +41,7 @@ from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.kafka_writer import DecisionGuard, KafkaWriter
 from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.topic_guard import OutputTopicGuard
 
 _Query = tuple[str | None, str]  # (query id of the checkpoint, sink log location)
 _protocols: dict[_Query, tuple[SinkConfig, FaultPlan, TwoPhaseCommitProtocol]] = {}
@@ -98,6 +103,9 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
         if protocol is not None and query not in _started:  # only a writer built on the driver has one
             _started.add(query)
             protocol.abort_lingering()
+        if protocol is not None and not self.__dict__.get("_topics_checked"):
+            OutputTopicGuard.from_config(self.config).before_writes()
+            self._topics_checked = True
         return {k: v for k, v in self.__dict__.items() if k != "_protocol"}
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:

@@ -80,3 +80,19 @@ def test_source_align_maps_to_alignment_options(tmp_path):
     assert (options["alignMaxDriftMs"], options["alignIdleTimeoutMs"]) == ("30000", "30000")
     parsed = parse_source_options(options, streaming=True)
     assert (parsed.align_max_drift_ms, parsed.align_idle_timeout_ms) == (30_000, 30_000)
+
+
+def test_fixed_partitions_maps_from_yaml_to_the_sink_option(tmp_path):
+    assert sink_config(sink_options(cfg_of(tmp_path))).fixed_partitions is False
+
+    def fixed(d):
+        d["sink"]["fixed_partitions"] = True
+    options = sink_options(cfg_of(tmp_path, fixed))
+    assert options["fixedPartitions"] == "true" and sink_config(options).fixed_partitions is True
+
+
+def test_a_fixed_partitions_that_is_not_a_bool_is_refused_at_its_yaml_path(tmp_path):
+    data = valid(tmp_path)
+    data["sink"]["fixed_partitions"] = "sometimes"
+    _, found = load(tmp_path, data)
+    assert [v.path for v in found] == ["sink.fixed_partitions"]

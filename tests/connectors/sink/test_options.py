@@ -66,3 +66,10 @@ def test_every_unsafe_setting_is_named_at_once():
     with pytest.raises(SinkConfigError) as err:
         sink_config({**BASE, "kafka.acks": "0", "kafka.request.required.acks": "1", "kafka.isolation.level": "x"})
     assert all(n in str(err.value) for n in ("kafka.acks=0", "kafka.request.required.acks=1", "kafka.isolation.level"))
+
+
+def test_fixed_partitions_option_is_a_bool_named_when_wrong():
+    base = {"kafka.bootstrap.servers": "b:9092", "transactional.id.prefix": "p", "checkpointLocation": "/tmp/ck"}
+    assert sink_config({**base, "fixedPartitions": "TRUE"}).fixed_partitions is True
+    with pytest.raises(SinkConfigError, match="fixedPartitions='yes'"):
+        sink_config({**base, "fixedPartitions": "yes"})

@@ -1,0 +1,117 @@
+"""OutputTopicGuard and the protocol's topic check, with a fake broker answer and a real sink log dir."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafka_eos.txn.errors import OutputTopicChangedError, OutputTopicCheckError, SinkLogError
+from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.output_topics import OutputTopic
+from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
+from kafka_eos.txn.sink_log import SinkLog
+from kafka_eos.txn.topic_guard import OutputTopicGuard
+from kafka_eos.txn.topic_log import TopicLog
+from tests.txn.test_protocol import FakeCommitter, NoAborter
+
+OUT = OutputTopic("out", "id-a", 3)
+
+
+class Broker:
+    """The broker's answer to DescribeTopics: a table the test changes; counts the calls."""
+
+    def __init__(self, **topics):
+        self.topics, self.calls = dict(topics), []
+
+    def __call__(self, names):
+        self.calls.append(sorted(names))
+        return {n: self.topics.get(n) for n in names}
+
+
+def guard(tmp_path, broker, topic="out", fixed=False) -> OutputTopicGuard:
+    return OutputTopicGuard(TopicLog.at(str(tmp_path)), broker, topic=topic, fixed_partitions=fixed)
+
+
+def handle(k, topic="out", records=5):
+    return TxnHandle(sink_partition=k, transactional_id=f"p-{k}-0", producer_id=1, producer_epoch=0,
+                     records=records, partitions={topic: {"0": records}})
+
+
+def test_first_check_records_the_identity_create_only_and_versioned(tmp_path):
+    broker = Broker(out=OUT)
+    guard(tmp_path, broker).before_writes()
+    guard(tmp_path, broker).before_writes()  # same topic: no second record
+    assert sorted(p.name for p in tmp_path.glob("topics.*")) == ["topics.0.json"]
+    data = json.loads((tmp_path / "topics.0.json").read_text())
+    assert data["v"] == 1 and data["topics"] == {"out": {"topic_id": "id-a", "partitions": 3}}
+    assert broker.calls == [["out"], ["out"]]  # one describe per check
+
+
+def test_deleted_topic_stops_with_its_name_ids_and_fix_and_is_recorded_as_refused(tmp_path):
+    broker = Broker(out=OUT)
+    guard(tmp_path, broker).before_writes()
+    broker.topics["out"] = None
+    with pytest.raises(OutputTopicChangedError) as stopped:
+        guard(tmp_path, broker).before_writes()
+    message = str(stopped.value)
+    assert "'out' deleted" in message and "id-a, 3 partitions" in message and "at least 3 partitions" in message
+    assert "Fix:" in message
+    assert TopicLog.at(str(tmp_path)).latest().refused == {"out": {"change": "deleted", "current": None}}
+
+
+def test_restart_after_the_stop_accepts_a_recreated_topic_with_enough_partitions(tmp_path, caplog):
+    broker = Broker(out=OUT)
+    guard(tmp_path, broker).before_writes()
+    broker.topics["out"] = OutputTopic("out", "id-b", 1)  # auto-created by a producer
+    with pytest.raises(OutputTopicChangedError, match="recreated"):
+        guard(tmp_path, broker).before_writes()
+    with pytest.raises(OutputTopicChangedError, match="1 partition"):  # fewer partitions: still refused
+        guard(tmp_path, broker).before_writes()
+    broker.topics["out"] = OutputTopic("out", "id-c", 3)  # re-created by the user as intended
+    guard(tmp_path, broker).before_writes()
+    latest = TopicLog.at(str(tmp_path)).latest()
+    assert latest.topics == {"out": broker.topics["out"]} and latest.refused == {}
+    assert "accepted at this restart" in caplog.text
+    broker.topics["out"] = OutputTopic("out", "id-d", 3)  # a re-creation without a stop first: refused
+    with pytest.raises(OutputTopicChangedError):
+        guard(tmp_path, broker).before_writes()
+
+
+def test_topic_column_tracks_the_topics_the_handles_wrote_to(tmp_path):
+    broker = Broker(a=OutputTopic("a", "id-a", 2), b=OutputTopic("b", "id-b", 1))
+    g = guard(tmp_path, broker, topic=None)
+    g.before_writes()
+    assert broker.calls == []  # nothing recorded, no topic option: nothing to ask
+    g.before_decision(0, [handle(0, "a"), handle(1, "b"), handle(2, "c", records=0)])
+    assert set(TopicLog.at(str(tmp_path)).latest().topics) == {"a", "b"}
+    broker.topics["b"] = OutputTopic("b", "id-b2", 1)
+    with pytest.raises(OutputTopicChangedError, match="'b' recreated"):
+        g.before_writes()
+
+
+def test_an_unanswered_describe_fails_the_check_by_topic(tmp_path):
+    def down(names):
+        raise TimeoutError("no answer")
+    with pytest.raises(OutputTopicCheckError, match=r"\['out'\].*no answer"):
+        guard(tmp_path, down).before_writes()
+
+
+def test_an_unknown_record_version_is_refused(tmp_path):
+    (tmp_path / "topics.0.json").write_text(json.dumps({"v": 99, "seq": 0, "topics": {}}))
+    with pytest.raises(SinkLogError, match="format 99"):
+        guard(tmp_path, Broker(out=OUT)).before_writes()
+
+
+def test_commit_of_a_batch_written_into_a_recreated_topic_aborts_and_decides_nothing(tmp_path):
+    broker = Broker(out=OUT)
+    committer = FakeCommitter()
+    g = guard(tmp_path / "log", broker)
+    protocol = TwoPhaseCommitProtocol(SinkLog(str(tmp_path / "log"), "p"), committer, NoAborter(),
+                                      topic_check=g.before_decision)
+    g.before_writes()
+    protocol.commit_batch(0, [handle(0), handle(1)])
+    broker.topics["out"] = OutputTopic("out", "id-b", 1)  # re-created during batch 1
+    with pytest.raises(OutputTopicChangedError, match="'out' recreated"):
+        protocol.commit_batch(1, [handle(0), handle(1), handle(2, records=0)])
+    assert committer.aborted == [0, 1] and committer.committed == [0, 1]  # batch 0's commits only
+    assert protocol.log.get(1) is None  # no decision recorded for batch 1

@@ -1,0 +1,112 @@
+"""The output-topic check of the sink: before a batch's writes and before its decision.
+
+``OutputTopicGuard`` asks the broker for the output topics' identities (one DescribeTopics per
+check, never per record), judges them against the sink log's record (``output_topics.judge``)
+and enforces:
+- a refused change (deleted, re-created, shrank; grew with ``fixed_partitions``) is recorded as
+  refused, create-only, then raised as ``OutputTopicChangedError`` naming the topic, the ids and
+  partition counts and the fix: before the writes, no task of the batch starts; before the
+  decision, the protocol aborts the batch's transactions (nothing written into a topic that was
+  re-created during the batch is committed);
+- an accepted change (grew; a re-created topic at the start after a refusal) is logged on one
+  WARNING line and recorded, as is a topic seen for the first time;
+- the topics checked: the ``topic`` option's, every recorded one, and before a decision every
+  topic the batch's handles wrote to (a ``topic`` column);
+- a broker that does not answer within ``timeout_s`` (transient errors are retried) fails the
+  check with ``OutputTopicCheckError``; nothing is decided on a guess.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Collection, Iterable, Mapping
+
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+
+from kafka_eos.txn.broker_configs import admin_client
+from kafka_eos.txn.errors import OutputTopicChangedError, OutputTopicCheckError
+from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.output_topics import OutputTopic, judge
+from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.topic_log import TopicLog
+
+log = logging.getLogger(__name__)
+Describe = Callable[[Collection[str]], Mapping[str, OutputTopic | None]]
+_TRANSIENT = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
+_UNKNOWN = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC}
+
+
+def _code(exc: BaseException) -> int | None:
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return error.code() if isinstance(error, KafkaError) else None
+
+
+def _transient(exc: BaseException) -> bool:
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return isinstance(error, KafkaError) and (error.code() in _TRANSIENT or
+                                              (error.retriable() and error.code() not in _UNKNOWN))
+
+
+def describe_topics(conf: Mapping[str, str], names: Collection[str], timeout_s: float
+                    ) -> dict[str, OutputTopic | None]:
+    """The identity of each topic (None: the broker does not know it), in one DescribeTopics."""
+    if not names:
+        return {}
+    admin = admin_client(conf)
+    found: dict[str, OutputTopic | None] = {}
+    for attempt in Retrying(retry=retry_if_exception(_transient), stop=stop_after_delay(timeout_s),
+                            wait=wait_exponential(0.1, max=1.0), reraise=True):
+        with attempt:
+            futures = admin.describe_topics(TopicCollection(sorted(names)), request_timeout=timeout_s)
+            for name, future in futures.items():
+                try:
+                    description = future.result(timeout_s)
+                except KafkaException as exc:
+                    if _code(exc) not in _UNKNOWN:
+                        raise
+                    found[name] = None
+                    continue
+                found[name] = OutputTopic(name, str(description.topic_id), len(description.partitions))
+    return found
+
+
+class OutputTopicGuard:
+    def __init__(self, topic_log: TopicLog, describe: Describe, *, topic: str | None = None,
+                 fixed_partitions: bool = False) -> None:
+        self.log, self.describe = topic_log, describe
+        self.topic, self.fixed_partitions = topic, fixed_partitions
+
+    @classmethod
+    def from_config(cls, config: SinkConfig) -> "OutputTopicGuard":
+        conf = config.client_conf()
+        timeout_s = config.commit_timeout_s
+        return cls(TopicLog.at(config.log_location), lambda names: describe_topics(conf, names, timeout_s),
+                   topic=config.topic, fixed_partitions=config.fixed_partitions)
+
+    def before_writes(self) -> None:
+        """The check before a batch's tasks start (the driver builds the batch's writer)."""
+        self._check(None, ())
+
+    def before_decision(self, batch_id: int, handles: Iterable[TxnHandle]) -> None:
+        """The check before batch ``batch_id``'s decision is recorded."""
+        written = {topic for h in handles if h.has_transaction for topic in h.partitions}
+        self._check(batch_id, written)
+
+    def _check(self, batch_id: int | None, written: Collection[str]) -> None:
+        base = self.log.latest()
+        names = set(base.topics) | set(written) | ({self.topic} if self.topic else set())
+        if not names:
+            return
+        try:
+            current = self.describe(names)
+        except (KafkaException, TimeoutError) as exc:
+            raise OutputTopicCheckError.of_topics(sorted(names), str(exc) or "no answer in time") from None
+        verdict = judge(base.topics, current, fixed_partitions=self.fixed_partitions,
+                        refused_before=set(base.refused), written=written)
+        if verdict.refused:
+            self.log.append(base, base.topics, batch_id, verdict.refused)
+            raise OutputTopicChangedError.of_changes(verdict.refused, self.fixed_partitions)
+        for note in verdict.notes:
+            log.warning("kafka-eos: %s", note)
+        if verdict.changed or base.refused:
+            self.log.append(base, verdict.identities, batch_id)

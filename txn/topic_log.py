@@ -1,0 +1,88 @@
+"""The output topics' identities in the sink log: ``topics.<seq>.json`` beside the batch records.
+
+Invariants this module enforces:
+- Records are create-only (``LogStore.create``) and carry a format version; a newer state is a
+  record with the next ``seq``, never an overwrite. A create that finds its name taken means
+  another run of the query wrote meanwhile: ``SinkLogConflictError``.
+- The newest ``seq`` is the state: every output topic's recorded identity (``OutputTopic``) and
+  the topics whose change stopped the query (``refused``, with what the broker showed then), which
+  the next start may accept (``kafka_eos.txn.output_topics.judge``).
+- A record of an unknown format version is refused by name (``SinkLogError``).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+
+from kafka_eos.txn.errors import SinkLogConflictError, SinkLogError
+from kafka_eos.txn.log_store import LogReader, LogStore
+from kafka_eos.txn.output_topics import OutputTopic, TopicChange
+
+TOPICS_FORMAT = 1
+_NAME = re.compile(r"^topics\.(\d+)\.json$")
+
+
+def record_name(seq: int) -> str:
+    return f"topics.{seq}.json"
+
+
+def _identity(name: str, data: dict | None) -> OutputTopic | None:
+    return None if data is None else OutputTopic(name, str(data["topic_id"]), int(data["partitions"]))
+
+
+def _plain(topic: OutputTopic | None) -> dict | None:
+    return None if topic is None else {"topic_id": topic.topic_id, "partitions": topic.partitions}
+
+
+@dataclass(frozen=True)
+class TopicsRecord:
+    topics: dict[str, OutputTopic] = field(default_factory=dict)
+    refused: dict[str, dict] = field(default_factory=dict)  # name -> {"change", "current"} at the stop
+    batch_id: int | None = None  # the batch whose check wrote it (None: a check before a batch's writes)
+    seq: int = -1  # -1: nothing recorded yet
+
+    def to_json(self) -> str:
+        return json.dumps({"v": TOPICS_FORMAT, "seq": self.seq, "batch": self.batch_id,
+                           "topics": {n: _plain(t) for n, t in sorted(self.topics.items())},
+                           "refused": self.refused}, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str, source: str) -> "TopicsRecord":
+        data = json.loads(text)
+        if data.get("v") != TOPICS_FORMAT:
+            raise SinkLogError(f"{source}: output topics record format {data.get('v')!r} is not "
+                               f"{TOPICS_FORMAT}; this kafka-eos build cannot read it (use the build that wrote it)")
+        return cls(topics={n: _identity(n, t) for n, t in data["topics"].items()},
+                   refused=data.get("refused", {}), batch_id=data.get("batch"), seq=data["seq"])
+
+
+class TopicLog:
+    """Reads (and, given a ``LogStore``, creates) the output-topic records of one sink log."""
+
+    def __init__(self, store: LogReader) -> None:
+        self.store = store
+
+    @classmethod
+    def at(cls, location: str) -> "TopicLog":
+        return cls(LogStore(location))
+
+    def latest(self) -> TopicsRecord:
+        seqs = [int(m[1]) for m in map(_NAME.match, self.store.names()) if m]
+        if not seqs:
+            return TopicsRecord()
+        name = record_name(max(seqs))
+        return TopicsRecord.from_json(self.store.read(name) or "{}", f"{self.store.location}/{name}")
+
+    def append(self, base: TopicsRecord, topics: dict[str, OutputTopic], batch_id: int | None,
+               refused: list[TopicChange] = ()) -> TopicsRecord:
+        """Create the record after ``base`` (the newest this writer read)."""
+        record = replace(base, topics=dict(topics), batch_id=batch_id, seq=base.seq + 1,
+                         refused={c.name: {"change": c.change.value, "current": _plain(c.current)}
+                                  for c in refused})
+        name = record_name(record.seq)
+        try:
+            self.store.create(name, record.to_json())
+        except FileExistsError:
+            raise SinkLogConflictError.of_record(f"{self.store.location}/{name}", batch_id or -1) from None
+        return record
