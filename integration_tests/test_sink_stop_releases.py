@@ -203,3 +203,53 @@ def test_release_commits_the_decided_batch_and_aborts_everything_else(bootstrap,
     assert not held, held
     assert ids_in(bootstrap, out) == list(range(10))
     print(f"release: {time.monotonic() - started:.1f} s from the call to every partition released")
+
+
+# ---- the CLI's exit path ---------------------------------------------------------------------------
+
+PIPELINE = """version: 1
+name: release-check
+guarantee: exactly_once
+source:
+  kafka: {{bootstrap_servers: "${{KAFKA_BOOTSTRAP_SERVERS}}"}}
+  topics: [{source}]
+  starting_offsets: earliest
+  max_offsets_per_trigger: 1000
+transform:
+  sql: |
+    SELECT key, CASE WHEN CAST(CAST(value AS STRING) AS INT) IN ({big})
+                     THEN CAST(CONCAT(CAST(value AS STRING), ' ', repeat('x', 8000)) AS BINARY)
+                     ELSE value END AS value
+    FROM source
+sink:
+  kafka:
+    bootstrap_servers: "${{KAFKA_BOOTSTRAP_SERVERS}}"
+    properties: {{batch.size: "1500"}}
+  topic: {out}
+  transactional_id_prefix: {prefix}
+  transaction_timeout_ms: 300000
+checkpoint:
+  location: "${{KAFKA_EOS_CHECKPOINTS}}/release-check"
+"""
+
+
+@pytest.mark.chaos  # two CLI runs, each with its own JVM: 3-4 min on a loaded 2-core machine
+def test_the_cli_exits_with_the_cause_and_leaves_no_partition_held(bootstrap, tmp_path):
+    """``kafka-eos run --once`` on an oversized record: exit 1 naming the fix, and once the process
+    exited no output partition is held; after the topic is fixed a second run is exactly once."""
+    from integration_tests.pipeline_cli import kafka_eos
+    source, out, prefix = unique("in"), unique("out"), unique("cli")
+    seed_input(bootstrap, source, SHORT_IDS)
+    create_topic(bootstrap, out, partitions=3, config={"max.message.bytes": "2000"})
+    pipeline = tmp_path / "release-check.yaml"
+    pipeline.write_text(PIPELINE.format(source=source, out=out, prefix=prefix, big=", ".join(map(str, BIG_IDS))))
+    run = kafka_eos(["run", str(pipeline), "--once"], bootstrap, tmp_path, timeout=HARD_TIMEOUT_S)
+    exited = time.monotonic()
+    assert run.code != 0 and "max.message.bytes" in run.stdout + run.stderr, run.log()
+    waited, held = wait_released(bootstrap, out, RELEASE_BOUND_S)
+    assert not held, f"after the CLI exited, partition -> (LSO, high watermark) {held}"
+    print(f"cli: every partition released {time.monotonic() - exited:.1f} s after the process exited")
+    set_max_message_bytes(bootstrap, out, 1_000_000)
+    again = kafka_eos(["run", str(pipeline), "--once"], bootstrap, tmp_path, timeout=300)
+    assert again.code == 0, again.log()
+    assert_exactly_once(check_exactly_once(bootstrap, out, SHORT_IDS, id_of=id_of))
