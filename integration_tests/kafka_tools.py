@@ -100,16 +100,18 @@ class ExactlyOnceReport:
     aborted_input: int
     before_start: int = 0         # ids not expected (outside 0..ids-1, or before the query's start)
     order_violations: int = 0     # per key, an id after a larger one (only counted when asked)
+    held: int = 0                 # partitions whose LSO stayed below the high watermark after a stop
 
     @property
     def ok(self) -> bool:
         return not (self.lost or self.duplicated or self.aborted_input or self.order_violations
-                    or self.before_start)
+                    or self.before_start or self.held)
 
     def line(self) -> str:
         return (f"{self.records} out of {self.expected} expected, {self.lost} lost, {self.duplicated} duplicated, "
                 f"{self.aborted_input} from aborted input transactions, {self.order_violations} order violations, "
-                f"{self.before_start} unexpected (e.g. from before the query's start)")
+                f"{self.before_start} unexpected (e.g. from before the query's start)"
+                + (f", {self.held} partitions held by open transactions after the stop" if self.held else ""))
 
 
 def output_id(message) -> int:
@@ -167,3 +169,33 @@ def check_exactly_once(bootstrap: str, topic: str, ids: int | None = None, expec
 def assert_exactly_once(report: ExactlyOnceReport) -> None:
     assert report.ok, report.line()
     assert report.records >= 1, "the output is empty"
+
+
+def high_watermarks(bootstrap: str, topic: str) -> dict[int, int]:
+    """High watermark (read_uncommitted end) per partition, via list_offsets READ_UNCOMMITTED."""
+    from confluent_kafka import IsolationLevel
+    from confluent_kafka.admin import OffsetSpec
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    meta = admin.list_topics(topic, timeout=10).topics[topic]
+    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in meta.partitions}
+    result = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED)
+    return {tp.partition: f.result().offset for tp, f in result.items()}
+
+
+def held_partitions(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
+    """Partitions whose last stable offset is below the high watermark (an open transaction holds
+    back read_committed readers): partition -> (LSO, high watermark)."""
+    stable, high = committed_end_offsets(bootstrap, topic), high_watermarks(bootstrap, topic)
+    return {p: (stable[p], high[p]) for p in sorted(high) if stable.get(p, -1) < high[p]}
+
+
+def wait_released(bootstrap: str, topic: str, bound_s: float) -> tuple[float, dict[int, tuple[int, int]]]:
+    """Poll until no partition of ``topic`` is held (LSO == high watermark) or ``bound_s`` passed;
+    return (seconds waited, partitions still held)."""
+    started = time.monotonic()
+    while True:
+        held = held_partitions(bootstrap, topic)
+        waited = time.monotonic() - started
+        if not held or waited >= bound_s:
+            return waited, held
+        time.sleep(0.25)

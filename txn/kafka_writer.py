@@ -7,12 +7,18 @@ Steps for task attempt a of (batch N, sink partition k):
   3. init_transactions on id(k, N, a) -> fences older users of that id and aborts their txn;
      attempts of one task have distinct ids (``TransactionalIdFactory``), so they never fence
      each other; the driver commits the handle of the attempt that finished first;
-  4. begin, produce every row, flush (= pre-commit: all records acknowledged by the leaders);
+  4. begin, produce every row, flush (= pre-commit: all records acknowledged by the leaders),
+     in short steps that check for a failed delivery or transaction (``flush.flush_checked``);
   5. guard again: decided meanwhile -> abort our own transaction (nothing open holds back
      read_committed readers) and raise ``StaleAttemptError``;
   6. read producer id + epoch from librdkafka's statistics (``eos`` object), return the handle;
   7. drop the producer WITHOUT aborting: the transaction stays Ongoing until the driver ends it.
-A delivery error fails the task (its retry writes under the next attempt's id).
+A failure anywhere after the producer opened (a delivery error, a failed transaction, ``produce``
+or the input rows raising, e.g. an upstream UDF) stops the task at once: it purges its queue and
+aborts its own transaction (bounded by ``flush.ABORT_WAIT_S``, best effort) before the error
+propagates, a ``KafkaWriteError`` naming topic[partition], the key and the fix for a failed
+record. What it could not abort, the driver's sweep of the batch's ids ends. The task's retry
+writes under the next attempt's id.
 
 Remaining window (stated honestly): the guard is a check, not a lock. A straggler of batch N
 that passes step 2 and is then paused (GC, SIGSTOP) until batch N+2 has pre-committed on the
@@ -28,6 +34,7 @@ a failed read fails the task, which Spark retries.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -36,10 +43,13 @@ import pyarrow as pa
 from confluent_kafka import KafkaException, Producer
 
 from kafka_eos import KafkaEosError
+from kafka_eos.txn.flush import (FAILED_TXN_STATES, TransactionFailed, abort_own, client_wait_s,
+                                 delivery_failure, flush_checked, txn_state)
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_log import SinkLogReader
 
+log = logging.getLogger(__name__)
 # Pre-commit waits for the next statistics after flush: half of this on average. 10 ms, not 50:
 # the wait was 31 ms of each task's pre-commit at small batches, 14 ms now (bench/README.md).
 STATS_INTERVAL_MS = 10
@@ -100,12 +110,51 @@ class KafkaWriter:
         self._records = 0
 
     def write(self, batches: Iterable[pa.RecordBatch]) -> TxnHandle:
-        for batch in batches:
-            if batch.num_rows:
-                self._produce_batch(batch)
-        if self._producer is None:
-            return TxnHandle.empty(self.sink_partition)
-        return self._precommit()
+        try:
+            for batch in batches:
+                if batch.num_rows:
+                    self._produce_batch(batch)
+            if self._producer is None:
+                return TxnHandle.empty(self.sink_partition)
+            return self._precommit()
+        except BaseException as exc:
+            reason = self._failure() if self._producer is not None else None
+            self._abandon()
+            if reason and not isinstance(exc, KafkaWriteError):
+                raise self._failed(reason) from exc
+            raise
+
+    def _abandon(self) -> None:
+        """Purge and abort this task's own transaction (bounded, best effort); drop the producer."""
+        producer, self._producer = self._producer, None
+        if producer is None:
+            return
+        not_ended = abort_own(producer, self.config.exactly_once)
+        if not_ended:
+            log.warning("kafka-eos: %s: the failed task could not abort its transaction (%s); the driver's "
+                        "sweep ends it, or the broker at transaction.timeout.ms", self.transactional_id, not_ended)
+
+    def _failure(self) -> str | None:
+        """Why this task's transaction failed (delivery or fatal errors, its state), or None."""
+        if not self._errors and self._producer is not None and self.config.exactly_once:
+            state = txn_state(self._stats.latest)
+            if state in FAILED_TXN_STATES:
+                self._producer.poll(0.2)  # serve the failed records' delivery reports
+                return self._first_errors() or f"the producer's transaction is {state}"
+        return self._first_errors() or None
+
+    def _first_errors(self) -> str:
+        """The first failed records, the cause before the records purged because of it."""
+        return "; ".join(sorted(self._errors, key=lambda e: "(_PURGE" in e)[:3])
+
+    def _failed(self, reason: str) -> KafkaWriteError:
+        return KafkaWriteError(f"{self.transactional_id} (batch {self.batch_id}): {reason}. The task stopped and "
+                               "aborted its transaction; once fixed, a restart resumes exactly once")
+
+    def _raise_if_failed(self) -> None:
+        reason = self._failure()
+        if reason:
+            raise self._failed(reason)
 
     # -- steps 2-4 -----------------------------------------------------------------------
     def _open(self) -> Producer:
@@ -118,7 +167,7 @@ class KafkaWriter:
         self._check_not_decided("before init_transactions")
         producer = Producer(settings)
         if self.config.exactly_once:
-            producer.init_transactions(max(30.0, self.config.transaction_timeout_ms / 1000))
+            producer.init_transactions(client_wait_s(self.config.transaction_timeout_ms))
             producer.begin_transaction()
         return producer
 
@@ -139,10 +188,12 @@ class KafkaWriter:
                 try:
                     produce(*args, **extra)  # headers by keyword: positional order varies by release
                     break
-                except BufferError:
+                except BufferError:  # the queue drains, unless the transaction failed
                     poll(0.05)
+                    self._raise_if_failed()
         self._records += batch.num_rows
         poll(0)
+        self._raise_if_failed()
 
     def _columns(self, batch: pa.RecordBatch) -> tuple[list, list, list, list | None, list | None]:
         names = batch.schema.names
@@ -162,8 +213,9 @@ class KafkaWriter:
         return topics, column("key") or [None] * n, column("value"), partitions, column("headers")
 
     def _delivered(self, err, msg) -> None:
-        if err is not None:
-            self._errors.append(f"{msg.topic()}[{msg.partition()}] offset-less record key={msg.key()!r:.60}: {err.str()}")
+        if err is not None and len(self._errors) < 20:
+            size = len(msg.value() or b"") + len(msg.key() or b"")
+            self._errors.append(delivery_failure(msg.topic(), msg.partition(), msg.key(), size, err.name(), err.str()))
 
     def _error(self, err) -> None:
         if err.fatal():
@@ -179,14 +231,15 @@ class KafkaWriter:
     def _precommit(self) -> TxnHandle:
         started = time.monotonic()
         producer = self._producer
-        remaining = producer.flush(max(30.0, self.config.transaction_timeout_ms / 1000))
-        if remaining or self._errors:
-            raise KafkaWriteError(
-                f"{self.transactional_id}: {remaining} records unacknowledged, delivery errors: "
-                f"{self._errors[:5]}; the task fails and its retry fences this attempt")
+        try:
+            remaining = flush_checked(producer.flush, self._failure, client_wait_s(self.config.transaction_timeout_ms))
+        except TransactionFailed as failed:
+            raise self._failed(str(failed)) from None
+        if remaining:
+            raise self._failed(f"{remaining} records unacknowledged after "
+                               f"{client_wait_s(self.config.transaction_timeout_ms):.0f} s")
         if self.config.exactly_once and self._decided():
-            producer.abort_transaction(max(30.0, self.config.transaction_timeout_ms / 1000))
-            self._producer = None
+            self._abandon()
             self._check_not_decided("after flush (its transaction is aborted)")
         seen = self._stats.count
         deadline = time.monotonic() + 10

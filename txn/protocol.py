@@ -23,6 +23,12 @@ handles the broker aborted meanwhile are recorded lost, not raised) and returns 
 that batch re-writes exactly the others (tasks of durable partitions write nothing but count
 their rows, for step 2's check). ``abort_lingering`` is step 7 alone, for the query start once
 recovery is done (a dead run's open transactions would hold back read_committed readers).
+``abort_batch`` runs when the engine gives up on a batch (its job failed, or ``commit_batch``
+raised): a batch with a decision in the sink log is never aborted (it is committed, or left
+decided for the next start); otherwise every id the batch can have used is swept, twice
+(``SWEEP_DELAY_S`` apart: tasks the engine cancels may still open a transaction meanwhile).
+``release`` runs once the query ended (failed or stopped, no task left): it finishes a decided
+batch if the brokers allow and aborts every other Ongoing transaction under the prefix.
 The collaborators are passed in; ``from_config`` builds the production ones.
 """
 from __future__ import annotations
@@ -30,7 +36,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Protocol
+from typing import Callable, Collection, Iterable, Protocol
 
 from kafka_eos.txn.errors import OutputTopicChangedError, ReplayMismatchError, TransactionLostError
 from kafka_eos.txn.fault_injection import FaultInjectingCommitter, FaultInjectingHooks
@@ -59,7 +65,14 @@ TopicCheck = Callable[[int, list[TxnHandle]], None]  # raises OutputTopicChanged
 
 
 class Aborter(Protocol):
-    def abort_lingering(self, keep: set[str] = ...) -> list[str]: ...
+    def abort_lingering(self, keep: Collection[str] = ...) -> list[str]: ...
+    def abort_ids(self, ids: Iterable[str], keep: Collection[str] = ...) -> list[str]: ...
+    def ids_of_batch(self, batch_id: int, sink_partitions: int) -> set[str]: ...
+
+
+# A cancelled task's Python worker is killed spark.python.task.killTimeout (2 s) after the cancel:
+# a transaction it opened before that is ended by the second sweep.
+SWEEP_DELAY_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -75,8 +88,8 @@ class ReplayPlan:
 class TwoPhaseCommitProtocol:
     def __init__(self, sink_log: SinkLog, committer: Committer, aborter: Aborter, *,
                  transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS, hooks: StepHooks | None = None,
-                 topic_check: TopicCheck | None = None) -> None:
-        self.log, self.committer, self.aborter = sink_log, committer, aborter
+                 topic_check: TopicCheck | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.log, self.committer, self.aborter, self._sleep = sink_log, committer, aborter, sleep
         self.topic_check = topic_check or (lambda batch_id, handles: None)
         self.transaction_timeout_ms = transaction_timeout_ms  # named by TransactionLostError
         self.hooks = hooks or StepHooks()
@@ -142,9 +155,51 @@ class TwoPhaseCommitProtocol:
         self._report(record, started)
         return record
 
-    def abort_batch(self, handles: list[TxnHandle]) -> None:
-        """The engine gave up on the batch (a task failed): end what was pre-committed."""
-        self.committer.abort([h for h in handles if h.has_transaction])
+    def abort_batch(self, batch_id: int, handles: list[TxnHandle], sink_partitions: int) -> None:
+        """The engine gave up on the batch (a task failed, or ``commit_batch`` raised):
+          A. a decision for it is in the sink log: never abort it, finish it (``_finish``);
+          B. else abort every id its tasks can have used (any attempt) and the reported handles'
+             ids, except a decided batch's pending ones; again after ``SWEEP_DELAY_S``."""
+        ids = self.aborter.ids_of_batch(batch_id, sink_partitions) | {
+            h.transactional_id for h in handles if h.transactional_id}
+        decided = self.log.get(batch_id)
+        if decided is not None:                                                      # A
+            self._finish(decided)
+            self.aborter.abort_ids(ids, self._pending_ids())  # losing attempts' transactions
+            return
+        keep = self._pending_ids()
+        self.aborter.abort_ids(ids, keep)                                            # B
+        self._sleep(SWEEP_DELAY_S)
+        self.aborter.abort_ids(ids, keep)
+
+    def release(self) -> None:
+        """The query ended (failed or stopped; none of its tasks runs): finish the last decided
+        batch if the brokers allow, then abort every other Ongoing transaction under the prefix."""
+        last = self.log.latest()
+        if last is not None and last.state == DECIDED and last.partitions_with(PENDING):
+            self._finish(last)
+        self.aborter.abort_lingering(self._pending_ids())
+
+    def _finish(self, record: BatchRecord) -> None:
+        """Commit a decided batch's pending handles (the recovery path), or leave them for the next start."""
+        if record.state != DECIDED or not record.partitions_with(PENDING):
+            log.warning("kafka-eos: batch %d is %s in the sink log: nothing of it is aborted",
+                        record.batch_id, record.state.value)
+            return
+        try:
+            self._end(record)
+            log.warning("kafka-eos: batch %d was decided before the engine gave up on it: committed it now",
+                        record.batch_id)
+        except Exception as exc:  # noqa: BLE001 - the decision stays durable; the next start commits it
+            log.warning("kafka-eos: batch %d is decided but could not be committed now (%s); it stays decided "
+                        "and the next start commits it", record.batch_id, exc)
+
+    def _pending_ids(self) -> set[str]:
+        """The transactional ids of the last decided batch's handles still to be committed."""
+        last = self.log.latest()
+        if last is None or last.state != DECIDED:
+            return set()
+        return {h.transactional_id for h in last.handles_with(PENDING) if h.transactional_id}
 
     def _decide(self, batch_id: int, handles: list[TxnHandle], previous: BatchRecord | None) -> BatchRecord:
         if previous is None:

@@ -1,31 +1,49 @@
-"""TransactionAborter: ends lingering transactions under a sink's transactional-id prefix.
+"""TransactionAborter: ends Ongoing transactions under a sink's transactional-id prefix, by id.
 
-A dead task attempt or a crashed run can leave a transaction Ongoing; it holds back the last
-stable offset of its partitions (read_committed readers stall) until transaction.timeout.ms.
-Invariant: this runs only when no live transaction under the prefix may still be committed,
-i.e. after a batch's handles are all committed and before the next batch's tasks start.
-Cleanup is best effort: ``abort_lingering`` never raises (a broker down must not fail a batch
-that is already committed); what it could not clean is logged as a warning, with the reason,
-and is tried again at the next call (or ends on transaction.timeout.ms).
+A dead or cancelled task attempt, a failed batch or a crashed run can leave a transaction
+Ongoing; it holds back the last stable offset of its partitions (read_committed readers stall)
+until transaction.timeout.ms. Enforced here:
+- only Ongoing transactions under the prefix (``TransactionalIdFactory.owns``) are ended, each
+  with EndTxn(abort) under the producer id and epoch DescribeTransactions gives for it now; the
+  ids in ``keep`` (a decided batch's transactions, still to be committed) are never touched;
+- ``abort_lingering`` sweeps every id under the prefix; ``abort_ids`` only the ids given (a
+  failed batch's, ``ids_of_batch``), so it may run while other batches' transactions are open;
+- best effort: it never raises (a broker down must not fail what is already decided); what it
+  could not end is logged as a warning, with the reason, and tried again at the next call (or
+  ends on transaction.timeout.ms). Retriable answers are retried within ``timeout_s``.
+Callers decide when a sweep is safe (see ``TwoPhaseCommitProtocol``).
 """
 from __future__ import annotations
 
 import logging
-from typing import Mapping
+from typing import Collection, Iterable, Mapping
 
 import kafka.errors as Errors
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from kafka_eos.txn.control_plane import control_plane
-from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.kafka_committer import KafkaCommitter
-from kafka_eos.txn.transactional_ids import TransactionalIdFactory
+from kafka_eos.txn.kafka_committer import transient
+from kafka_eos.txn.transactional_ids import ATTEMPT_IDS, TransactionalIdFactory
 
 log = logging.getLogger(__name__)
+_AGAIN = {-1, Errors.RequestTimedOutError.errno, Errors.CoordinatorLoadInProgressError.errno,
+          Errors.CoordinatorNotAvailableError.errno, Errors.NotCoordinatorError.errno,
+          Errors.ConcurrentTransactionsError.errno}
+_MOVED = {-1, Errors.CoordinatorNotAvailableError.errno, Errors.NotCoordinatorError.errno}
+_NOT_FOUND = (Errors.TransactionalIdNotFoundError, Errors.InvalidProducerIdMappingError)
+
+
+class _Again(Exception):
+    pass
 
 
 class TransactionAborter:
     def __init__(self, conf: Mapping[str, str], ids: TransactionalIdFactory, timeout_s: float = 60.0) -> None:
         self._conf, self._ids, self._timeout_s = conf, ids, timeout_s
+
+    def ids_of_batch(self, batch_id: int, sink_partitions: int) -> set[str]:
+        """Every transactional id a task of ``batch_id`` can have used (any attempt)."""
+        return {self._ids.id_for(p, batch_id, a) for p in range(sink_partitions) for a in range(ATTEMPT_IDS)}
 
     def ongoing(self) -> list[str]:
         """Transactional ids under our prefix whose transaction is Ongoing."""
@@ -38,30 +56,74 @@ class TransactionAborter:
         rows = [t for per_broker in listings.values() for t in per_broker]
         return sorted(t.transactional_id for t in rows if self._ids.owns(t.transactional_id))
 
-    def abort_lingering(self, keep: set[str] = frozenset()) -> list[str]:
-        """Abort every Ongoing transaction under the prefix except ``keep``; return the ids aborted.
-        Never raises: a failure is logged (what was not cleaned and why) and ``[]`` returned."""
+    def abort_lingering(self, keep: Collection[str] = frozenset()) -> list[str]:
+        """Abort every Ongoing transaction under the prefix except ``keep``; return the ids aborted."""
+        return self._sweep(None, keep)
+
+    def abort_ids(self, ids: Iterable[str], keep: Collection[str] = frozenset()) -> list[str]:
+        """Abort those of ``ids`` that are Ongoing, except ``keep``; return the ids aborted."""
+        return self._sweep(set(ids), keep)
+
+    def _sweep(self, wanted: set[str] | None, keep: Collection[str]) -> list[str]:
         not_cleaned = f"the transactions under prefix {self._ids.pattern().pattern}"
         try:
-            ids = [tid for tid in self.ongoing() if tid not in keep]
+            ids = [t for t in self.ongoing() if t not in keep and (wanted is None or t in wanted)]
             if not ids:
                 return []
             not_cleaned = ", ".join(ids)
-            handles = self._handles(ids)
-            KafkaCommitter(self._conf, self._timeout_s).abort(handles)
+            aborted = self._abort(ids)
         except Exception as exc:  # noqa: BLE001 - best effort by contract
-            log.warning("kafka-eos: lingering-transaction cleanup failed, not cleaned: %s (%r); tried again "
-                        "at the next call, or the broker aborts them at transaction.timeout.ms (read_committed "
-                        "readers of their partitions wait until then)", not_cleaned, exc)
+            log.warning("kafka-eos: open-transaction cleanup failed, not cleaned: %s (%r); tried again at the "
+                        "next call, or the broker aborts them at transaction.timeout.ms (read_committed readers "
+                        "of their partitions wait until then)", not_cleaned, exc)
             return []
-        if handles:
-            log.warning("kafka-eos: aborted %d lingering transaction(s): %s", len(handles),
-                        ", ".join(h.transactional_id for h in handles))
-        return [h.transactional_id for h in handles]
+        if aborted:
+            log.warning("kafka-eos: aborted %d open transaction(s): %s", len(aborted), ", ".join(aborted))
+        return aborted
 
-    def _handles(self, ids: list[str]) -> list[TxnHandle]:
-        described = control_plane(self._conf).describe_transactions(ids)
-        return [TxnHandle(sink_partition=i, transactional_id=tid, producer_id=d.producer_id,
-                          producer_epoch=d.producer_epoch, records=1)
-                for i, (tid, d) in enumerate(sorted(described.items()))
-                if d.state.value == "Ongoing"]
+    def _abort(self, ids: list[str]) -> list[str]:
+        client = control_plane(self._conf)
+        aborted: list[str] = []
+        left = list(ids)  # what the next round describes and ends; each round narrows it
+        retrying = Retrying(stop=stop_after_delay(self._timeout_s), reraise=True,
+                            wait=wait_exponential(multiplier=0.02, max=1.0),
+                            retry=retry_if_exception_type(_Again))
+        for attempt in retrying:
+            with attempt:
+                self._round(client, left, aborted)
+        return aborted
+
+    def _round(self, client, ids: list[str], aborted: list[str]) -> None:
+        """Describe ``ids``, EndTxn(abort) the Ongoing ones; leave in ``ids`` those to retry, and
+        raise ``_Again`` if any."""
+        try:
+            described = self._describe(client, ids)
+            ongoing = {t: d for t, d in described.items() if d.state.value == "Ongoing"}
+            codes = client.end_txn_round([(t, d.producer_id, d.producer_epoch) for t, d in ongoing.items()],
+                                         False) if ongoing else {}
+        except Exception as exc:  # noqa: BLE001 - classified
+            if not transient(exc):
+                raise
+            client.forget_coordinators(ids)
+            raise _Again() from exc
+        aborted += [t for t, code in codes.items() if code == 0]
+        client.forget_coordinators([t for t, code in codes.items() if code in _MOVED])
+        ids[:] = [t for t, code in codes.items() if code in _AGAIN]
+        for tid, code in codes.items():
+            if code and code not in _AGAIN:  # fenced/ended meanwhile: no longer Ongoing under that epoch
+                log.info("kafka-eos: EndTxn(abort) for %s answered %s", tid, Errors.for_code(code).__name__)
+        if ids:
+            raise _Again()
+
+    @staticmethod
+    def _describe(client, ids: list[str]) -> dict:
+        try:
+            return client.describe_transactions(ids)
+        except _NOT_FOUND:  # one id expired meanwhile: describe the others one by one
+            described = {}
+            for tid in ids:
+                try:
+                    described.update(client.describe_transactions([tid]))
+                except _NOT_FOUND:
+                    continue
+            return described

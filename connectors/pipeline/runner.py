@@ -11,6 +11,11 @@ Invariants:
 - Once Spark accepted the plan, the pipeline's shape is recorded beside the checkpoint
   (``pipeline_shape.record_shape``), for ``kafka-eos validate --against-checkpoint``; a record
   that cannot be written is a warning line, never a failed run.
+- Once the query ended with an error or was stopped, one final sweep of the sink's open
+  transactions (``stream_writer.release_sink``): its decided batch is committed (or left for the
+  next start if the brokers refuse), every other Ongoing transaction under its prefix aborted, so
+  that every output partition's last stable offset reaches its high watermark (measured: within
+  ``RELEASE_BOUND_S`` of the stop with the brokers up).
 - A failed query raises ``PipelineFailed`` with the query's error, shortened to the lines that
   say what failed (the Python exception of the task or of the sink), secrets redacted. Nothing
   of a failed batch is committed: the next run resumes from the checkpoint.
@@ -36,6 +41,7 @@ from kafka_eos.secrets import spark_redaction_conf
 # and event logs; the runner prints its own line per batch instead of Spark's progress bar.
 RUN_CONF = {**spark_redaction_conf(), "spark.ui.showConsoleProgress": "false"}
 POLL_S = 1.0
+RELEASE_BOUND_S = 10.0  # stop -> every output partition's LSO == high watermark (brokers up)
 STOPPING_POLL_S = 0.1  # while a stop waits for the query to be idle between batches
 _PYTHON_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$")
 
@@ -101,6 +107,8 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
         _wait(query, reporter, stop, poll_s)
     finally:
         stop.uninstall()
+    if not query.isActive and (stop.stopped or query.exception() is not None):
+        _release(cfg, once)
     reporter.report(query)
     result = RunResult(cfg.name or "kafka-eos", len(reporter.lines), reporter.input_rows,
                        time.monotonic() - started, reporter.lines)
@@ -112,6 +120,12 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
                                       f"{error_summary(str(error))}\nNothing of the failed batch was committed; "
                                       "a new run resumes from the checkpoint."))
     return result
+
+
+def _release(cfg: PipelineConfig, once: bool) -> None:
+    """The exit path's final sweep of the sink's open transactions (never raises)."""
+    from kafka_eos.connectors.sink.stream_writer import release_sink
+    release_sink(builder.writer_options(cfg, once))
 
 
 def _record_shape(cfg: PipelineConfig, emit: Callable[[str], None]) -> None:

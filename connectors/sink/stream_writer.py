@@ -19,7 +19,12 @@ builds a *fresh* writer that is never pickled. So:
   neither committed nor aborted (the commit checks again before its decision, and aborts);
 - ``write`` (executors) pre-commits one transaction per task and returns its handle; a task
   whose sink partition is durable writes nothing but counts its rows (the replay check);
-- ``commit`` works from the handles alone (``TwoPhaseCommitProtocol.commit_batch``).
+- ``commit`` works from the handles alone (``TwoPhaseCommitProtocol.commit_batch``);
+- ``abort`` (Spark calls it when the batch's job failed and also when ``commit`` raised: the catch
+  of V2TableWriteExec.writeWithV2) ends every transactional id the batch can have used, by id,
+  unless the batch has a decision (``TwoPhaseCommitProtocol.abort_batch``); ``messages`` has one
+  entry per sink partition (None for a task that did not report);
+- ``release_sink`` is for the caller that ran the query, once it ended (failed or stopped).
 """
 from __future__ import annotations
 
@@ -126,4 +131,17 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: list, batchId: int) -> None:
         handles = [TxnHandle.from_dict(m.handle) for m in messages if m is not None]
-        self._protocol.abort_batch(handles)
+        self._protocol.abort_batch(batchId, handles, sink_partitions=len(messages))
+
+
+def release_sink(options: dict) -> None:
+    """After the query of these sink options ended (failed or stopped): commit its decided batch if
+    the brokers allow (else it stays for the next start), abort every other Ongoing transaction under
+    its prefix. Best effort: a failure is logged (the next start cleans up), never raised."""
+    config = sink_config(options)
+    try:
+        driver_protocol(config, fault_plan(options), checkpoint_query_id(options)).release()
+    except Exception as exc:  # noqa: BLE001 - the query already ended; the next start cleans up
+        logging.getLogger(__name__).warning(
+            "kafka-eos: the sink's open transactions under prefix %s were not released (%r); the next start "
+            "ends them, or the broker at transaction.timeout.ms", config.transactional_id_prefix, exc)

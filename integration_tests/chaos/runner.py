@@ -8,8 +8,9 @@ With --live-start the input keeps arriving while the query starts with Spark's d
 ``startingOffsets=latest`` and while the faults hit it; every committed input record at or after
 the query's planned start (read from the checkpoint) must then be in the output exactly once.
 
-Exit status 1 on any lost, duplicated, aborted-input or out-of-order record; the seed is printed
-first so a failing run can be replayed.
+Exit status 1 on any lost, duplicated, aborted-input or out-of-order record, or when an output
+partition's last stable offset is still below its high watermark ``RELEASE_BOUND_S`` after the
+final (planned) stop of the query; the seed is printed first so a failing run can be replayed.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import tempfile
 import threading
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
@@ -29,11 +30,12 @@ from kafka_eos.connectors.dev.standalone_spark import StandaloneSpark
 from integration_tests.chaos import injector
 from integration_tests.chaos.generator import generate
 from integration_tests.kafka_tools import (ExactlyOnceReport, check_exactly_once, committed_input_ids, create_topic,
-                                          unique)
+                                          unique, wait_released)
 from integration_tests.pipeline_runs import kill_group, planned_start, run_to_completion, start_job, tail
 
 
 JOB_START_S = 20.0  # spark-submit to the first batch on a 2-core machine
+RELEASE_BOUND_S = 10.0  # after a planned stop, every output partition's LSO == high watermark by then
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,14 @@ class ChaosRun:
         """True once batch 0's offsets are in the checkpoint (the query resolved 'latest')."""
         return (self.workdir / "checkpoint" / "offsets" / "0").exists()
 
+    def held_after_stop(self) -> dict[int, tuple[int, int]]:
+        """Output partitions an open transaction still holds back ``RELEASE_BOUND_S`` after the stop."""
+        waited, held = wait_released(self.kafka.bootstrap, self.output, RELEASE_BOUND_S)
+        print(f"[chaos seed={self.s.seed}] after the stop: " + (
+            f"partitions held (LSO, high watermark): {held}" if held else f"no partition held ({waited:.1f} s)"),
+            flush=True)
+        return held
+
     def expected(self) -> set[int] | None:
         if not self.s.live_start:
             return None
@@ -155,7 +165,8 @@ class ChaosRun:
             kill_group(self.job)
         self.restarts += 1
         run_to_completion(self.args(streaming=False), self.log, timeout=900)
-        report = check_exactly_once(self.kafka.bootstrap, self.output, self.s.records, self.expected(), ordered=True)
+        report = replace(check_exactly_once(self.kafka.bootstrap, self.output, self.s.records, self.expected(),
+                                            ordered=True), held=len(self.held_after_stop()))
         print(f"[chaos seed={self.s.seed}] {self.s.records} in, {report.line()}; {len(faults)} faults, "
               f"{self.restarts} pipeline restarts", flush=True)
         if not report.ok:
