@@ -1,0 +1,101 @@
+"""Fault injection for a local Kafka cluster's brokers: hung (SIGSTOP), black hole and lossy link.
+
+- ``hung``: the node's JVM is stopped with SIGSTOP and resumed with SIGCONT; its TCP connections
+  stay "up" (the kernel still accepts connections into the listen backlog), so clients wait for
+  their request timeouts rather than seeing a refused connection.
+- ``black_hole`` / ``lossy``: iptables rules on the loopback interface drop every packet (or a
+  random share) to the node's client and controller ports; the node keeps running. Every rule
+  carries the comment ``kafka-eos-test`` and is removed in a ``finally``; ``remove_stale_rules``
+  removes rules an earlier, interrupted run left behind.
+- ``ensure_iptables`` installs iptables with apt-get when it is missing (root only) and says why
+  a network-fault test cannot run otherwise.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from typing import Iterator
+
+from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
+
+TAG = "kafka-eos-test"
+
+
+class NetworkFaultUnavailable(RuntimeError):
+    """iptables cannot be used here (not root, or it cannot be installed)."""
+
+
+def ensure_iptables() -> str:
+    """The iptables binary, installed with apt-get if missing (needs root)."""
+    found = shutil.which("iptables")
+    if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "install", "-y", "-q", "iptables"], env=env, capture_output=True, check=False)
+        found = shutil.which("iptables")
+    if found is None:
+        raise NetworkFaultUnavailable("iptables is missing: run as root with apt-get available, or "
+                                      "`apt-get install -y iptables` first")
+    probe = subprocess.run([found, "-L", "INPUT", "-n"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise NetworkFaultUnavailable(f"iptables cannot list rules (needs root / CAP_NET_ADMIN): {probe.stderr.strip()}")
+    return found
+
+
+def _rule(port: int, probability: float | None) -> list[str]:
+    rule = ["INPUT", "-i", "lo", "-p", "tcp", "--dport", str(port)]
+    if probability is not None:
+        rule += ["-m", "statistic", "--mode", "random", "--probability", f"{probability:.3f}"]
+    return rule + ["-m", "comment", "--comment", TAG, "-j", "DROP"]
+
+
+def remove_stale_rules() -> int:
+    """Delete every INPUT rule tagged ``kafka-eos-test`` (left by an interrupted run); how many."""
+    binary = ensure_iptables()
+    listing = subprocess.run([binary, "-S", "INPUT"], capture_output=True, text=True, check=True).stdout
+    removed = 0
+    for line in listing.splitlines():
+        if f'--comment {TAG}' in line or f'--comment "{TAG}"' in line:
+            spec = line.split()[1:]  # "-A INPUT ..." -> "INPUT ..."
+            subprocess.run([binary, "-D", *[s.strip('"') for s in spec]], check=False, capture_output=True)
+            removed += 1
+    return removed
+
+
+@contextlib.contextmanager
+def dropped(cluster: LocalKafkaCluster, node_id: int, probability: float | None = None) -> Iterator[None]:
+    """Drop packets (all, or a random ``probability`` share) to the node's client and controller ports."""
+    binary = ensure_iptables()
+    node = cluster.node(node_id)
+    added = []
+    try:
+        for port in (node.port, node.controller_port):
+            rule = _rule(port, probability)
+            subprocess.run([binary, "-I", *rule], check=True, capture_output=True)
+            added.append(rule)
+        yield
+    finally:
+        for rule in added:
+            subprocess.run([binary, "-D", *rule], check=False, capture_output=True)
+
+
+@contextlib.contextmanager
+def hung(cluster: LocalKafkaCluster, node_id: int) -> Iterator[None]:
+    """Freeze the node's JVM (SIGSTOP) for the block; always resumed (SIGCONT)."""
+    process = cluster.node(node_id).process
+    assert process is not None, f"node {node_id} is not running"
+    os.kill(process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+
+
+def transaction_coordinator(bootstrap: str, transactional_id: str) -> int:
+    """The node id coordinating ``transactional_id`` (FindCoordinator)."""
+    from kafka.protocol.metadata import CoordinatorType
+    from kafka_eos.txn.control_plane import control_plane
+    client = control_plane({"bootstrap.servers": bootstrap})
+    return client._manager.run(client._find_coordinator_id, transactional_id, CoordinatorType.TRANSACTION)
