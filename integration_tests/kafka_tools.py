@@ -100,16 +100,18 @@ class ExactlyOnceReport:
     aborted_input: int
     before_start: int = 0         # ids not expected (outside 0..ids-1, or before the query's start)
     order_violations: int = 0     # per key, an id after a larger one (only counted when asked)
+    unplanned_stops: int = 0      # the query stopped on its own (a chaos run restarts it, but counts it)
 
     @property
     def ok(self) -> bool:
         return not (self.lost or self.duplicated or self.aborted_input or self.order_violations
-                    or self.before_start)
+                    or self.before_start or self.unplanned_stops)
 
     def line(self) -> str:
         return (f"{self.records} out of {self.expected} expected, {self.lost} lost, {self.duplicated} duplicated, "
                 f"{self.aborted_input} from aborted input transactions, {self.order_violations} order violations, "
-                f"{self.before_start} unexpected (e.g. from before the query's start)")
+                f"{self.before_start} unexpected (e.g. from before the query's start)"
+                + (f", {self.unplanned_stops} unplanned query stops" if self.unplanned_stops else ""))
 
 
 def output_id(message) -> int:

@@ -97,8 +97,9 @@ def run_with_faults(tmp_path, plan: list[Fault]) -> dict:
         return figures
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def iptables():
+    """iptables (installed if missing); rules an interrupted earlier session left are removed."""
     try:
         faults.ensure_iptables()
     except faults.NetworkFaultUnavailable as exc:
