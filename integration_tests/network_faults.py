@@ -3,10 +3,16 @@
 - ``hung``: the node's JVM is stopped with SIGSTOP and resumed with SIGCONT; its TCP connections
   stay "up" (the kernel still accepts connections into the listen backlog), so clients wait for
   their request timeouts rather than seeing a refused connection.
-- ``black_hole`` / ``lossy``: iptables rules on the loopback interface drop every packet (or a
-  random share) to the node's client and controller ports; the node keeps running. Every rule
-  carries the comment ``kafka-eos-test`` and is removed in a ``finally``; ``remove_stale_rules``
-  removes rules an earlier, interrupted run left behind.
+- ``dropped``: iptables rules on the loopback interface drop every packet (or, for a lossy link,
+  a random share) to the node's client and controller ports; the node keeps running.
+- ``black_hole``: ``dropped`` plus every packet the node's JVM sends (an OUTPUT rule matching the
+  cgroup v2 the JVM is moved into for the fault). Dropping only what reaches its ports leaves the
+  node's own connections working: it keeps heartbeating to the controller, stays leader of its
+  partitions and no client can reach them (measured: the sink's pre-commit waited the whole
+  60 s). Cut off both ways, it is fenced and its partitions move, as in a real partition.
+- Every rule carries the comment ``kafka-eos-test`` and is removed in a ``finally`` (the JVM is
+  moved back to the root cgroup); ``remove_stale_rules`` removes rules and cgroups an earlier,
+  interrupted run left behind.
 - ``ensure_iptables`` installs iptables with apt-get when it is missing (root only) and says why
   a network-fault test cannot run otherwise.
 """
@@ -17,11 +23,13 @@ import os
 import shutil
 import signal
 import subprocess
+from pathlib import Path
 from typing import Iterator
 
 from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
 
 TAG = "kafka-eos-test"
+CGROUP_ROOTS = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))  # cgroup v2: hybrid, then unified
 
 
 class NetworkFaultUnavailable(RuntimeError):
@@ -52,16 +60,35 @@ def _rule(port: int, probability: float | None) -> list[str]:
 
 
 def remove_stale_rules() -> int:
-    """Delete every INPUT rule tagged ``kafka-eos-test`` (left by an interrupted run); how many."""
+    """Delete every INPUT/OUTPUT rule tagged ``kafka-eos-test`` and every test cgroup (left by an
+    interrupted run); how many rules."""
     binary = ensure_iptables()
-    listing = subprocess.run([binary, "-S", "INPUT"], capture_output=True, text=True, check=True).stdout
     removed = 0
-    for line in listing.splitlines():
-        if f'--comment {TAG}' in line or f'--comment "{TAG}"' in line:
-            spec = line.split()[1:]  # "-A INPUT ..." -> "INPUT ..."
-            subprocess.run([binary, "-D", *[s.strip('"') for s in spec]], check=False, capture_output=True)
-            removed += 1
+    for chain in ("INPUT", "OUTPUT"):
+        listing = subprocess.run([binary, "-S", chain], capture_output=True, text=True, check=True).stdout
+        for line in listing.splitlines():
+            if f'--comment {TAG}' in line or f'--comment "{TAG}"' in line:
+                spec = line.split()[1:]  # "-A INPUT ..." -> "INPUT ..."
+                subprocess.run([binary, "-D", *[s.strip('"') for s in spec]], check=False, capture_output=True)
+                removed += 1
+    root = _cgroup_root()
+    for stale in (root.glob(f"{TAG}-*") if root else ()):
+        _release(root, stale)
     return removed
+
+
+def _cgroup_root() -> Path | None:
+    return next((r for r in CGROUP_ROOTS if (r / "cgroup.procs").exists() and (r / "cgroup.controllers").exists()),
+                None)
+
+
+def _release(root: Path, group: Path) -> None:
+    """Move the group's processes back to the root cgroup and remove the group."""
+    for pid in (group / "cgroup.procs").read_text().split():
+        with contextlib.suppress(OSError):
+            (root / "cgroup.procs").write_text(pid)
+    with contextlib.suppress(OSError):
+        group.rmdir()
 
 
 @contextlib.contextmanager
@@ -79,6 +106,31 @@ def dropped(cluster: LocalKafkaCluster, node_id: int, probability: float | None 
     finally:
         for rule in added:
             subprocess.run([binary, "-D", *rule], check=False, capture_output=True)
+
+
+@contextlib.contextmanager
+def black_hole(cluster: LocalKafkaCluster, node_id: int) -> Iterator[None]:
+    """Cut the node off both ways: packets to its ports and every packet its JVM sends dropped."""
+    binary, root = ensure_iptables(), _cgroup_root()
+    if root is None:
+        raise NetworkFaultUnavailable("no cgroup v2 hierarchy (/sys/fs/cgroup/unified or /sys/fs/cgroup) to "
+                                      "match the node's own packets with")
+    process = cluster.node(node_id).process
+    assert process is not None, f"node {node_id} is not running"
+    name = f"{TAG}-node{node_id}-{process.pid}"
+    group = root / name
+    rule = ["OUTPUT", "-m", "cgroup", "--path", name, "-m", "comment", "--comment", TAG, "-j", "DROP"]
+    group.mkdir(exist_ok=True)
+    try:
+        (group / "cgroup.procs").write_text(str(process.pid))
+        with dropped(cluster, node_id):
+            subprocess.run([binary, "-I", *rule], check=True, capture_output=True)
+            try:
+                yield
+            finally:
+                subprocess.run([binary, "-D", *rule], check=False, capture_output=True)
+    finally:
+        _release(root, group)
 
 
 @contextlib.contextmanager

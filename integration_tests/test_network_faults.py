@@ -2,7 +2,7 @@
 
 A 3-node cluster (replication 3, min ISR 2), a processing-time query (trigger 2 s) and input
 arriving throughout. One broker at a time is hung (SIGSTOP), cut off (every packet to its ports
-dropped) or behind a lossy link (a random share of its packets dropped), then healed. In every
+dropped, both ways) or behind a lossy link (a random share of its packets dropped), then healed. In every
 case the query never stops on its own, batches keep committing while the fault lasts, and every
 produced id is in the read_committed output exactly once. Real brokers, real spark-submit.
 """
@@ -121,8 +121,8 @@ def test_query_survives_hung_brokers_60s_each(tmp_path):
 
 @pytest.mark.chaos
 def test_query_survives_a_black_holed_broker(tmp_path, iptables):
-    run_with_faults(tmp_path, [Fault("black hole", bootstrap_first, faults.dropped, 60),
-                               Fault("black hole", coordinator, faults.dropped, 60)])
+    run_with_faults(tmp_path, [Fault("black hole", bootstrap_first, faults.black_hole, 60),
+                               Fault("black hole", coordinator, faults.black_hole, 60)])
 
 
 @pytest.mark.chaos

@@ -9,7 +9,7 @@ With --live-start the input keeps arriving while the query starts with Spark's d
 the query's planned start (read from the checkpoint) must then be in the output exactly once.
 
 With --brokers 3 the faults include network faults of one broker (``network_faults``): hung
-(SIGSTOP), black hole (every packet to its ports dropped) and lossy link (7% dropped), each for
+(SIGSTOP), black hole (every packet to and from it dropped) and lossy link (7% dropped), each for
 18-60 s and then healed; the query must ride them out.
 
 Exit status 1 on any lost, duplicated, aborted-input or out-of-order record, or an unplanned
@@ -132,7 +132,7 @@ class ChaosRun:
         if fault.kind == "hung_broker":
             fault_context, what = network_faults.hung(self.kafka, node), "SIGSTOP"
         elif fault.kind == "black_hole":
-            fault_context, what = network_faults.dropped(self.kafka, node), "every packet dropped"
+            fault_context, what = network_faults.black_hole(self.kafka, node), "cut off both ways"
         else:
             fault_context = network_faults.dropped(self.kafka, node, probability=injector.LOSSY_PROBABILITY)
             what = f"{injector.LOSSY_PROBABILITY:.0%} of packets dropped"
