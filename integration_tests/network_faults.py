@@ -9,12 +9,15 @@
   cgroup v2 the JVM is moved into for the fault). Dropping only what reaches its ports leaves the
   node's own connections working: it keeps heartbeating to the controller, stays leader of its
   partitions and no client can reach them (measured: the sink's pre-commit waited the whole
-  60 s). Cut off both ways, it is fenced and its partitions move, as in a real partition.
+  60 s). A cgroup match only sees sockets created after the move, so the node's connections open
+  at the start (e.g. its heartbeats to the controller) are cut by INPUT rules on their local
+  ports (from ``ss``). Cut off both ways, it is fenced and its partitions move, as in a real
+  partition.
 - Every rule carries the comment ``kafka-eos-test`` and is removed in a ``finally`` (the JVM is
   moved back to the root cgroup); ``remove_stale_rules`` removes rules and cgroups an earlier,
   interrupted run left behind.
-- ``ensure_iptables`` installs iptables with apt-get when it is missing (root only) and says why
-  a network-fault test cannot run otherwise.
+- ``ensure_iptables`` installs iptables (and iproute2's ``ss``) with apt-get when missing (root
+  only) and says why a network-fault test cannot run otherwise.
 """
 from __future__ import annotations
 
@@ -38,18 +41,31 @@ class NetworkFaultUnavailable(RuntimeError):
 
 def ensure_iptables() -> str:
     """The iptables binary, installed with apt-get if missing (needs root)."""
-    found = shutil.which("iptables")
-    if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
+    missing = [package for tool, package in (("iptables", "iptables"), ("ss", "iproute2")) if not shutil.which(tool)]
+    if missing and os.geteuid() == 0 and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "install", "-y", "-q", "iptables"], env=env, capture_output=True, check=False)
-        found = shutil.which("iptables")
-    if found is None:
-        raise NetworkFaultUnavailable("iptables is missing: run as root with apt-get available, or "
-                                      "`apt-get install -y iptables` first")
+        subprocess.run(["apt-get", "install", "-y", "-q", *missing], env=env, capture_output=True, check=False)
+    found = shutil.which("iptables")
+    if found is None or not shutil.which("ss"):
+        raise NetworkFaultUnavailable("iptables or ss is missing: run as root with apt-get available, or "
+                                      "`apt-get install -y iptables iproute2` first")
     probe = subprocess.run([found, "-L", "INPUT", "-n"], capture_output=True, text=True)
     if probe.returncode != 0:
         raise NetworkFaultUnavailable(f"iptables cannot list rules (needs root / CAP_NET_ADMIN): {probe.stderr.strip()}")
     return found
+
+
+def own_ports(pid: int, listeners: tuple[int, ...]) -> list[int]:
+    """Local ports of the established connections process ``pid`` opened (not its listeners)."""
+    listing = subprocess.run(["ss", "-Htnp", "state", "established"], capture_output=True, text=True).stdout
+    ports = set()
+    for line in listing.splitlines():
+        fields = line.split()
+        if f"pid={pid}," in line and len(fields) >= 4:
+            port = int(fields[2].rsplit(":", 1)[1])
+            if port not in listeners:
+                ports.add(port)
+    return sorted(ports)
 
 
 def _rule(port: int, probability: float | None) -> list[str]:
@@ -92,13 +108,15 @@ def _release(root: Path, group: Path) -> None:
 
 
 @contextlib.contextmanager
-def dropped(cluster: LocalKafkaCluster, node_id: int, probability: float | None = None) -> Iterator[None]:
-    """Drop packets (all, or a random ``probability`` share) to the node's client and controller ports."""
+def dropped(cluster: LocalKafkaCluster, node_id: int, probability: float | None = None,
+            extra_ports: tuple[int, ...] = ()) -> Iterator[None]:
+    """Drop packets (all, or a random ``probability`` share) to the node's client and controller
+    ports (and ``extra_ports``)."""
     binary = ensure_iptables()
     node = cluster.node(node_id)
     added = []
     try:
-        for port in (node.port, node.controller_port):
+        for port in (node.port, node.controller_port, *extra_ports):
             rule = _rule(port, probability)
             subprocess.run([binary, "-I", *rule], check=True, capture_output=True)
             added.append(rule)
@@ -123,7 +141,8 @@ def black_hole(cluster: LocalKafkaCluster, node_id: int) -> Iterator[None]:
     group.mkdir(exist_ok=True)
     try:
         (group / "cgroup.procs").write_text(str(process.pid))
-        with dropped(cluster, node_id):
+        node = cluster.node(node_id)
+        with dropped(cluster, node_id, extra_ports=tuple(own_ports(process.pid, (node.port, node.controller_port)))):
             subprocess.run([binary, "-I", *rule], check=True, capture_output=True)
             try:
                 yield
