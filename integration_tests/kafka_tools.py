@@ -101,17 +101,19 @@ class ExactlyOnceReport:
     before_start: int = 0         # ids not expected (outside 0..ids-1, or before the query's start)
     order_violations: int = 0     # per key, an id after a larger one (only counted when asked)
     held: int = 0                 # partitions whose LSO stayed below the high watermark after a stop
+    unplanned_stops: int = 0      # the query stopped on its own (a chaos run restarts it, but counts it)
 
     @property
     def ok(self) -> bool:
         return not (self.lost or self.duplicated or self.aborted_input or self.order_violations
-                    or self.before_start or self.held)
+                    or self.before_start or self.held or self.unplanned_stops)
 
     def line(self) -> str:
         return (f"{self.records} out of {self.expected} expected, {self.lost} lost, {self.duplicated} duplicated, "
                 f"{self.aborted_input} from aborted input transactions, {self.order_violations} order violations, "
                 f"{self.before_start} unexpected (e.g. from before the query's start)"
-                + (f", {self.held} partitions held by open transactions after the stop" if self.held else ""))
+                + (f", {self.held} partitions held by open transactions after the stop" if self.held else "")
+                + (f", {self.unplanned_stops} unplanned query stops" if self.unplanned_stops else ""))
 
 
 def output_id(message) -> int:

@@ -6,11 +6,13 @@ Invariants:
 - Every lookup answers for exactly the partitions asked, or raises ``KafkaLookupError``
   naming them. An answer without an offset (librdkafka's ``OFFSET_INVALID``, seen while a
   partition's leader is down) is no answer: it is asked again, never returned as an offset.
-  Each retry of an offset lookup uses a new AdminClient, so it asks the partition's current
-  leader (librdkafka's client kept asking the dead one until the lookup's deadline).
-  Transient failures (timeouts, transport errors, brokers down, leader moves: ``_transient``)
-  are retried with backoff within ONE deadline per call (``timeout_s``); partitions already
-  answered are not asked again. A non-transient error fails at once.
+  Each retry of every lookup uses a new AdminClient, so it asks the partition's current leader
+  through a broker that answers (librdkafka's client kept asking a dead leader, or a hung broker
+  whose connection stays up, until the lookup's deadline). One request waits at most
+  ``request_s("source.list_offsets")`` (10 s); transient failures (``kafka_clients.is_transient``:
+  timeouts, transport errors, brokers down or hung, leader moves) are retried with backoff within
+  ONE deadline per call (``timeout_s``, source option ``lookupTimeoutMs``, default 120 s);
+  partitions already answered are not asked again. A non-transient error fails at once.
 - A source naming its topics (``subscribe``, ``assign``) asks for exactly those topics
   (DescribeTopics, never auto-creating): one its principal may not Describe or Read raises
   ``TopicAuthorizationError`` naming the ACL to add (Kafka leaves such topics out of an
@@ -31,6 +33,7 @@ from confluent_kafka.admin import AclOperation, AdminClient, OffsetSpec
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from kafka_eos import KafkaEosError
+from kafka_eos.kafka_clients import LOOKUP_DEADLINE_MS, PartialFailure, admin_settings, is_transient, request_s
 from kafka_eos.offsets.acl_advice import AclMissingError, MissingAcl, principal_of
 from kafka_eos.offsets.model import Offsets, TopicPartition, describe
 from kafka_eos.offsets.subscription import Subscription
@@ -71,45 +74,16 @@ def named_listing(answers: Mapping[str, Sequence[int] | KafkaError], conf: Mappi
 
 
 T = TypeVar("T")
-# librdkafka codes that a broker outage or a leader move produce; retried whatever retriable() says
-# (librdkafka's admin results mark _TIMED_OUT / _TRANSPORT as not retriable).
-_TRANSIENT_CODES = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
-                    KafkaError._WAIT_COORD, KafkaError.REQUEST_TIMED_OUT,
-                    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                    KafkaError.BROKER_NOT_AVAILABLE, KafkaError.REPLICA_NOT_AVAILABLE,
-                    KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.FENCED_LEADER_EPOCH,
-                    KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE,
-                    KafkaError.NETWORK_EXCEPTION}
 _NO_OFFSET = "ListOffsets answered OFFSET_INVALID (no offset) for the partition"
-_PER_ATTEMPT_S = 10.0  # one attempt never uses the whole deadline: a dead leader gets retried
-
-
-def _transient(exc: BaseException) -> bool:
-    """True for a failure a broker outage or a leader move explains."""
-    if isinstance(exc, _Unanswered):
-        return all(_transient(e) for e in exc.errors.values())
-    if isinstance(exc, (TimeoutError, FutureTimeout, ConnectionError)):
-        return True
-    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
-        error = exc.args[0]
-        return not error.fatal() and (error.retriable() or error.code() in _TRANSIENT_CODES)
-    return False
-
-
-class _Unanswered(Exception):
-    """Some partitions of a ListOffsets call failed (``errors``: partition -> exception)."""
-
-    def __init__(self, errors: dict[TopicPartition, BaseException]) -> None:
-        super().__init__(errors)
-        self.errors = errors
+_FAILED = (KafkaException, TimeoutError, FutureTimeout, ConnectionError)
 
 
 class KafkaOffsets:
     """Offsets and partitions of a cluster. ``conf`` is a librdkafka client configuration."""
 
-    def __init__(self, conf: Mapping[str, str], timeout_s: float = 30.0) -> None:
-        self._admin = AdminClient(dict(conf))
+    def __init__(self, conf: Mapping[str, str], timeout_s: float = LOOKUP_DEADLINE_MS / 1000) -> None:
         self._conf = dict(conf)
+        self._admin = AdminClient(admin_settings(self._conf))
         self._timeout_s = timeout_s
 
     def listing(self, subscription: Subscription | None = None) -> dict[str, list[int]]:
@@ -119,8 +93,8 @@ class KafkaOffsets:
         if named:
             return self._named(named)
         try:
-            meta = self._retrying(lambda remaining: self._admin.list_topics(timeout=remaining))
-        except (KafkaException, TimeoutError, FutureTimeout, ConnectionError) as exc:
+            meta = self._retrying(lambda seconds: self._admin.list_topics(timeout=seconds), "source.list_topics")
+        except _FAILED as exc:
             raise KafkaLookupError(f"could not list Kafka topics within {self._timeout_s:.0f}s: {exc!r}. Check "
                                    "kafka.bootstrap.servers and that the brokers are reachable.") from None
         return {name: sorted(t.partitions) for name, t in meta.topics.items() if t.error is None}
@@ -142,13 +116,13 @@ class KafkaOffsets:
                                      else KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
                 except KafkaException as exc:
                     error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-                    if error is None or _transient(exc):
+                    if error is None or is_transient(exc):
                         raise
                     answers[name] = error
             return answers
         try:
-            answers = self._retrying(attempt)
-        except (KafkaException, TimeoutError, FutureTimeout, ConnectionError) as exc:
+            answers = self._retrying(attempt, "source.describe_topics")
+        except _FAILED as exc:
             raise KafkaLookupError(f"could not describe Kafka topics {', '.join(topics)} within "
                                    f"{self._timeout_s:.0f}s: {exc!r}. Check kafka.bootstrap.servers and that the "
                                    "brokers are reachable.") from None
@@ -165,46 +139,45 @@ class KafkaOffsets:
         found = self._list({tp: OffsetSpec.for_timestamp(ts) for tp, ts in query.items()}, "by timestamp")
         return {tp: (o if o >= 0 else None) for tp, o in found.items()}
 
-    def commit_group(self, group: str, offsets: Mapping[TopicPartition, int], timeout_s: float = 5.0) -> None:
-        """Write ``offsets`` as ``group``'s committed offsets (monitoring only)."""
+    def commit_group(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Write ``offsets`` as ``group``'s committed offsets (monitoring only: one attempt)."""
         from confluent_kafka import ConsumerGroupTopicPartitions
         if not offsets:
             return
+        timeout_s = request_s("source.commit_group")
         request = ConsumerGroupTopicPartitions(group, [KafkaTP(t, p, o) for (t, p), o in sorted(offsets.items())])
         futures = self._admin.alter_consumer_group_offsets([request], request_timeout=timeout_s)
         for future in futures.values():
             future.result(timeout_s)
 
-    def _retrying(self, attempt: Callable[[float], T]) -> T:
-        """Run ``attempt(seconds left for this attempt)`` until it succeeds, a non-transient error
-        or the call's one deadline (``timeout_s``) passes; the last error is re-raised."""
+    def _retrying(self, attempt: Callable[[float], T], call: str) -> T:
+        """Run ``attempt(seconds for this request)`` until it succeeds, a non-transient error or
+        the call's one deadline (``timeout_s``) passes; the last error is re-raised. Each retry
+        gets a new AdminClient: new metadata, and no connection to a broker that hung."""
         deadline = time.monotonic() + self._timeout_s
         retrying = Retrying(stop=stop_after_delay(self._timeout_s), reraise=True,
-                            wait=wait_exponential(multiplier=0.1, max=2.0), retry=retry_if_exception(_transient))
+                            wait=wait_exponential(multiplier=0.1, max=2.0), retry=retry_if_exception(is_transient))
         for try_ in retrying:
             with try_:
-                return attempt(max(0.5, min(_PER_ATTEMPT_S, deadline - time.monotonic())))
+                if try_.retry_state.attempt_number > 1:
+                    self._admin = AdminClient(admin_settings(self._conf))
+                return attempt(max(0.5, min(request_s(call), deadline - time.monotonic())))
         raise AssertionError("unreachable")  # pragma: no cover - tenacity re-raises or returns
 
     def _list(self, request: Mapping[TopicPartition, OffsetSpec], what: str) -> Offsets:
         pending = dict(request)
         out: Offsets = {}
-        retry = False
 
         def attempt(seconds: float) -> Offsets:
-            nonlocal retry
-            if retry:  # a new client, new metadata: the cached leader may be the broker that went down
-                self._admin = AdminClient(self._conf)
-            retry = True
             self._list_once(pending, out, seconds)
             return out
         if not pending:
             return out
         try:
-            return self._retrying(attempt)
-        except _Unanswered as exc:
+            return self._retrying(attempt, "source.list_offsets")
+        except PartialFailure as exc:
             listed = "; ".join(f"{describe(tp)}: {err!r}" for tp, err in sorted(exc.errors.items()))
-        except (KafkaException, TimeoutError, FutureTimeout, ConnectionError) as exc:
+        except _FAILED as exc:
             listed = f"{', '.join(describe(tp) for tp in sorted(pending))}: {exc!r}"
         raise KafkaLookupError(f"could not look up {what} offsets within {self._timeout_s:.0f}s of {listed}. "
                                "Check that the topics exist, their leaders are available and "
@@ -220,7 +193,7 @@ class KafkaOffsets:
             tp = (ktp.topic, ktp.partition)
             try:
                 offset = future.result(seconds + 1.0).offset
-            except (KafkaException, TimeoutError, FutureTimeout, ConnectionError) as exc:
+            except _FAILED as exc:
                 errors[tp] = exc
                 continue
             if offset == OFFSET_INVALID:  # answered without an offset (its leader just went down): ask again
@@ -229,4 +202,4 @@ class KafkaOffsets:
             out[tp] = offset
             pending.pop(tp, None)
         if errors:
-            raise _Unanswered(errors)
+            raise PartialFailure(errors)

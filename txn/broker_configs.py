@@ -9,7 +9,7 @@ Invariants:
   connection and security setting the producers use applies here too; its own log is silenced.
 - The broker asked is the lowest broker id in the cluster metadata, on a BROKER resource; the
   value reported includes the broker's defaults.
-- DescribeConfigs is retried on transient errors until ``timeout_s``.
+- DescribeConfigs is retried on transient errors (``kafka_clients.is_transient``) until ``timeout_s``.
 - Failures are typed: ``SettingsRefused`` (the client refuses the settings),
   ``ClusterUnreachable`` (no metadata within ``timeout_s``, or no live broker),
   ``DescribeConfigsFailed``; callers decide what each means to them.
@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from kafka_eos import KafkaEosError
+from kafka_eos.kafka_clients import admin_settings, is_transient, request_s
 
 TRANSACTION_MAX_TIMEOUT_MS = "transaction.max.timeout.ms"
-_TRANSIENT = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
 
 
 class BrokerConfigError(KafkaEosError):
@@ -56,14 +56,9 @@ class DescribeConfigsFailed(BrokerConfigError):
         self.broker_id = broker_id
 
 
-def _transient(exc: BaseException) -> bool:
-    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    return isinstance(error, KafkaError) and (error.retriable() or error.code() in _TRANSIENT)
-
-
 def admin_client(conf: Mapping[str, str]) -> AdminClient:
     try:
-        return AdminClient({**conf, "log_level": 0})
+        return AdminClient({**admin_settings(conf), "log_level": 0})
     except (KafkaException, ValueError, TypeError) as exc:
         raise SettingsRefused(str(exc)) from None
 
@@ -79,13 +74,13 @@ def broker_ids(admin: AdminClient, timeout_s: float) -> list[int]:
     return sorted(brokers)
 
 
-def broker_config(conf: Mapping[str, str], key: str, timeout_s: float = 10.0) -> str | None:
+def broker_config(conf: Mapping[str, str], key: str, timeout_s: float = request_s("checks.broker_config")) -> str | None:
     """The value of ``key`` on the lowest-id broker (None if the broker does not report it)."""
     admin = admin_client(conf)
     broker = broker_ids(admin, timeout_s)[0]
     resource = ConfigResource(ResourceType.BROKER, str(broker))
     try:
-        for attempt in Retrying(retry=retry_if_exception(_transient), stop=stop_after_delay(timeout_s),
+        for attempt in Retrying(retry=retry_if_exception(is_transient), stop=stop_after_delay(timeout_s),
                                 wait=wait_exponential(0.1, max=1.0), reraise=True):
             with attempt:
                 entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout_s)
@@ -95,7 +90,7 @@ def broker_config(conf: Mapping[str, str], key: str, timeout_s: float = 10.0) ->
     return None if entry is None else entry.value
 
 
-def transaction_max_timeout_ms(conf: Mapping[str, str], timeout_s: float = 10.0) -> int | None:
+def transaction_max_timeout_ms(conf: Mapping[str, str], timeout_s: float = request_s("checks.broker_config")) -> int | None:
     """The broker's ``transaction.max.timeout.ms`` (None if it does not report one)."""
     value = broker_config(conf, TRANSACTION_MAX_TIMEOUT_MS, timeout_s)
     return None if value is None else int(value)

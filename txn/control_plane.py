@@ -3,7 +3,10 @@ ListTransactions, DescribeConfigs — the requests confluent-kafka's AdminClient
 
 Built on kafka-python's protocol layer with the same connection and security settings as the
 producers (librdkafka settings carried by ``kafka_eos.txn.client_settings``, which refuses what it
-cannot carry). One client per (settings) per process.
+cannot carry). One client per (settings) per process. A request waits at most 10 s and sockets
+use TCP keepalive (``kafka_clients.control_plane_settings``): a hung coordinator costs one request
+(``kafka_clients.TIMEOUTS``: "control.end_txn", "control.describe_transactions",
+"control.list_transactions").
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.protocol.metadata import CoordinatorType
 from kafka.protocol.producer.transaction import EndTxnRequest
 
+from kafka_eos.kafka_clients import control_plane_settings
 from kafka_eos.txn.client_settings import IGNORED, kafka_python_settings
 
 # EndTxn v3/v4 = transactions v1 semantics, which librdkafka-opened transactions need (v5+ is
@@ -64,5 +68,5 @@ def control_plane(conf: Mapping[str, str]) -> ControlPlaneClient:
     with _lock:
         client = _clients.get(key)
         if client is None:
-            client = _clients[key] = ControlPlaneClient(**kafka_python_settings(conf), request_timeout_ms=30000)
+            client = _clients[key] = ControlPlaneClient(**kafka_python_settings(conf), **control_plane_settings())
         return client

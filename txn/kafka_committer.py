@@ -7,12 +7,17 @@ Invariants:
   or loading, CONCURRENT_TRANSACTIONS while a previous end completes) are retried with
   exponential backoff until ``timeout_s``; a retry of a completed commit answers NONE.
 - PRODUCER_FENCED / INVALID_PRODUCER_EPOCH / INVALID_TXN_STATE on commit is resolved with
-  DescribeTransactions: the same producer id and epoch in CompleteCommit means committed,
-  anything else means the broker aborted it (timeout) or a newer writer fenced it: LOST.
+  DescribeTransactions: the same producer id and epoch in CompleteCommit means committed; the
+  same producer id at an OLDER epoch is a stale coordinator's answer (a broker resumed after a
+  hang still serving its old view): its coordinator is forgotten and the handle asked again in
+  the next round; anything else means the broker aborted it (timeout) or a newer writer fenced
+  it: LOST.
 - The control plane degrades, it does not fail: a round that raises (FindCoordinator answering
   COORDINATOR_NOT_AVAILABLE / LOAD_IN_PROGRESS / NOT_COORDINATOR, a connection refused or
-  timed out while a broker is down) forgets the coordinators it knew and is retried within
-  ``timeout_s`` (commit.timeout.ms); only non-retriable errors (ACLs, ...) fail at once.
+  timed out while a broker is down or hung: ``kafka_clients.is_transient``) forgets the
+  coordinators it knew and is retried within ``timeout_s`` (commit.timeout.ms, default 120 s);
+  one request waits at most 10 s (``kafka_clients.TIMEOUTS["control.end_txn"]``), so a hung
+  coordinator costs one request, not the deadline. Only non-retriable errors (ACLs, ...) fail at once.
 - INVALID_PRODUCER_ID_MAPPING / TRANSACTIONAL_ID_NOT_FOUND (the id expired during a long outage)
   on a decided handle is LOST (the batch is re-written), on an abort it is ABORTED.
 """
@@ -24,6 +29,7 @@ from typing import Iterable, Mapping
 import kafka.errors as Errors
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
+from kafka_eos.kafka_clients import COMMIT_DEADLINE_MS, is_transient
 from kafka_eos.txn.control_plane import control_plane
 from kafka_eos.txn.errors import TwoPhaseCommitError
 from kafka_eos.txn.handle import TxnHandle
@@ -42,22 +48,12 @@ _NOT_OURS = {Errors.ProducerFencedError.errno, Errors.InvalidProducerEpochError.
 _EXPIRED = {Errors.InvalidProducerIdMappingError.errno, Errors.TransactionalIdNotFoundError.errno}
 
 
-def transient(exc: BaseException) -> bool:
-    """True for a control-plane failure a broker outage or a coordinator move explains."""
-    if isinstance(exc, (TimeoutError, ConnectionError)):
-        return True
-    if isinstance(exc, Errors.KafkaError):
-        return bool(getattr(exc, "retriable", False)) or isinstance(
-            exc, (Errors.KafkaConnectionError, Errors.BrokerNotAvailableError, Errors.NodeNotReadyError))
-    return False
-
-
 class _RoundIncomplete(Exception):
     pass
 
 
 class KafkaCommitter:
-    def __init__(self, conf: Mapping[str, str], timeout_s: float = 60.0) -> None:
+    def __init__(self, conf: Mapping[str, str], timeout_s: float = COMMIT_DEADLINE_MS / 1000) -> None:
         self._conf = conf
         self._timeout_s = timeout_s
 
@@ -95,7 +91,7 @@ class KafkaCommitter:
         except (_RoundIncomplete, TwoPhaseCommitError):
             raise
         except Exception as exc:  # noqa: BLE001 - classified below
-            if not transient(exc):
+            if not is_transient(exc):
                 raise TwoPhaseCommitError(
                     f"EndTxn for {sorted(pending)} failed: {exc!r}; check the principal's TransactionalId "
                     "WRITE/DESCRIBE ACLs, the connection settings and the broker log") from exc
@@ -128,7 +124,11 @@ class KafkaCommitter:
                     "check the principal's TransactionalId WRITE/DESCRIBE ACLs and the broker log")
             del pending[tid]
         for handle in not_ours:
-            outcomes[handle.sink_partition] = self._resolve_not_ours(client, handle, commit)
+            outcome = self._resolve_not_ours(client, handle, commit)
+            if outcome is None:  # a stale coordinator answered: the next round asks the current one
+                client.forget_coordinators([handle.transactional_id])
+                continue
+            outcomes[handle.sink_partition] = outcome
             del pending[handle.transactional_id]
         if pending:
             raise _RoundIncomplete()
@@ -144,13 +144,21 @@ class KafkaCommitter:
         return LOST
 
     @staticmethod
-    def _resolve_not_ours(client, handle: TxnHandle, commit: bool) -> CommitState:
+    def _resolve_not_ours(client, handle: TxnHandle, commit: bool) -> CommitState | None:
+        """COMMITTED or LOST by DescribeTransactions; None when the answer came from a stale
+        coordinator (the same producer id at an OLDER epoch than the producer was given: a broker
+        that hung or was cut off and has not yet learnt it lost the transaction log partition)."""
         if not commit:
             return ABORTED
         try:
             described = client.describe_transactions([handle.transactional_id])[handle.transactional_id]
         except (Errors.TransactionalIdNotFoundError, Errors.InvalidProducerIdMappingError) as exc:
             return KafkaCommitter._expired(handle, exc.errno, commit)
+        if described.producer_id == handle.producer_id and described.producer_epoch < handle.producer_epoch:
+            log.warning("transaction %s (producer %d epoch %d): its coordinator answered epoch %d (%s), older "
+                        "than the producer's: a stale coordinator; asking the current one", handle.transactional_id,
+                        handle.producer_id, handle.producer_epoch, described.producer_epoch, described.state.value)
+            return None
         same = (described.producer_id, described.producer_epoch) == (handle.producer_id, handle.producer_epoch)
         if same and described.state.value == "CompleteCommit":
             return COMMITTED

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from kafka_eos.kafka_clients import COMMIT_DEADLINE_MS, DATA_SOCKET_TIMEOUT_MS
 from kafka_eos.secrets import redacted
 from kafka_eos.txn.errors import SinkConfigError
 from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
@@ -35,7 +36,10 @@ DEFAULTS = {"linger.ms": "5", "batch.num.messages": "10000", "queue.buffering.ma
             # Connect to every broker at once: with sparse connections librdkafka drops the bootstrap
             # connection after the first metadata and, about half the time, waits for its 500 ms
             # coordinator timer before init_transactions can find the coordinator (bench/README.md).
-            "enable.sparse.connections": "false"}
+            "enable.sparse.connections": "false",
+            # a hung broker keeps its connection up: 30 s per request (librdkafka: 60 s), TCP keepalive
+            # (kafka_eos.kafka_clients.TIMEOUTS["sink.producer_requests"])
+            "socket.timeout.ms": str(DATA_SOCKET_TIMEOUT_MS), "socket.keepalive.enable": "true"}
 ACKS_ALL = {"all", "-1"}
 UNSET = "unset"
 # producer settings the sink sets itself -> (the SinkConfig field it derives them from, why)
@@ -101,7 +105,7 @@ class SinkConfig:
     trigger_interval_ms: int = 0
     batch_margin_ms: int = DEFAULT_BATCH_MARGIN_MS
     slots: int = DEFAULT_SLOTS
-    commit_timeout_s: float = 60.0
+    commit_timeout_s: float = COMMIT_DEADLINE_MS / 1000
     exactly_once: bool = True
     fixed_partitions: bool = False  # an output topic that grew stops the query (kafka_eos.txn.output_topics)
     ids: TransactionalIdFactory = field(init=False, repr=False, compare=False)

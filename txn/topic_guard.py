@@ -12,7 +12,8 @@ and enforces:
   WARNING line and recorded, as is a topic seen for the first time;
 - the topics checked: the ``topic`` option's, every recorded one, and before a decision every
   topic the batch's handles wrote to (a ``topic`` column);
-- a broker that does not answer within ``timeout_s`` (transient errors are retried) fails the
+- a broker that does not answer within ``timeout_s`` (transient errors are retried, each time on
+  a new client, ``kafka_clients.TIMEOUTS["sink.describe_output_topics"]``) fails the
   check with ``OutputTopicCheckError``; nothing is decided on a guess.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Callable, Collection, Iterable, Mapping
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
+from kafka_eos.kafka_clients import is_transient, request_s
 from kafka_eos.txn.broker_configs import admin_client
 from kafka_eos.txn.errors import OutputTopicChangedError, OutputTopicCheckError
 from kafka_eos.txn.handle import TxnHandle
@@ -32,7 +34,6 @@ from kafka_eos.txn.topic_log import TopicLog
 
 log = logging.getLogger(__name__)
 Describe = Callable[[Collection[str]], Mapping[str, OutputTopic | None]]
-_TRANSIENT = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
 _UNKNOWN = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC}
 
 
@@ -41,26 +42,20 @@ def _code(exc: BaseException) -> int | None:
     return error.code() if isinstance(error, KafkaError) else None
 
 
-def _transient(exc: BaseException) -> bool:
-    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    return isinstance(error, KafkaError) and (error.code() in _TRANSIENT or
-                                              (error.retriable() and error.code() not in _UNKNOWN))
-
-
 def describe_topics(conf: Mapping[str, str], names: Collection[str], timeout_s: float
                     ) -> dict[str, OutputTopic | None]:
     """The identity of each topic (None: the broker does not know it), in one DescribeTopics."""
     if not names:
         return {}
-    admin = admin_client(conf)
     found: dict[str, OutputTopic | None] = {}
-    for attempt in Retrying(retry=retry_if_exception(_transient), stop=stop_after_delay(timeout_s),
+    per_request = request_s("sink.describe_output_topics")
+    for attempt in Retrying(retry=retry_if_exception(is_transient), stop=stop_after_delay(timeout_s),
                             wait=wait_exponential(0.1, max=1.0), reraise=True):
-        with attempt:
-            futures = admin.describe_topics(TopicCollection(sorted(names)), request_timeout=timeout_s)
+        with attempt:  # a new client per attempt: an old one may keep asking a hung broker
+            futures = admin_client(conf).describe_topics(TopicCollection(sorted(names)), request_timeout=per_request)
             for name, future in futures.items():
                 try:
-                    description = future.result(timeout_s)
+                    description = future.result(per_request)
                 except KafkaException as exc:
                     if _code(exc) not in _UNKNOWN:
                         raise

@@ -21,8 +21,8 @@ from typing import Collection, Iterable, Mapping
 import kafka.errors as Errors
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
+from kafka_eos.kafka_clients import is_transient
 from kafka_eos.txn.control_plane import control_plane
-from kafka_eos.txn.kafka_committer import transient
 from kafka_eos.txn.transactional_ids import ATTEMPT_IDS, TransactionalIdFactory
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ class TransactionAborter:
             codes = client.end_txn_round([(t, d.producer_id, d.producer_epoch) for t, d in ongoing.items()],
                                          False) if ongoing else {}
         except Exception as exc:  # noqa: BLE001 - classified
-            if not transient(exc):
+            if not is_transient(exc):
                 raise
             client.forget_coordinators(ids)
             raise _Again() from exc

@@ -4,7 +4,7 @@ Options (Spark passes them with lower-cased keys):
   kafka.bootstrap.servers (required), kafka.* (producer settings), topic,
   transactional.id.prefix (required), kafka.transaction.timeout.ms,
   trigger.interval.ms / batch.margin.ms (for the timeout rule), transactional.id.slots,
-  sinkLogLocation (default: <checkpointLocation>/kafka-eos-sink), commit.timeout.ms,
+  sinkLogLocation (default: <checkpointLocation>/kafka-eos-sink), commit.timeout.ms (default 120000),
   guarantee (exactly_once | at_least_once; default exactly_once),
   batchLog (true | false; default true: one INFO line per committed batch on the driver's stderr),
   fixedPartitions (true | false; default false: an output topic that gained partitions is accepted
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from kafka_eos.kafka_clients import COMMIT_DEADLINE_MS
 from kafka_eos.txn.errors import SinkConfigError
 from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.sink_config import ProducerViolation, SinkConfig, producer_violations
@@ -84,7 +85,7 @@ def sink_config(options: Mapping[str, str]) -> SinkConfig:
         trigger_interval_ms=_int(options, "trigger.interval.ms", 0),
         batch_margin_ms=_int(options, "batch.margin.ms", DEFAULT_BATCH_MARGIN_MS),
         slots=_int(options, "transactional.id.slots", DEFAULT_SLOTS),
-        commit_timeout_s=_int(options, "commit.timeout.ms", 60_000) / 1000,
+        commit_timeout_s=_int(options, "commit.timeout.ms", COMMIT_DEADLINE_MS) / 1000,
         fixed_partitions=_bool(options, "fixedPartitions", False),
     )
 

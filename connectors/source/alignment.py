@@ -17,6 +17,7 @@ import time
 from typing import Mapping
 
 from kafka_eos.offsets.alignment import IdleTracker, align
+from kafka_eos.kafka_clients import admin_settings, deadline_s
 from kafka_eos.offsets.kafka_offsets import KafkaOffsets
 from kafka_eos.offsets.model import Offsets, TopicPartition, describe
 from kafka_eos.offsets.record_times import RecordTimes
@@ -25,10 +26,11 @@ log = logging.getLogger(__name__)
 
 
 class SourceAligner:
-    def __init__(self, drift_ms: int, idle_timeout_ms: int, kafka: KafkaOffsets, conf: Mapping[str, str]) -> None:
+    def __init__(self, drift_ms: int, idle_timeout_ms: int, kafka: KafkaOffsets, conf: Mapping[str, str],
+                 timeout_s: float = deadline_s("source.head_records")) -> None:
         self.drift_ms = drift_ms
         self._kafka = kafka
-        self._times = RecordTimes(conf)
+        self._times = RecordTimes(admin_settings(conf), timeout_s)
         self._idle = IdleTracker(idle_timeout_ms, time.monotonic)
         self._last: dict[TopicPartition, int] = {}
         self.lookups = {"heads": 0, "polls": 0, "offsets_at": 0}  # broker calls so far, for measurements

@@ -34,7 +34,7 @@ class KafkaBatchReader(DataSourceReader):
 
     def offset_bounds(self) -> tuple[Offsets, Offsets]:
         """(start, end) per partition, after the data-loss policy."""
-        kafka = KafkaOffsets(self.options.admin_conf())
+        kafka = KafkaOffsets(self.options.admin_conf(), self.options.lookup_timeout_ms / 1000)
         listing = kafka.listing(self.options.subscription)
         missing = self.options.subscription.missing(listing)
         if missing:

@@ -10,6 +10,8 @@ Invariants:
 - ``alignIdleTimeoutMs`` only with ``alignMaxDriftMs``, and both only for streams.
 - Secrets (``kafka_eos.secrets.is_secret_key``: passwords, JAAS configs, tokens, keys) never
   appear in ``repr`` or errors; the principal (``sasl.username``) does.
+- ``lookupTimeoutMs`` (default 120000) is the deadline of each driver lookup (topics, offsets);
+  one request waits at most 10 s and is retried within it (``kafka_eos.kafka_clients``).
 - ``stopMarker`` (streaming only) names a local file; while it exists the stream plans no new data.
 """
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from kafka_eos import KafkaEosError
+from kafka_eos.kafka_clients import LOOKUP_DEADLINE_MS, admin_settings, data_settings
 from kafka_eos.offsets.spec import (OffsetSpec, OffsetSpecError, parse_global_timestamp, parse_offsets,
                           parse_timestamps)
 from kafka_eos.offsets.subscription import Subscription, SubscriptionError
@@ -66,6 +69,7 @@ class SourceOptions:
     group_id: str | None = None
     group_id_prefix: str = "spark-kafka-source"
     poll_timeout_ms: int = 120_000
+    lookup_timeout_ms: int = LOOKUP_DEADLINE_MS  # deadline of each driver lookup (kafka_clients.TIMEOUTS)
     align_max_drift_ms: int | None = None   # event-time alignment (kafka_eos.offsets.alignment); None: off
     align_idle_timeout_ms: int = 30_000
     stop_marker: str | None = None    # while this local file exists, latestOffset plans no new data
@@ -78,11 +82,12 @@ class SourceOptions:
 
     def admin_conf(self) -> dict[str, str]:
         """Client settings for the driver's AdminClient (consumer-only settings removed)."""
-        return {k: v for k, v in self.kafka_items if not k.startswith(CONSUMER_ONLY)}
+        return admin_settings({k: v for k, v in self.kafka_items if not k.startswith(CONSUMER_ONLY)})
 
     def consumer_conf(self) -> dict[str, str]:
-        """Executor consumer settings: assign-only, read_committed, no auto commit or reset."""
-        conf = {**FETCH_DEFAULTS, **self.kafka_conf}
+        """Executor consumer settings: assign-only, read_committed, no auto commit or reset; data-path
+        socket timeout and keepalive unless set (``kafka_clients.TIMEOUTS["reader.fetch"]``)."""
+        conf = data_settings({**FETCH_DEFAULTS, **self.kafka_conf})
         conf.update({"group.id": self.group_id or f"{self.group_id_prefix}-{uuid.uuid4().hex}",
                      "isolation.level": "read_committed", "enable.auto.commit": "false",
                      "enable.auto.offset.store": "false", "auto.offset.reset": "error",
@@ -229,6 +234,7 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         group_id=str(group) if group else None,
         group_id_prefix=str(options.get("groupidprefix", "spark-kafka-source")),
         poll_timeout_ms=_positive(options, "kafkaConsumer.pollTimeoutMs", 120_000) or 120_000,
+        lookup_timeout_ms=_positive(options, "lookupTimeoutMs", LOOKUP_DEADLINE_MS) or LOOKUP_DEADLINE_MS,
         align_max_drift_ms=drift,
         align_idle_timeout_ms=idle,
         stop_marker=str(marker) if marker else None,

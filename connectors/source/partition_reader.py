@@ -24,6 +24,7 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition as KafkaTP
 
 from kafka_eos.connectors.source.arrow_rows import to_record_batches
+from kafka_eos.kafka_clients import request_s
 from kafka_eos.connectors.source.options import SourceOptions
 from kafka_eos.connectors.source.planning import KafkaInputPartition, apply_data_loss_policy
 from kafka_eos.offsets.data_loss import DataLossFinding, detect
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 BATCH_RECORDS = 20_000  # ~2 MB of 100-byte records: measured fastest (cache-sized Arrow batches)
 POLL_SLICE_S = 0.1
+WATERMARK_S = request_s("reader.watermarks")
 _GONE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 _LOST = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE} | _GONE
 _FATAL = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError._SSL,
@@ -115,7 +117,7 @@ class RangeReader:
     def _data_loss(self, consumer: Consumer, err: KafkaError, next_offset: int) -> int:
         rng = self.rng
         try:
-            low, high = consumer.get_watermark_offsets(self.ktp, timeout=10, cached=False)
+            low, high = consumer.get_watermark_offsets(self.ktp, timeout=WATERMARK_S, cached=False)
         except KafkaException as exc:
             if not (exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].code() in _GONE):
                 raise  # a leader down or a timeout decides nothing: the task fails and Spark retries it

@@ -28,7 +28,7 @@ def pin_start(options: Mapping[str, str]) -> dict[str, str]:
     """``options`` with the starting-offset options replaced by the offsets they resolve to now
     (unchanged when no partition is read yet: the source then resolves as usual)."""
     parsed = parse_source_options(options, streaming=True)
-    kafka = KafkaOffsets(parsed.admin_conf())
+    kafka = KafkaOffsets(parsed.admin_conf(), parsed.lookup_timeout_ms / 1000)
     partitions = parsed.subscription.select(kafka.listing(parsed.subscription))
     if not partitions:
         return dict(options)

@@ -78,14 +78,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def kafka(self) -> KafkaOffsets:
         if self._kafka is None:
-            self._kafka = KafkaOffsets(self.options.admin_conf())
+            self._kafka = KafkaOffsets(self.options.admin_conf(), self.options.lookup_timeout_ms / 1000)
         return self._kafka
 
     @property
     def aligner(self) -> SourceAligner:
         if self._aligner is None:
             self._aligner = SourceAligner(self.options.align_max_drift_ms or 0, self.options.align_idle_timeout_ms,
-                                          self.kafka, self.options.kafka_conf)
+                                          self.kafka, self.options.kafka_conf, self.options.lookup_timeout_ms / 1000)
         return self._aligner
 
     def initialOffset(self) -> dict:

@@ -9,7 +9,14 @@ from dataclasses import dataclass
 
 from kafka_eos.connectors.dev.processes import descendants
 
-KINDS = ("driver", "python_worker", "broker", "spark_worker")
+KINDS = ("driver", "python_worker", "broker", "spark_worker", "hung_broker", "black_hole", "lossy_link")
+NETWORK_KINDS = ("hung_broker", "black_hole", "lossy_link")  # 3-broker runs: the query must ride them out
+LOSSY_PROBABILITY = 0.07
+
+
+def hold_s(fault: "Fault") -> float:
+    """How long a network fault lasts: 6 x its delay, 18-60 s (no extra draw: seeds replay as before)."""
+    return round(6 * fault.after_s, 1)
 
 
 @dataclass

@@ -8,8 +8,13 @@ With --live-start the input keeps arriving while the query starts with Spark's d
 ``startingOffsets=latest`` and while the faults hit it; every committed input record at or after
 the query's planned start (read from the checkpoint) must then be in the output exactly once.
 
-Exit status 1 on any lost, duplicated, aborted-input or out-of-order record, or when an output
-partition's last stable offset is still below its high watermark ``RELEASE_BOUND_S`` after the
+With --brokers 3 the faults include network faults of one broker (``network_faults``): hung
+(SIGSTOP), black hole (every packet to and from it dropped) and lossy link (7% dropped), each for
+18-60 s and then healed; the query must ride them out.
+
+Exit status 1 on any lost, duplicated, aborted-input or out-of-order record, an unplanned query
+stop (the job exiting when no fault killed the driver: it is restarted, but counted), or an output
+partition whose last stable offset is still below its high watermark ``RELEASE_BOUND_S`` after the
 final (planned) stop of the query; the seed is printed first so a failing run can be replayed.
 """
 from __future__ import annotations
@@ -27,6 +32,7 @@ from pathlib import Path
 
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
 from kafka_eos.connectors.dev.standalone_spark import StandaloneSpark
+from integration_tests import network_faults
 from integration_tests.chaos import injector
 from integration_tests.chaos.generator import generate
 from integration_tests.kafka_tools import (ExactlyOnceReport, check_exactly_once, committed_input_ids, create_topic,
@@ -49,7 +55,8 @@ class ChaosSettings:
     live_start: bool = False  # startingOffsets=latest while the input is being written
 
     def kinds(self) -> tuple[str, ...]:
-        return ("driver", "python_worker", "broker") + (("spark_worker",) if self.standalone else ())
+        return (("driver", "python_worker", "broker") + (("spark_worker",) if self.standalone else ())
+                + (injector.NETWORK_KINDS if self.brokers > 1 else ()))
 
 
 class ChaosRun:
@@ -62,6 +69,11 @@ class ChaosRun:
         self.log = workdir / "job.log"
         self.job: subprocess.Popen | None = None
         self.restarts = 0
+        self.planned_stop = False  # set by a driver kill; any other exit of the job is an unplanned stop
+        self.unplanned_stops = 0
+        if settings.brokers > 1:
+            network_faults.ensure_iptables()
+            network_faults.remove_stale_rules()
 
     def args(self, streaming: bool) -> list[str]:
         args = ["--bootstrap", self.kafka.bootstrap, "--input", self.input, "--output", self.output,
@@ -77,10 +89,21 @@ class ChaosRun:
         if self.job is None or self.job.poll() is not None:
             if self.job is not None:
                 self.restarts += 1
+                self.note_unplanned_stop()
+            self.planned_stop = False
             self.job = start_job(self.args(streaming=True), self.log, master=self.master())
+
+    def note_unplanned_stop(self) -> None:
+        """Count an exit of the job no fault planned (the query stopped on its own)."""
+        if self.job is not None and self.job.poll() is not None and not self.planned_stop:
+            self.unplanned_stops += 1
+            print(f"[chaos seed={self.s.seed}] UNPLANNED query stop (exit {self.job.returncode}):\n"
+                  f"{tail(self.log, 40)}", flush=True)
+            self.planned_stop = True  # counted once
 
     def inject(self, fault: injector.Fault) -> str:
         if fault.kind == "driver":
+            self.planned_stop = True
             kill_group(self.job)
             return "driver SIGKILL (process group)"
         if fault.kind == "python_worker":
@@ -98,10 +121,26 @@ class ChaosRun:
             self.kafka.start_node(node)
             self.kafka.wait_ready()
             return f"broker {node} SIGKILL + restart" + (" (transaction coordinator)" if self.s.brokers > 1 else "")
+        if fault.kind in injector.NETWORK_KINDS:
+            return self.network_fault(fault)
         n = fault.target % 2 + 1
         self.spark.kill_worker(n)
         self.spark.start_worker(n)
         return f"spark worker {n} SIGKILL (+ executors) and restart"
+
+    def network_fault(self, fault: injector.Fault) -> str:
+        """Hang (SIGSTOP), black-hole or make lossy the link to node ``target`` for ``hold_s``, then heal."""
+        node, hold = fault.target, injector.hold_s(fault)
+        if fault.kind == "hung_broker":
+            fault_context, what = network_faults.hung(self.kafka, node), "SIGSTOP"
+        elif fault.kind == "black_hole":
+            fault_context, what = network_faults.black_hole(self.kafka, node), "cut off both ways"
+        else:
+            fault_context = network_faults.dropped(self.kafka, node, probability=injector.LOSSY_PROBABILITY)
+            what = f"{injector.LOSSY_PROBABILITY:.0%} of packets dropped"
+        with fault_context:
+            time.sleep(hold)
+        return f"broker {node} {what} for {hold}s, then healed"
 
     def python_workers(self) -> list[int]:
         if self.spark:
@@ -161,12 +200,13 @@ class ChaosRun:
             print(f"[chaos seed={self.s.seed}] fault {number}/{len(faults)} after {fault.after_s}s: {what}", flush=True)
         if writer is not None:
             writer.join()
+        self.note_unplanned_stop()
         if self.job and self.job.poll() is None:
             kill_group(self.job)
         self.restarts += 1
         run_to_completion(self.args(streaming=False), self.log, timeout=900)
-        report = replace(check_exactly_once(self.kafka.bootstrap, self.output, self.s.records, self.expected(),
-                                            ordered=True), held=len(self.held_after_stop()))
+        report = check_exactly_once(self.kafka.bootstrap, self.output, self.s.records, self.expected(), ordered=True)
+        report = replace(report, held=len(self.held_after_stop()), unplanned_stops=self.unplanned_stops)
         print(f"[chaos seed={self.s.seed}] {self.s.records} in, {report.line()}; {len(faults)} faults, "
               f"{self.restarts} pipeline restarts", flush=True)
         if not report.ok:

@@ -97,6 +97,35 @@ def test_an_expired_transactional_id_has_nothing_to_abort(monkeypatch, code):
     assert committer.abort([handle(0)]) == {0: ABORTED}
 
 
+class ZombieThenCurrent(FakeControlPlane):
+    """Round 1: a stale coordinator (resumed after a hang) answers INVALID_PRODUCER_EPOCH and
+    describes the id at the previous epoch, CompleteCommit; round 2: the current coordinator commits."""
+
+    def __init__(self) -> None:
+        super().__init__([{"p-0-0": Errors.InvalidProducerEpochError.errno}, {}])
+
+    def describe_transactions(self, ids):
+        state = type("S", (), {"value": "CompleteCommit"})()
+        return {tid: type("D", (), {"producer_id": 100, "producer_epoch": 1, "state": state})() for tid in ids}
+
+
+def test_a_stale_coordinators_older_epoch_is_asked_again_not_lost(monkeypatch):
+    # Seen with the coordinator SIGSTOPped 60 s: resumed, it still answered for the id with the
+    # epoch before the hang, and the batch was declared LOST (TransactionLostError stopped the query).
+    fake = ZombieThenCurrent()
+    monkeypatch.setattr(kafka_committer, "control_plane", lambda conf: fake)
+    decided = TxnHandle(sink_partition=0, transactional_id="p-0-0", producer_id=100, producer_epoch=2, records=5)
+    assert KafkaCommitter({"bootstrap.servers": "x:1"}, 10.0).commit([decided]) == {0: COMMITTED}
+    assert fake.rounds == 2 and "p-0-0" in fake.forgotten
+
+
+def test_a_newer_epoch_still_means_fenced_and_lost(monkeypatch):
+    fake = ZombieThenCurrent()
+    monkeypatch.setattr(kafka_committer, "control_plane", lambda conf: fake)
+    older = TxnHandle(sink_partition=0, transactional_id="p-0-0", producer_id=100, producer_epoch=0, records=5)
+    assert KafkaCommitter({"bootstrap.servers": "x:1"}, 10.0).commit([older]) == {0: LOST}
+
+
 # ---- sink: lingering-transaction cleanup is best effort ---------------------------------
 
 def test_abort_lingering_never_raises_and_names_what_was_not_cleaned(monkeypatch, caplog):

@@ -1,0 +1,172 @@
+"""Fault injection for a local Kafka cluster's brokers: hung (SIGSTOP), black hole and lossy link.
+
+- ``hung``: the node's JVM is stopped with SIGSTOP and resumed with SIGCONT; its TCP connections
+  stay "up" (the kernel still accepts connections into the listen backlog), so clients wait for
+  their request timeouts rather than seeing a refused connection.
+- ``dropped``: iptables rules on the loopback interface drop every packet (or, for a lossy link,
+  a random share) to the node's client and controller ports; the node keeps running.
+- ``black_hole``: ``dropped`` plus every packet the node's JVM sends (an OUTPUT rule matching the
+  cgroup v2 the JVM is moved into for the fault). Dropping only what reaches its ports leaves the
+  node's own connections working: it keeps heartbeating to the controller, stays leader of its
+  partitions and no client can reach them (measured: the sink's pre-commit waited the whole
+  60 s). A cgroup match only sees sockets created after the move, so the node's connections open
+  at the start (e.g. its heartbeats to the controller) are cut by INPUT rules on their local
+  ports (from ``ss``). Cut off both ways, it is fenced and its partitions move, as in a real
+  partition.
+- Every rule carries the comment ``kafka-eos-test`` and is removed in a ``finally`` (the JVM is
+  moved back to the root cgroup); ``remove_stale_rules`` removes rules and cgroups an earlier,
+  interrupted run left behind.
+- ``ensure_iptables`` installs iptables (and iproute2's ``ss``) with apt-get when missing (root
+  only) and says why a network-fault test cannot run otherwise.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
+
+TAG = "kafka-eos-test"
+CGROUP_ROOTS = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))  # cgroup v2: hybrid, then unified
+
+
+class NetworkFaultUnavailable(RuntimeError):
+    """iptables cannot be used here (not root, or it cannot be installed)."""
+
+
+def ensure_iptables() -> str:
+    """The iptables binary, installed with apt-get if missing (needs root)."""
+    missing = [package for tool, package in (("iptables", "iptables"), ("ss", "iproute2")) if not shutil.which(tool)]
+    if missing and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "install", "-y", "-q", *missing], env=env, capture_output=True, check=False)
+    found = shutil.which("iptables")
+    if found is None or not shutil.which("ss"):
+        raise NetworkFaultUnavailable("iptables or ss is missing: run as root with apt-get available, or "
+                                      "`apt-get install -y iptables iproute2` first")
+    probe = subprocess.run([found, "-L", "INPUT", "-n"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise NetworkFaultUnavailable(f"iptables cannot list rules (needs root / CAP_NET_ADMIN): {probe.stderr.strip()}")
+    return found
+
+
+def own_ports(pid: int, listeners: tuple[int, ...]) -> list[int]:
+    """Local ports of the established connections process ``pid`` opened (not its listeners)."""
+    listing = subprocess.run(["ss", "-Htnp", "state", "established"], capture_output=True, text=True).stdout
+    ports = set()
+    for line in listing.splitlines():
+        fields = line.split()
+        if f"pid={pid}," in line and len(fields) >= 4:
+            port = int(fields[2].rsplit(":", 1)[1])
+            if port not in listeners:
+                ports.add(port)
+    return sorted(ports)
+
+
+def _rule(port: int, probability: float | None) -> list[str]:
+    rule = ["INPUT", "-i", "lo", "-p", "tcp", "--dport", str(port)]
+    if probability is not None:
+        rule += ["-m", "statistic", "--mode", "random", "--probability", f"{probability:.3f}"]
+    return rule + ["-m", "comment", "--comment", TAG, "-j", "DROP"]
+
+
+def remove_stale_rules() -> int:
+    """Delete every INPUT/OUTPUT rule tagged ``kafka-eos-test`` and every test cgroup (left by an
+    interrupted run); how many rules."""
+    binary = ensure_iptables()
+    removed = 0
+    for chain in ("INPUT", "OUTPUT"):
+        listing = subprocess.run([binary, "-S", chain], capture_output=True, text=True, check=True).stdout
+        for line in listing.splitlines():
+            if f'--comment {TAG}' in line or f'--comment "{TAG}"' in line:
+                spec = line.split()[1:]  # "-A INPUT ..." -> "INPUT ..."
+                subprocess.run([binary, "-D", *[s.strip('"') for s in spec]], check=False, capture_output=True)
+                removed += 1
+    root = _cgroup_root()
+    for stale in (root.glob(f"{TAG}-*") if root else ()):
+        _release(root, stale)
+    return removed
+
+
+def _cgroup_root() -> Path | None:
+    return next((r for r in CGROUP_ROOTS if (r / "cgroup.procs").exists() and (r / "cgroup.controllers").exists()),
+                None)
+
+
+def _release(root: Path, group: Path) -> None:
+    """Move the group's processes back to the root cgroup and remove the group."""
+    for pid in (group / "cgroup.procs").read_text().split():
+        with contextlib.suppress(OSError):
+            (root / "cgroup.procs").write_text(pid)
+    with contextlib.suppress(OSError):
+        group.rmdir()
+
+
+@contextlib.contextmanager
+def dropped(cluster: LocalKafkaCluster, node_id: int, probability: float | None = None,
+            extra_ports: tuple[int, ...] = ()) -> Iterator[None]:
+    """Drop packets (all, or a random ``probability`` share) to the node's client and controller
+    ports (and ``extra_ports``)."""
+    binary = ensure_iptables()
+    node = cluster.node(node_id)
+    added = []
+    try:
+        for port in (node.port, node.controller_port, *extra_ports):
+            rule = _rule(port, probability)
+            subprocess.run([binary, "-I", *rule], check=True, capture_output=True)
+            added.append(rule)
+        yield
+    finally:
+        for rule in added:
+            subprocess.run([binary, "-D", *rule], check=False, capture_output=True)
+
+
+@contextlib.contextmanager
+def black_hole(cluster: LocalKafkaCluster, node_id: int) -> Iterator[None]:
+    """Cut the node off both ways: packets to its ports and every packet its JVM sends dropped."""
+    binary, root = ensure_iptables(), _cgroup_root()
+    if root is None:
+        raise NetworkFaultUnavailable("no cgroup v2 hierarchy (/sys/fs/cgroup/unified or /sys/fs/cgroup) to "
+                                      "match the node's own packets with")
+    process = cluster.node(node_id).process
+    assert process is not None, f"node {node_id} is not running"
+    name = f"{TAG}-node{node_id}-{process.pid}"
+    group = root / name
+    rule = ["OUTPUT", "-m", "cgroup", "--path", name, "-m", "comment", "--comment", TAG, "-j", "DROP"]
+    group.mkdir(exist_ok=True)
+    try:
+        (group / "cgroup.procs").write_text(str(process.pid))
+        node = cluster.node(node_id)
+        with dropped(cluster, node_id, extra_ports=tuple(own_ports(process.pid, (node.port, node.controller_port)))):
+            subprocess.run([binary, "-I", *rule], check=True, capture_output=True)
+            try:
+                yield
+            finally:
+                subprocess.run([binary, "-D", *rule], check=False, capture_output=True)
+    finally:
+        _release(root, group)
+
+
+@contextlib.contextmanager
+def hung(cluster: LocalKafkaCluster, node_id: int) -> Iterator[None]:
+    """Freeze the node's JVM (SIGSTOP) for the block; always resumed (SIGCONT)."""
+    process = cluster.node(node_id).process
+    assert process is not None, f"node {node_id} is not running"
+    os.kill(process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+
+
+def transaction_coordinator(bootstrap: str, transactional_id: str) -> int:
+    """The node id coordinating ``transactional_id`` (FindCoordinator)."""
+    from kafka.protocol.metadata import CoordinatorType
+    from kafka_eos.txn.control_plane import control_plane
+    client = control_plane({"bootstrap.servers": bootstrap})
+    return client._manager.run(client._find_coordinator_id, transactional_id, CoordinatorType.TRANSACTION)

@@ -1,0 +1,131 @@
+"""The query survives hung brokers, black holes and lossy links (issue 24).
+
+A 3-node cluster (replication 3, min ISR 2), a processing-time query (trigger 2 s) and input
+arriving throughout. One broker at a time is hung (SIGSTOP), cut off (every packet to its ports
+dropped, both ways) or behind a lossy link (a random share of its packets dropped), then healed. In every
+case the query never stops on its own, batches keep committing while the fault lasts, and every
+produced id is in the read_committed output exactly once. Real brokers, real spark-submit.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import Callable, ContextManager
+
+import pytest
+
+from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
+from integration_tests import network_faults as faults
+from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, create_topic, unique
+from integration_tests.pipeline_runs import kill_group, start_job, tail
+from integration_tests.providers import local_broker
+from integration_tests.test_broker_outage import Feeder, latest_batch, wait_complete, wait_started
+
+HEAL_S = 15
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    node: Callable[[LocalKafkaCluster, str], int]  # (cluster, sink prefix) -> node id
+    inject: Callable[[LocalKafkaCluster, int], ContextManager[None]]
+    seconds: float
+
+
+def bootstrap_first(cluster: LocalKafkaCluster, prefix: str) -> int:
+    return cluster.nodes[0].node_id  # the first of bootstrap.servers
+
+
+def coordinator(cluster: LocalKafkaCluster, prefix: str) -> int:
+    """The transaction coordinator of the sink's first id; another node if it is the bootstrap one."""
+    found = faults.transaction_coordinator(cluster.bootstrap, f"{prefix}-0-0")
+    return found if found != cluster.nodes[0].node_id else cluster.nodes[1].node_id
+
+
+def last(cluster: LocalKafkaCluster, prefix: str) -> int:
+    return cluster.nodes[-1].node_id
+
+
+def commit_times(checkpoint) -> list[float]:
+    return sorted(p.stat().st_mtime for p in (checkpoint / "commits").glob("[0-9]*") if p.name.isdigit())
+
+
+def run_with_faults(tmp_path, plan: list[Fault]) -> dict:
+    """Run the query through ``plan`` one fault after another; assert it survived; return figures."""
+    with local_broker(ClusterSettings(nodes=3)) as broker:
+        cluster = broker.cluster
+        names = {"input": unique("in"), "output": unique("out"), "prefix": unique("netfault")}
+        create_topic(broker.bootstrap, names["input"], partitions=3)   # replication 3 (the cluster default)
+        create_topic(broker.bootstrap, names["output"], partitions=3)
+        feeder = Feeder(broker.bootstrap, names["input"])
+        feeder.start()
+        checkpoint, log = tmp_path / "checkpoint", tmp_path / "job.log"
+        args = ["--bootstrap", broker.bootstrap, "--input", names["input"], "--output", names["output"],
+                "--checkpoint", str(checkpoint), "--prefix", names["prefix"], "--trigger", "2",
+                "--run-seconds", "1800", "--max-offsets", "2000", "--stop-file", str(tmp_path / "stop")]
+        proc = start_job(args, log)
+        progress: dict[str, int] = {}
+        try:
+            wait_started(checkpoint, proc, log)
+            started = time.time()
+            for fault in plan:
+                node = fault.node(cluster, names["prefix"])
+                before = latest_batch(checkpoint)
+                with fault.inject(cluster, node):
+                    time.sleep(fault.seconds)
+                progress[f"{fault.name} node {node}"] = latest_batch(checkpoint) - before
+                assert proc.poll() is None, f"query stopped during {fault.name} of node {node}:\n{tail(log)}"
+                time.sleep(HEAL_S)
+            ids = feeder.stop()
+            drained = wait_complete(broker.bootstrap, names["output"], ids, proc)
+            times = [t for t in commit_times(checkpoint) if t >= started]
+            (tmp_path / "stop").touch()
+            rc = proc.wait(180)
+        finally:
+            feeder.stopping.set()
+            kill_group(proc)
+        assert drained, f"output incomplete after the input stopped:\n{tail(log)}"
+        assert rc == 0 and "query failed" not in log.read_text(), f"job failed ({rc}):\n{tail(log)}"
+        assert all(n > 0 for n in progress.values()), f"no batch committed during a fault: {progress}"
+        report = check_exactly_once(broker.bootstrap, names["output"], ids)
+        assert_exactly_once(report)
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        figures = {"batches during each fault": progress, "longest batch s": round(max(gaps, default=0), 1),
+                   "ids": ids, "report": report.line()}
+        print(f"network-fault figures: {figures}")
+        return figures
+
+
+@pytest.fixture(scope="session")
+def iptables():
+    """iptables (installed if missing); rules an interrupted earlier session left are removed."""
+    try:
+        faults.ensure_iptables()
+    except faults.NetworkFaultUnavailable as exc:
+        pytest.skip(str(exc))
+    faults.remove_stale_rules()
+    yield
+
+
+def test_query_survives_the_bootstrap_broker_hung_35s(tmp_path):
+    """Longer than the source's former 30 s lookup deadline: the reported stop (issue 24)."""
+    run_with_faults(tmp_path, [Fault("hung", bootstrap_first, faults.hung, 35)])
+
+
+@pytest.mark.chaos
+def test_query_survives_hung_brokers_60s_each(tmp_path):
+    run_with_faults(tmp_path, [Fault("hung", coordinator, faults.hung, 60),
+                               Fault("hung", bootstrap_first, faults.hung, 60)])
+
+
+@pytest.mark.chaos
+def test_query_survives_a_black_holed_broker(tmp_path, iptables):
+    run_with_faults(tmp_path, [Fault("black hole", bootstrap_first, faults.black_hole, 60),
+                               Fault("black hole", coordinator, faults.black_hole, 60)])
+
+
+@pytest.mark.chaos
+def test_query_survives_a_lossy_link(tmp_path, iptables):
+    lossy = lambda cluster, node: faults.dropped(cluster, node, probability=0.07)  # noqa: E731
+    run_with_faults(tmp_path, [Fault("lossy link", bootstrap_first, lossy, 120)])

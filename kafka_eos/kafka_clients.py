@@ -1,0 +1,134 @@
+"""One door for Kafka clients: their timeout settings, the timeout table and one transient test.
+
+Invariants:
+- ``TIMEOUTS`` names every Kafka call kafka-eos makes, with its per-request timeout, its overall
+  deadline and the setting that changes the deadline. Call sites read their figures from it (by
+  key), so the table and the code cannot drift apart (a unit test checks every key is used).
+- A per-request timeout is well below its deadline (10 s against >= 120 s for the driver's
+  lookups and EndTxn rounds), so a hung broker (SIGSTOP, a black hole: the TCP connection stays
+  "up") costs one request, and the retry asks again with fresh metadata (a new librdkafka client
+  on the driver: an old one keeps its connection to the hung broker and may pick it again).
+- Client settings only fill in what the user left unset (a user's ``socket.timeout.ms`` wins):
+  TCP keepalive on, and ``socket.timeout.ms`` 10 s on metadata paths (AdminClient, the head-record
+  reader), 30 s on data paths (fetch, produce), instead of librdkafka's 60 s.
+- ``is_transient`` is the one classification of a failed Kafka call (confluent-kafka or
+  kafka-python) as a broker outage, hang, leader or coordinator move: retry within the deadline;
+  anything else (authorization, a bad request, a fatal producer error) is not retried.
+"""
+from __future__ import annotations
+
+import socket
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Mapping
+
+import kafka.errors as kafka_python_errors
+from confluent_kafka import KafkaError, KafkaException
+
+REQUEST_S = 10.0              # one request to one broker, on the driver's metadata/control paths
+LOOKUP_DEADLINE_MS = 120_000  # source lookups on the driver (outlasts a failover and replica.lag.time.max.ms)
+COMMIT_DEADLINE_MS = 120_000  # the driver's EndTxn rounds for one batch
+METADATA_SOCKET_TIMEOUT_MS = 10_000
+DATA_SOCKET_TIMEOUT_MS = 30_000
+
+
+@dataclass(frozen=True)
+class CallTimeout:
+    """How long one Kafka call may take: ``request_s`` per request, ``deadline_s`` in all (retries
+    included), changed with ``setting``; ``retries`` says what a retry does."""
+    where: str
+    request_s: float
+    deadline_s: float
+    setting: str
+    retries: str
+
+
+_LOOKUP_S = LOOKUP_DEADLINE_MS / 1000
+_COMMIT_S = COMMIT_DEADLINE_MS / 1000
+TIMEOUTS: dict[str, CallTimeout] = {
+    "source.describe_topics": CallTimeout("driver", REQUEST_S, _LOOKUP_S, "lookupTimeoutMs", "new AdminClient"),
+    "source.list_topics": CallTimeout("driver", REQUEST_S, _LOOKUP_S, "lookupTimeoutMs", "new AdminClient"),
+    "source.list_offsets": CallTimeout("driver", REQUEST_S, _LOOKUP_S, "lookupTimeoutMs",
+                                       "new AdminClient, unanswered partitions only"),
+    "source.head_records": CallTimeout("driver", METADATA_SOCKET_TIMEOUT_MS / 1000, _LOOKUP_S, "lookupTimeoutMs",
+                                       "librdkafka refetches until the deadline"),
+    "source.commit_group": CallTimeout("driver", 5.0, 5.0, "-", "none: monitoring only, a failure is logged"),
+    "reader.fetch": CallTimeout("executor", DATA_SOCKET_TIMEOUT_MS / 1000, 120.0, "kafkaConsumer.pollTimeoutMs",
+                                "librdkafka refetches; then the task fails and Spark retries it"),
+    "reader.watermarks": CallTimeout("executor", REQUEST_S, REQUEST_S, "-", "the task fails, Spark retries it"),
+    "sink.producer_requests": CallTimeout("executor", DATA_SOCKET_TIMEOUT_MS / 1000, 900.0, "transaction_timeout_ms",
+                                          "librdkafka (metadata, InitProducerId, AddPartitionsToTxn, produce, flush)"),
+    "sink.describe_output_topics": CallTimeout("driver", REQUEST_S, _COMMIT_S, "commit.timeout.ms",
+                                               "new AdminClient (output-topic check, twice per batch)"),
+    "control.end_txn": CallTimeout("driver", REQUEST_S, _COMMIT_S, "commit.timeout.ms",
+                                   "next round: FindCoordinator again on fresh metadata"),
+    "control.describe_transactions": CallTimeout("driver", REQUEST_S, _COMMIT_S, "commit.timeout.ms",
+                                                 "within the EndTxn round"),
+    "control.list_transactions": CallTimeout("driver", REQUEST_S, REQUEST_S, "-", "the caller's own retry"),
+    "checks.broker_config": CallTimeout("driver/CLI", REQUEST_S, REQUEST_S, "--timeout", "DescribeConfigs retried"),
+}
+
+
+def request_s(call: str) -> float:
+    return TIMEOUTS[call].request_s
+
+
+def deadline_s(call: str) -> float:
+    return TIMEOUTS[call].deadline_s
+
+
+def _defaults(conf: Mapping[str, object], socket_timeout_ms: int) -> dict[str, str]:
+    return {"socket.keepalive.enable": "true", "socket.timeout.ms": str(socket_timeout_ms),
+            **{k: str(v) for k, v in conf.items()}}
+
+
+def admin_settings(conf: Mapping[str, object]) -> dict[str, str]:
+    """librdkafka settings of a metadata-path client (AdminClient, head-record consumer)."""
+    return _defaults(conf, METADATA_SOCKET_TIMEOUT_MS)
+
+
+def data_settings(conf: Mapping[str, object]) -> dict[str, str]:
+    """librdkafka settings of a data-path client (a reader's consumer, a sink task's producer)."""
+    return _defaults(conf, DATA_SOCKET_TIMEOUT_MS)
+
+
+def control_plane_settings() -> dict[str, object]:
+    """kafka-python settings of the driver's control-plane client (beside the connection ones)."""
+    options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    return {"request_timeout_ms": int(REQUEST_S * 1000), "socket_options": options}
+
+
+class PartialFailure(Exception):
+    """Some parts of one call failed (``errors``: part -> exception); transient if all are."""
+
+    def __init__(self, errors: Mapping[object, BaseException]) -> None:
+        super().__init__(dict(errors))
+        self.errors = dict(errors)
+
+
+# librdkafka codes a broker outage, hang or leader move produces; transient whatever retriable()
+# says (librdkafka's admin results mark _TIMED_OUT / _TRANSPORT as not retriable).
+_TRANSIENT_CODES = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
+                    KafkaError._WAIT_COORD, KafkaError.REQUEST_TIMED_OUT,
+                    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                    KafkaError.BROKER_NOT_AVAILABLE, KafkaError.REPLICA_NOT_AVAILABLE,
+                    KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.FENCED_LEADER_EPOCH,
+                    KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE,
+                    KafkaError.NETWORK_EXCEPTION}
+_PYTHON_TRANSIENT = (kafka_python_errors.KafkaConnectionError, kafka_python_errors.BrokerNotAvailableError,
+                     kafka_python_errors.NodeNotReadyError, kafka_python_errors.KafkaTimeoutError)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for a failure a broker outage, a hung broker, or a leader/coordinator move explains."""
+    if isinstance(exc, PartialFailure):
+        return bool(exc.errors) and all(is_transient(e) for e in exc.errors.values())
+    if isinstance(exc, (TimeoutError, FutureTimeout, ConnectionError)):
+        return True
+    if isinstance(exc, KafkaException):
+        error = exc.args[0] if exc.args else None
+        return isinstance(error, KafkaError) and not error.fatal() and (
+            error.retriable() or error.code() in _TRANSIENT_CODES)
+    if isinstance(exc, kafka_python_errors.KafkaError):
+        return bool(getattr(exc, "retriable", False)) or isinstance(exc, _PYTHON_TRANSIENT)
+    return False
