@@ -103,6 +103,7 @@ class SinkConfig:
     slots: int = DEFAULT_SLOTS
     commit_timeout_s: float = 60.0
     exactly_once: bool = True
+    id_owner: str | None = None  # owner part of the ids (None: the legacy scheme); see transactional_ids
     ids: TransactionalIdFactory = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -110,7 +111,8 @@ class SinkConfig:
         if problems:
             raise SinkConfigError("; ".join(f"producer setting {p.message()}: {p.fix}" for p in problems))
         object.__setattr__(self, "producer_conf", MappingProxyType(dict(self.producer_conf)))
-        object.__setattr__(self, "ids", TransactionalIdFactory(self.transactional_id_prefix, self.slots))
+        object.__setattr__(self, "ids", TransactionalIdFactory(self.transactional_id_prefix, self.slots,
+                                                                 self.id_owner))
 
     @property
     def bootstrap(self) -> str:

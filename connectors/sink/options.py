@@ -7,6 +7,8 @@ Options (Spark passes them with lower-cased keys):
   sinkLogLocation (default: <checkpointLocation>/kafka-eos-sink), commit.timeout.ms,
   guarantee (exactly_once | at_least_once; default exactly_once),
   batchLog (true | false; default true: one INFO line per committed batch on the driver's stderr),
+  prefixClaim (broker | off; default broker) / prefixClaimTopic (default _kafka_eos_prefix_claims):
+  the prefix's owner on the cluster (connectors/sink/prefix_owner.py),
   faultInjection / faultInjectionDir (tests and chaos runs only).
 """
 from __future__ import annotations
