@@ -13,7 +13,6 @@ from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.violations import Context, Rule, Violation
 from kafka_eos.txn.sink_config import UNSET, ProducerViolation, producer_violations
 from kafka_eos.txn.sink_log import SinkLogReader, location_from_options
-from kafka_eos.txn.sink_markers import retired
 from kafka_eos.txn.timeouts import SettingNames, check_transaction_timeout
 
 # the YAML key that sets what a refused producer setting would (SinkConfig field -> YAML path)
@@ -106,16 +105,6 @@ def _sink_log_owner(cfg: PipelineConfig, path: Path) -> str | None:
         return None
 
 
-def _retired(cfg: PipelineConfig, path: Path) -> str | None:
-    """When the checkpoint at ``path`` was retired (``txn.sink_markers``), or None."""
-    options = {**{k: str(v) for k, v in cfg.sink.options}, "checkpointLocation": str(path)}
-    try:
-        marker = retired(location_from_options(options))
-    except (OSError, ValueError):
-        return None
-    return marker.get("retired_at", "?") if marker else None
-
-
 def checkpoint(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     location = cfg.checkpoint.location
     if not location:
@@ -127,10 +116,6 @@ def checkpoint(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     problem = _writable(path)
     if problem:
         return [Violation("checkpoint.location", problem, "choose a directory this user can write, or fix its permissions")]
-    retired = _retired(cfg, path)
-    if retired:
-        return [Violation("checkpoint.location", f"this checkpoint was retired at {retired} (kafka-eos retire): "
-                          "it does not run again", "use a new checkpoint location to process the input anew")]
     owner, prefix = _sink_log_owner(cfg, path), cfg.sink.transactional_id_prefix
     if cfg.exactly_once and owner and prefix and owner != prefix:
         return [Violation("checkpoint.location", f"this checkpoint belongs to the transactional-id prefix {owner!r}, "

@@ -38,16 +38,20 @@ class ClaimTopic:
         self._conf = {k: v for k, v in conf.items() if k in CARRIED or is_security_key(k)}
         self.topic, self._timeout_s = topic, timeout_s
 
-    def ensure(self) -> None:
-        """Create the topic if it does not exist."""
+    def exists(self) -> bool:
+        """Whether the topic exists (creates nothing)."""
         admin = AdminClient({**self._conf, "log_level": 3})
         try:
-            metadata = admin.list_topics(self.topic, timeout=self._timeout_s)
+            found = admin.list_topics(self.topic, timeout=self._timeout_s).topics.get(self.topic)
         except KafkaException as exc:
             raise PrefixClaimAccessError.of_topic(self.topic, "looked up", str(exc)) from None
-        found = metadata.topics.get(self.topic)
-        if found is not None and found.error is None:
+        return found is not None and found.error is None
+
+    def ensure(self) -> None:
+        """Create the topic if it does not exist."""
+        if self.exists():
             return
+        admin = AdminClient({**self._conf, "log_level": 3})
         new = NewTopic(self.topic, num_partitions=1, replication_factor=-1,
                        config={"cleanup.policy": "compact", "min.compaction.lag.ms": str(COMPACTION_LAG_MS)})
         try:

@@ -121,15 +121,6 @@ def test_an_unset_prefix_is_derived_from_the_name_and_the_checkpoint(tmp_path):
     assert load(tmp_path, data)[0].sink.transactional_id_prefix != prefix  # one file, two checkpoints: two prefixes
 
 
-def test_a_retired_checkpoint_is_reported(tmp_path):
-    from kafka_eos.txn.sink_markers import mark_retired
-    data = valid(tmp_path)
-    cfg, _ = load(tmp_path, data)
-    mark_retired(cfg.checkpoint.location.rstrip("/") + "/kafka-eos-sink", "2026-01-01T00:00:00+00:00", "h")
-    found = check(cfg)
-    assert paths(found) == ["checkpoint.location"] and "retired at 2026-01-01" in found[0].message
-
-
 def test_at_least_once_skips_transaction_rules(tmp_path):
     data = valid(tmp_path)
     data["guarantee"] = "at_least_once"
