@@ -130,6 +130,6 @@ def test_a_checkpoint_with_legacy_ids_resumes_exactly_once(bootstrap, tmp_path):
     assert not nothing_open(bootstrap, names["output"])  # batch 1's undecided transactions
 
     run_to_completion(job(bootstrap, names, checkpoint, prefix), log)
-    assert read_id_scheme(str(sink_log)).scheme == "legacy"
     assert nothing_open(bootstrap, names["output"])
     assert_exactly_once(check_exactly_once(bootstrap, names["output"], IDS))
+    assert read_id_scheme(str(sink_log)).scheme == "legacy"
