@@ -11,7 +11,7 @@ from confluent_kafka import IsolationLevel, TopicPartition
 
 from integration_tests.kafka_tools import (assert_exactly_once, check_exactly_once, committed_end_offsets,
                                            output_ids, unique)
-from integration_tests.pipeline_runs import kill_group, run_to_completion, seed_input, start_job, tail, wait_for
+from integration_tests.pipeline_runs import kill_group, seed_input, start_job, tail, wait_for
 from integration_tests.test_sink_e2e import run_query
 from kafka_eos.connectors.pipeline.retire import retire_sink
 from kafka_eos.txn.sink_log import SinkLogReader
@@ -108,7 +108,7 @@ def test_retire_commits_the_decided_batch_and_leaves_nothing_open(spark, bootstr
     assert "retired" in str(rerun.exception()), rerun.exception()
 
 
-def test_a_checkpoint_with_legacy_ids_resumes_exactly_once(bootstrap, tmp_path):
+def test_a_checkpoint_with_legacy_ids_resumes_exactly_once(spark, bootstrap, tmp_path):
     """The first run writes with the legacy ids (`<prefix>-<p>-<slot>`, as builds before owners did)
     and is killed with batch 1 pre-committed but undecided; its sink log then looks like an older
     build's (no `_ids.json`). The restart must keep the legacy ids - new ids would leave the old
@@ -129,7 +129,8 @@ def test_a_checkpoint_with_legacy_ids_resumes_exactly_once(bootstrap, tmp_path):
     (sink_log / "_ids.json").unlink()
     assert not nothing_open(bootstrap, names["output"])  # batch 1's undecided transactions
 
-    run_to_completion(job(bootstrap, names, checkpoint, prefix), log)
+    restarted = run_query(spark, bootstrap, names["input"], names["output"], checkpoint, prefix)
+    assert restarted.exception() is None, restarted.exception()
     assert nothing_open(bootstrap, names["output"])
     assert_exactly_once(check_exactly_once(bootstrap, names["output"], IDS))
     assert read_id_scheme(str(sink_log)).scheme == "legacy"
