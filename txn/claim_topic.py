@@ -5,7 +5,8 @@ Invariants enforced here:
   ``cleanup.policy=compact`` and ``min.compaction.lag.ms`` of a day, so the records of a race are
   still there when the racers compare them); it is never changed when it exists.
 - Reading goes from the log start to the high watermark of the one partition at the time of the
-  read, with no consumer group (assign, no commits): the answer is the latest record per key.
+  read, with no consumer group (assign, no commits; needs Read on the topic, no group ACL): the
+  answer is the latest record per key.
 - Writes are acknowledged by all in-sync replicas (idempotent producer, acks=all) and return the
   record's offset: the broker's order arbitrates a race (``prefix_claim.race_winner``).
 - A principal not allowed to create, read or write the topic gets ``PrefixClaimAccessError`` with
@@ -24,8 +25,10 @@ from kafka_eos.txn.errors import PrefixClaimAccessError
 from kafka_eos.txn.prefix_claim import Claim
 
 COMPACTION_LAG_MS = 24 * 3600 * 1000
-_DENIED = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED,
-           KafkaError.GROUP_AUTHORIZATION_FAILED}
+_DENIED = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED}
+# the reader commits nothing and joins no group, but librdkafka looks up the coordinator of the
+# group.id it insists on; a principal without a group ACL gets this error, which reading ignores
+_NO_GROUP_NEEDED = {KafkaError.GROUP_AUTHORIZATION_FAILED}
 
 
 def _code(exc: BaseException) -> int | None:
@@ -90,6 +93,8 @@ class ClaimTopic:
             if msg.error():
                 if msg.error().code() == KafkaError._PARTITION_EOF:
                     return found
+                if msg.error().code() in _NO_GROUP_NEEDED:
+                    continue
                 if msg.error().code() in _DENIED or not msg.error().retriable():
                     raise PrefixClaimAccessError.of_topic(self.topic, "read", msg.error().str())
                 continue
