@@ -23,7 +23,7 @@ import yaml
 from kafka_eos.config.interpolate import Interpolator
 from kafka_eos.config.model import (FORMAT_VERSION, Align, CheckpointSpec, DataFormat, ErrorsSpec, Guarantee,
                           KafkaCluster, MetricsSpec, OnDecodeError, PipelineConfig, Registry, SchemaRef, Secret,
-                          SinkSpec, SourceSpec, Trigger, props)
+                          SinkSpec, SourceSpec, Trigger, props, with_derived_prefix)
 from kafka_eos.config.sections import Section
 from kafka_eos.config.transform_loader import transform_spec
 from kafka_eos.config.violations import Violation
@@ -84,7 +84,7 @@ def _pipeline(top: Section, base_dir: Path, problems: list[Violation]) -> Pipeli
         metrics=_metrics(top.section("metrics"), given=top.has("metrics")),
     )
     top.done()
-    return config
+    return with_derived_prefix(config)
 
 
 def _cluster(s: Section) -> KafkaCluster:

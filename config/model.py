@@ -9,10 +9,15 @@ Invariants:
   settings are safe: ``kafka_eos.config.rules`` does, and reports every violation at once. Fields the
   rules require (bootstrap servers, checkpoint location, transactional-id prefix) may be None
   here so that a file with several mistakes still loads and all of them are reported.
+- ``sink.transactional_id_prefix`` left unset is derived (``with_derived_prefix``):
+  ``<name>-<8 hex of sha256(checkpoint.location)>``, so one pipeline file run on two checkpoints
+  gets two prefixes; a set prefix is kept as written.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import re
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Mapping
 
@@ -197,3 +202,19 @@ class PipelineConfig:
             if schema and schema.registry and schema.registry.basic_auth_user_info:
                 found.append(schema.registry.basic_auth_user_info)
         return found
+
+
+_NOT_IN_PREFIX = re.compile(r"[^A-Za-z0-9._\-]+")
+
+
+def derived_prefix(name: str | None, checkpoint_location: str) -> str:
+    """``<name>-<8 hex of the checkpoint location>`` (name reduced to prefix characters; 'kafka-eos' without one)."""
+    stem = _NOT_IN_PREFIX.sub("-", name or "").strip("-")[:150] or "kafka-eos"
+    return f"{stem}-{hashlib.sha256(checkpoint_location.rstrip('/').encode('utf-8')).hexdigest()[:8]}"
+
+
+def with_derived_prefix(cfg: PipelineConfig) -> PipelineConfig:
+    """``cfg`` with its transactional-id prefix derived when unset and a checkpoint location is given."""
+    if cfg.sink.transactional_id_prefix or not cfg.checkpoint.location:
+        return cfg
+    return replace(cfg, sink=replace(cfg.sink, transactional_id_prefix=derived_prefix(cfg.name, cfg.checkpoint.location)))

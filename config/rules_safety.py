@@ -62,8 +62,9 @@ def transactional_id_prefix(cfg: PipelineConfig, ctx: Context) -> list[Violation
         return []
     prefix = cfg.sink.transactional_id_prefix
     if not prefix:
-        return [Violation("sink.transactional_id_prefix", "the transactional-id prefix is missing",
-                          "set a name unique to this pipeline and kept across restarts, e.g. "
+        return [Violation("sink.transactional_id_prefix", "the transactional-id prefix is missing (it is derived "
+                          "from the name and checkpoint.location when both are set)",
+                          "set checkpoint.location, or a name unique to this pipeline and kept across restarts, e.g. "
                           f"transactional_id_prefix: {cfg.name or 'orders-enricher'}")]
     from kafka_eos.txn.errors import SinkConfigError
     from kafka_eos.txn.transactional_ids import TransactionalIdFactory

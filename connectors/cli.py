@@ -185,6 +185,23 @@ def _add_accept_loss_command(sub) -> None:
 # -- end accept-loss --
 
 
+def _retire(args: argparse.Namespace) -> int:
+    """Commit what is decided, abort the rest, release the prefix, mark the checkpoint retired."""
+    from kafka_eos.config.violations import InvalidPipeline, exit_code
+    from kafka_eos.connectors.pipeline.retire import retire_sink
+    from kafka_eos.connectors.pipeline.spark_options import sink_options
+    from kafka_eos.connectors.pipeline.validation import load_valid
+    try:
+        cfg = load_valid(args.pipeline, offline=True)
+    except InvalidPipeline as exc:
+        print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
+        return exit_code(exc.violations)
+    done = retire_sink(sink_options(cfg))
+    for line in done.lines:
+        print(f"kafka-eos retire {cfg.name}: {line}", file=sys.stdout if done.exit_code == 0 else sys.stderr)
+    return done.exit_code
+
+
 def _add_status_command(sub) -> None:
     status = sub.add_parser("status", help="checkpoint, lag, sink log and open transactions of a pipeline; "
                             "exit 0 healthy, 1 needs attention, 2 broker unreachable")
@@ -192,6 +209,11 @@ def _add_status_command(sub) -> None:
     status.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker")
     status.add_argument("--json", action="store_true", help="a JSON object (with format_version)")
     status.set_defaults(func=_status)
+    retire = sub.add_parser("retire", help="for a pipeline that will not run again: commit its decided batch, "
+                            "abort its other open transactions, release its transactional-id prefix and mark "
+                            "its checkpoint retired")
+    retire.add_argument("pipeline", metavar="pipeline.yaml")
+    retire.set_defaults(func=_retire)
 
 
 def _add_pipeline_commands(sub) -> None:

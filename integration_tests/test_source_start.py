@@ -162,8 +162,7 @@ def dlq_pipeline(tmp_path: Path, orders: str, priced: str, dlq: str) -> Path:
     for old, new in [("topics: [orders]", f"topics: [{orders}]"),
                      ("starting_offsets: earliest", "starting_offsets: latest"),
                      ("file: ../schemas/order.avsc", f"file: {EXAMPLES.parent / 'schemas' / 'order.avsc'}"),
-                     ("topic: orders-priced", f"topic: {priced}"), ("dlq_topic: orders-dlq", f"dlq_topic: {dlq}"),
-                     ("transactional_id_prefix: orders-json", f"transactional_id_prefix: {unique('dlq-start')}")]:
+                     ("topic: orders-priced", f"topic: {priced}"), ("dlq_topic: orders-dlq", f"dlq_topic: {dlq}")]:
         assert old in text, old
         text = text.replace(old, new)
     path = tmp_path / "pipeline.yaml"

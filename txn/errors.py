@@ -107,3 +107,46 @@ class OutputTopicCheckError(TwoPhaseCommitError):
         return cls(f"could not describe the output topics {names} to check they are the ones earlier batches "
                    f"wrote to: {detail}. Check the broker is reachable and the principal may Describe these "
                    "topics (commit.timeout.ms bounds the wait), then restart the query from its checkpoint.")
+
+
+class PrefixClaimedError(TwoPhaseCommitError):
+    """The transactional-id prefix is claimed by another pipeline (another checkpoint): two
+    pipelines sharing a prefix would abort each other's transactions, so this one does not start."""
+
+    @classmethod
+    def of_claims(cls, prefix: str, ours: str, theirs: str, claimed_at: str, host: str,
+                  topic: str) -> "PrefixClaimedError":
+        return cls(
+            f"transactional.id.prefix {prefix!r} belongs to the pipeline checkpointed at {theirs} "
+            f"(claimed {claimed_at} from host {host or '?'}, recorded in topic {topic}); this pipeline "
+            f"(checkpoint {ours}) did not start and wrote nothing. Two pipelines sharing a prefix abort each "
+            "other's transactions. Fix: give this pipeline another prefix, or leave transactional_id_prefix "
+            "unset to get one derived from its name and checkpoint, or - if the pipeline at "
+            f"{theirs} will never run again - run 'kafka-eos retire' on its pipeline file to release the prefix.")
+
+
+class PrefixClaimAccessError(TwoPhaseCommitError):
+    """The prefix-claim topic cannot be created, read or written by this principal."""
+
+    @classmethod
+    def of_topic(cls, topic: str, action: str, detail: str) -> "PrefixClaimAccessError":
+        return cls(
+            f"the prefix-claim topic {topic!r} could not be {action}: {detail}. kafka-eos records there which "
+            "checkpoint owns each transactional.id.prefix, so two pipelines never share one. Fix: let an "
+            f"admin create it (kafka-topics --create --topic {topic} --partitions 1 --config "
+            "cleanup.policy=compact) and grant this principal Describe, Read and Write on it "
+            f"(kafka-acls --add --allow-principal User:<user> --operation Describe --operation Read "
+            f"--operation Write --topic {topic}); or name another topic with sink option prefixClaimTopic; "
+            "or turn the check off with sink option prefixClaim=off (then nothing stops a second pipeline "
+            "with the same prefix).")
+
+
+class CheckpointRetiredError(TwoPhaseCommitError):
+    """The checkpoint was retired (``kafka-eos retire``): its prefix is released, it does not run again."""
+
+    @classmethod
+    def of_marker(cls, where: str, retired_at: str) -> "CheckpointRetiredError":
+        return cls(
+            f"this pipeline's checkpoint was retired at {retired_at} ({where}): its decided transactions "
+            "were committed, the rest aborted and its transactional-id prefix released. It does not run "
+            "again; start the pipeline with a new checkpoint location to process the input anew.")

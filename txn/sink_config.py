@@ -108,6 +108,7 @@ class SinkConfig:
     commit_timeout_s: float = COMMIT_DEADLINE_MS / 1000
     exactly_once: bool = True
     fixed_partitions: bool = False  # an output topic that grew stops the query (kafka_eos.txn.output_topics)
+    id_owner: str | None = None  # owner part of the ids (None: the legacy scheme); see transactional_ids
     ids: TransactionalIdFactory = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -115,7 +116,8 @@ class SinkConfig:
         if problems:
             raise SinkConfigError("; ".join(f"producer setting {p.message()}: {p.fix}" for p in problems))
         object.__setattr__(self, "producer_conf", MappingProxyType(dict(self.producer_conf)))
-        object.__setattr__(self, "ids", TransactionalIdFactory(self.transactional_id_prefix, self.slots))
+        object.__setattr__(self, "ids", TransactionalIdFactory(self.transactional_id_prefix, self.slots,
+                                                                 self.id_owner))
 
     @property
     def bootstrap(self) -> str:

@@ -4,7 +4,8 @@
 input topics and consumer groups (the source's ``spark-kafka-source`` prefix unless named),
 Write/Describe on its output topics, Write/Describe on its transactional-id prefix, and
 IdempotentWrite and DescribeConfigs on the cluster (the sink and ``kafka-eos validate`` read the
-broker's ``transaction.max.timeout.ms``). Topics are created by the admin, not by the pipeline's user.
+broker's ``transaction.max.timeout.ms``), and Create/Read/Write/Describe on the prefix-claim topic
+(``_kafka_eos_prefix_claims``, created by the first pipeline that starts). Topics are created by the admin, not by the pipeline's user.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, 
                                    ScramMechanism, UserScramCredentialUpsertion)
 
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError
+from kafka_eos.txn.prefix_claim import DEFAULT_CLAIM_TOPIC
 
 SOURCE_GROUP_PREFIX = "spark-kafka-source"
 TIMEOUT_S = 30
@@ -52,6 +54,8 @@ def pipeline_acls(user: str, inputs: Iterable[str], outputs: Iterable[str], tran
     out += [_binding(user, ResourceType.GROUP, g, op) for g in groups for op in (read, describe)]
     out += [_binding(user, ResourceType.TRANSACTIONAL_ID, transactional_id_prefix, op, prefixed)
             for op in (write, describe)]
+    out += [_binding(user, ResourceType.TOPIC, DEFAULT_CLAIM_TOPIC, op)  # the prefix claims (txn/claim_topic.py)
+            for op in (AclOperation.CREATE, read, write, describe)]
     out += [_binding(user, ResourceType.BROKER, "kafka-cluster", op)
             for op in (AclOperation.IDEMPOTENT_WRITE, AclOperation.DESCRIBE_CONFIGS)]
     return list(dict.fromkeys(out))  # a topic both read and written is described once

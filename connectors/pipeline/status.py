@@ -3,7 +3,8 @@
 Facts: the checkpoint's last planned and last committed batch; per source partition the
 position (the end of the last committed batch) and the lag to the read_committed end offset;
 the sink log's last decision and its state (``txn.sink_status``); the Ongoing transactions under
-the sink's transactional-id prefix with their age against ``transaction.timeout.ms``.
+the sink's transactional-id prefix (every owner's) with their age against ``transaction.timeout.ms``
+and their ids' owner; the prefix's owner as its claim says (``txn.prefix_claim``).
 Exit codes: 0 healthy, 1 something needs attention (one line each, with the fix), 2 a broker
 is unreachable. Invariant: status reads only (checkpoint, sink log, broker); it never commits,
 aborts or writes anything, and its output is redacted (``render``).
@@ -11,7 +12,7 @@ aborts or writes anything, and its output is redacted (``render``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafka.errors import KafkaError
@@ -24,11 +25,15 @@ from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.spark_options import sink_options, source_options
 from kafka_eos.connectors.pipeline.status_facts import attention, decision_facts, open_facts
 from kafka_eos.connectors.sink.options import sink_config
+from kafka_eos.connectors.sink.prefix_owner import checkpoint_identity, claim_settings
 from kafka_eos.connectors.source.options import parse_source_options
 from kafka_eos.offsets import model
 from kafka_eos.offsets.kafka_offsets import KafkaLookupError, KafkaOffsets
+from kafka_eos.txn import prefix_ownership
+from kafka_eos.txn.claim_topic import ClaimTopic
 from kafka_eos.txn.errors import SinkLogError
 from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.sink_markers import read_id_scheme
 from kafka_eos.txn.sink_status import Decision, OpenTransaction, last_decision, open_transactions
 from kafka_eos.txn.transactional_ids import TransactionalIdFactory
 
@@ -102,14 +107,43 @@ def _open(sink: SinkConfig, report: Report) -> list[OpenTransaction] | None:
     """The open transactions under the sink's prefix (None, with an attention line, when the
     broker would not list or describe them)."""
     try:
-        opened = open_transactions(sink.producer_conf, TransactionalIdFactory(sink.transactional_id_prefix, sink.slots))
+        wide = TransactionalIdFactory(sink.transactional_id_prefix, sink.slots).prefix_wide()
+        opened = open_transactions(sink.producer_conf, wide)
     except (KafkaEosError, KafkaError, ConnectionError, TimeoutError) as exc:
         report.attention.append(f"the transactions under prefix {sink.transactional_id_prefix} could not be listed: "
                                 f"{exc!r} - fix: grant the sink's principal Describe on TransactionalId (prefixed "
                                 f"{sink.transactional_id_prefix}) and DescribeCluster, or check the brokers")
         return None
-    report.facts["open_transactions"] = {"prefix": sink.transactional_id_prefix, **open_facts(opened)}
+    facts = open_facts(opened)
+    for row in facts["transactions"]:
+        row["owner"] = wide.owner_in(row["transactional_id"]) or "legacy"
+    report.facts["open_transactions"] = {"prefix": sink.transactional_id_prefix, **facts}
     return opened
+
+
+def _claim(sink: SinkConfig, options: dict[str, str], report: Report, timeout_s: float) -> None:
+    """The prefix's owner as its claim says (``txn.prefix_claim``), and the ids this checkpoint uses;
+    an attention line when another checkpoint owns the prefix."""
+    enabled, topic = claim_settings(options)
+    scheme = read_id_scheme(sink.log_location)
+    facts: dict[str, Any] = {"topic": topic, "this_owner": scheme.id_owner if scheme else None,
+                             "claim": None}
+    report.facts["prefix_owner"] = facts
+    if not enabled:
+        facts["claim"] = "off (sink option prefixClaim=off)"
+        return
+    try:
+        store = ClaimTopic(sink.client_conf(), topic, timeout_s)
+        current = prefix_ownership.latest(store.read(sink.transactional_id_prefix)[0]) if store.exists() else None
+    except KafkaEosError as exc:
+        report.attention.append(f"the owner of prefix {sink.transactional_id_prefix} could not be read: {exc}")
+        return
+    facts["claim"] = None if current is None else asdict(current)
+    checkpoint = checkpoint_identity(options, sink.log_location)
+    if current is not None and current.checkpoint != checkpoint:
+        report.attention.append(f"prefix {sink.transactional_id_prefix} is claimed by the pipeline checkpointed at "
+                                f"{current.checkpoint} (since {current.claimed_at}, host {current.host}): this "
+                                "pipeline is refused at start - fix: give it another prefix, or retire the other")
 
 
 def gather(cfg: PipelineConfig, timeout_s: float = 10.0) -> Report:
@@ -135,6 +169,8 @@ def gather(cfg: PipelineConfig, timeout_s: float = 10.0) -> Report:
         report.unreachable = f"{exc} - fix: check that the brokers are up and reachable"
         return report
     opened = _open(sink, report) if sink is not None else None
+    if sink is not None:
+        _claim(sink, sink_options(cfg), report, timeout_s)
     if decision is not None and sink is not None:
         report.attention += attention(decision, opened, sink.trigger_interval_ms + sink.batch_margin_ms,
                                       cfg.origin)
@@ -168,8 +204,15 @@ def _lines(doc: dict[str, Any]) -> list[str]:
         rows = txns["transactions"]
         lines.append(f"open transactions under prefix {txns['prefix']}: {len(rows) or 'none'}")
         lines += [f"open transaction {t['transactional_id']}: open {t['age_ms'] / 1000:.0f} s of "
-                  f"{t['timeout_ms'] / 1000:.0f} s (transaction.timeout.ms), partitions "
-                  f"{', '.join(t['partitions']) or '-'}" for t in rows]
+                  f"{t['timeout_ms'] / 1000:.0f} s (transaction.timeout.ms), owner {t.get('owner', '-')}, "
+                  f"partitions {', '.join(t['partitions']) or '-'}" for t in rows]
+    owner = doc.get("prefix_owner")
+    if owner is not None:
+        claim = owner["claim"]
+        held = (f"checkpoint {claim['checkpoint']} (query {claim['query_id']}, ids owner {claim['owner'] or 'legacy'}, "
+                f"since {claim['claimed_at']}, host {claim['host']})" if isinstance(claim, dict) else claim or "nobody")
+        lines.append(f"prefix owner ({owner['topic']}): {held}; this checkpoint's ids owner: "
+                     f"{owner['this_owner'] or 'legacy'}")
     return lines
 
 

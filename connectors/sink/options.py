@@ -9,6 +9,8 @@ Options (Spark passes them with lower-cased keys):
   batchLog (true | false; default true: one INFO line per committed batch on the driver's stderr),
   fixedPartitions (true | false; default false: an output topic that gained partitions is accepted
   with a warning, keys then hash to other partitions; true stops the query instead),
+  prefixClaim (broker | off; default broker) / prefixClaimTopic (default _kafka_eos_prefix_claims):
+  the prefix's owner on the cluster (connectors/sink/prefix_owner.py),
   faultInjection / faultInjectionDir (tests and chaos runs only).
 """
 from __future__ import annotations

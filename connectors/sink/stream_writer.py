@@ -3,7 +3,8 @@
 Spark's contract (pyspark 4.x Python data sources): ``streamWriter()`` builds a writer on the
 driver for every micro-batch and pickles it into the batch's tasks; for ``commit``/``abort`` it
 builds a *fresh* writer that is never pickled. So:
-- ``__init__`` runs recovery (finishing a decided batch; idempotent) before the batch's tasks
+- ``__init__`` takes the checkpoint's transactional ids and the prefix's claim once per query and
+  process (``prefix_owner.owned_config``: a prefix another checkpoint owns is refused), then runs recovery (finishing a decided batch; idempotent) before the batch's tasks
   exist, and carries the ReplayPlan to them; it pins the sink log to the checkpoint's query id
   (Spark's ``<checkpointLocation>/metadata``; with the ``checkpointLocation`` option only), so a
   sink log of another checkpoint is refused before anything is written;
@@ -39,6 +40,7 @@ from pyspark.sql.types import StructType
 
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.sink.options import batch_log, fault_plan, sink_config
+from kafka_eos.connectors.sink.prefix_owner import owned_config
 from kafka_eos.connectors.sink.startup_checks import check_acls, check_schema, check_speculation, check_timeouts
 from kafka_eos.txn.fault_injection import task_input
 from kafka_eos.txn.faults import FaultPlan
@@ -96,6 +98,7 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
         check_timeouts(self.config)
         check_acls(self.config)
         self.query_id = checkpoint_query_id(options)
+        self.config = owned_config(self.config, options, self.query_id)
         self._protocol = driver_protocol(self.config, self.faults, self.query_id)
         self.plan = self._protocol.recover()
         self._task_input = task_input(self.faults)

@@ -36,7 +36,8 @@ CASES = {
                               'sink.kafka.properties["isolation.level"]', "set it on the source"),
     "request.required.acks=0": (lambda d: d["sink"]["kafka"].update(properties={"request.required.acks": "0"}),
                                 'sink.kafka.properties["request.required.acks"]', "request.required.acks=0"),
-    "prefix missing": (lambda d: d["sink"].pop("transactional_id_prefix"), "sink.transactional_id_prefix", "missing"),
+    "prefix missing": (lambda d: (d["sink"].pop("transactional_id_prefix"), d["checkpoint"].pop("location")),
+                       "sink.transactional_id_prefix", "missing"),
     "prefix invalid": (lambda d: d["sink"].update(transactional_id_prefix="has space"),
                        "sink.transactional_id_prefix", "invalid"),
     "checkpoint missing": (lambda d: d["checkpoint"].pop("location"), "checkpoint.location", "missing"),
@@ -106,6 +107,18 @@ def test_timeout_rule_uses_the_broker_maximum(tmp_path):
     found = problems(tmp_path, data, Context(broker_max_timeout_ms=200_000))
     assert paths(found) == ["sink.transaction_timeout_ms"] and "200000" in found[0].message
     assert problems(tmp_path, data, Context(broker_max_timeout_ms=300_000)) == []
+
+
+def test_an_unset_prefix_is_derived_from_the_name_and_the_checkpoint(tmp_path):
+    data = valid(tmp_path)
+    data["sink"].pop("transactional_id_prefix")
+    data["name"] = "orders enricher/v2"
+    cfg, loaded = load(tmp_path, data)
+    assert loaded == [] and check(cfg) == []
+    prefix = cfg.sink.transactional_id_prefix
+    assert prefix.startswith("orders-enricher-v2-") and len(prefix.rsplit("-", 1)[1]) == 8
+    data["checkpoint"]["location"] = str(tmp_path / "another")
+    assert load(tmp_path, data)[0].sink.transactional_id_prefix != prefix  # one file, two checkpoints: two prefixes
 
 
 def test_at_least_once_skips_transaction_rules(tmp_path):

@@ -149,3 +149,37 @@ def test_the_producer_connects_to_every_broker_at_once_unless_the_user_says_othe
     mine = SinkConfig(producer_conf={"bootstrap.servers": "unused:1", "enable.sparse.connections": "true"},
                       transactional_id_prefix="p", log_location=str(tmp_path / "log"), topic="t")
     assert mine.producer_settings("p-0-0")["enable.sparse.connections"] == "true"
+
+
+# -- owners: two pipelines given one prefix never share an id --------------------------------------
+from kafka_eos.txn.transactional_ids import owner_of  # noqa: E402
+
+
+def test_owner_ids_carry_the_owner_and_the_legacy_ids_do_not():
+    owner = owner_of("query-a")
+    assert TransactionalIdFactory("p", owner=owner).id_for(3, 1) == f"p-{owner}-3-1"
+    assert TransactionalIdFactory("p").id_for(3, 1) == "p-3-1"
+
+
+def test_an_owner_pattern_matches_only_its_owner_and_legacy_only_legacy():
+    a, b = owner_of("query-a"), owner_of("query-b")
+    ids_a, ids_b, legacy = (TransactionalIdFactory("p", owner=a), TransactionalIdFactory("p", owner=b),
+                            TransactionalIdFactory("p"))
+    for attempt in range(ATTEMPT_IDS):
+        tid_a, tid_b, tid_l = ids_a.id_for(2, 5, attempt), ids_b.id_for(2, 5, attempt), legacy.id_for(2, 5, attempt)
+        assert ids_a.owns(tid_a) and not ids_a.owns(tid_b) and not ids_a.owns(tid_l)
+        assert legacy.owns(tid_l) and not legacy.owns(tid_a) and not legacy.owns(tid_b)
+    digits = TransactionalIdFactory("p", owner="12345678")  # an all-digit owner is not a legacy id
+    assert not legacy.owns(digits.id_for(0, 0)) and not digits.owns(legacy.id_for(0, 0))
+
+
+def test_prefix_wide_ids_match_every_owner_and_name_it():
+    wide = TransactionalIdFactory("p").prefix_wide()
+    owner = owner_of("q")
+    assert wide.owns(f"p-{owner}-0-1") and wide.owns("p-0-1") and not wide.owns("px-0-1")
+    assert wide.owner_in(f"p-{owner}-0-1") == owner and wide.owner_in("p-0-1") is None
+
+
+def test_an_owner_that_is_not_eight_hex_digits_is_refused():
+    with pytest.raises(ValueError, match="owner"):
+        TransactionalIdFactory("p", owner="Q-1")

@@ -70,3 +70,19 @@ def test_decided_pending_is_reported_when_transactions_could_not_be_listed():
     decision = Decision(DecisionState.DECIDED_PENDING, 4, 2, 12, (0,), (PENDING,))
     [line] = attention(decision, None, 130_000, "p.yaml")
     assert "batch 4 is decided but not committed" in line and "no longer open" not in line
+
+
+def test_open_transactions_show_their_owner_and_the_prefix_owner_is_rendered(tmp_path):
+    cfg, _ = load(tmp_path, valid(tmp_path))
+    row = {"transactional_id": "t-eos-0a1b2c3d-0-1", "age_ms": 4000, "timeout_ms": 300_000, "partitions": ["out-1"],
+           "owner": "0a1b2c3d"}
+    claim = {"checkpoint": "/cp/a", "query_id": "q1", "owner": "0a1b2c3d", "claimed_at": "2026-01-01T00:00:00+00:00",
+             "host": "h1"}
+    report = status.Report({"pipeline": "t", "file": cfg.origin, "guarantee": "exactly_once",
+                            "checkpoint": {"location": "c", "last_planned_batch": 2, "last_committed_batch": 2},
+                            "open_transactions": {"prefix": "t-eos", "transactions": [row]},
+                            "prefix_owner": {"topic": "_claims", "this_owner": "0a1b2c3d", "claim": claim}})
+    text = status.render(cfg, report)
+    assert "open transaction t-eos-0a1b2c3d-0-1: open 4 s of 300 s (transaction.timeout.ms), owner 0a1b2c3d" in text
+    assert "prefix owner (_claims): checkpoint /cp/a (query q1, ids owner 0a1b2c3d" in text
+    assert "this checkpoint's ids owner: 0a1b2c3d" in text

@@ -1,0 +1,122 @@
+"""ClaimTopic: the prefix claims on the cluster (a compacted topic of one partition, keyed by prefix).
+
+Invariants enforced here:
+- The topic is created when missing (1 partition, the broker's default replication,
+  ``cleanup.policy=compact`` and ``min.compaction.lag.ms`` of a day, so the records of a race are
+  still there when the racers compare them); it is never changed when it exists.
+- Reading goes from the log start to the high watermark of the one partition at the time of the
+  read, with no consumer group (assign, no commits; needs Read on the topic, no group ACL): the
+  answer is the latest record per key.
+- Writes are acknowledged by all in-sync replicas (idempotent producer, acks=all) and return the
+  record's offset: the broker's order arbitrates a race (``prefix_claim.race_winner``).
+- A principal not allowed to create, read or write the topic gets ``PrefixClaimAccessError`` with
+  the ACLs or the admin command to fix it; nothing is skipped silently.
+- Only connection and security settings of the sink's client settings are used.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafka_eos.txn.client_settings import CARRIED, is_security_key
+from kafka_eos.txn.errors import PrefixClaimAccessError
+from kafka_eos.txn.prefix_claim import Claim
+
+COMPACTION_LAG_MS = 24 * 3600 * 1000
+_DENIED = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED}
+# the reader commits nothing and joins no group, but librdkafka looks up the coordinator of the
+# group.id it insists on; a principal without a group ACL gets this error, which reading ignores
+_NO_GROUP_NEEDED = {KafkaError.GROUP_AUTHORIZATION_FAILED}
+
+
+def _code(exc: BaseException) -> int | None:
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    return error.code() if isinstance(error, KafkaError) else None
+
+
+class ClaimTopic:
+    def __init__(self, conf: Mapping[str, str], topic: str, timeout_s: float = 30.0) -> None:
+        self._conf = {k: v for k, v in conf.items() if k in CARRIED or is_security_key(k)}
+        self.topic, self._timeout_s = topic, timeout_s
+
+    def exists(self) -> bool:
+        """Whether the topic exists (creates nothing)."""
+        admin = AdminClient({**self._conf, "log_level": 3})
+        try:
+            found = admin.list_topics(self.topic, timeout=self._timeout_s).topics.get(self.topic)
+        except KafkaException as exc:
+            raise PrefixClaimAccessError.of_topic(self.topic, "looked up", str(exc)) from None
+        return found is not None and found.error is None
+
+    def ensure(self) -> None:
+        """Create the topic if it does not exist."""
+        if self.exists():
+            return
+        admin = AdminClient({**self._conf, "log_level": 3})
+        new = NewTopic(self.topic, num_partitions=1, replication_factor=-1,
+                       config={"cleanup.policy": "compact", "min.compaction.lag.ms": str(COMPACTION_LAG_MS)})
+        try:
+            admin.create_topics([new], request_timeout=self._timeout_s)[self.topic].result(self._timeout_s)
+        except KafkaException as exc:
+            if _code(exc) != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise PrefixClaimAccessError.of_topic(self.topic, "created", str(exc.args[0])) from None
+
+    def read(self, prefix: str, start: int | None = None, end: int | None = None) -> tuple[list[Claim | None], int]:
+        """(every record of key ``prefix`` in offsets [start, end) in log order, the end read to);
+        defaults: from the log start to the high watermark now. A tombstone reads as None."""
+        consumer = Consumer({**self._conf, "group.id": "kafka-eos-prefix-claims", "enable.auto.commit": "false",
+                             "enable.partition.eof": "true", "log_level": 3})
+        try:
+            partition = TopicPartition(self.topic, 0)
+            try:
+                low, high = consumer.get_watermark_offsets(partition, timeout=self._timeout_s)
+            except KafkaException as exc:
+                raise PrefixClaimAccessError.of_topic(self.topic, "read", str(exc.args[0])) from None
+            end = high if end is None else end
+            first = max(low, start or 0)
+            if first >= end:
+                return [], end
+            consumer.assign([TopicPartition(self.topic, 0, first if first > low else OFFSET_BEGINNING)])
+            return self._consume(consumer, prefix, end), end
+        finally:
+            consumer.close()
+
+    def _consume(self, consumer: Consumer, prefix: str, end: int) -> list[Claim | None]:
+        found: list[Claim | None] = []
+        key = prefix.encode("utf-8")
+        while True:
+            msg = consumer.poll(self._timeout_s)
+            if msg is None:
+                raise PrefixClaimAccessError.of_topic(self.topic, "read", f"no record within {self._timeout_s} s")
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    return found
+                if msg.error().code() in _NO_GROUP_NEEDED:
+                    continue
+                if msg.error().code() in _DENIED or not msg.error().retriable():
+                    raise PrefixClaimAccessError.of_topic(self.topic, "read", msg.error().str())
+                continue
+            if msg.offset() >= end:
+                return found
+            if msg.key() == key:
+                value = msg.value()
+                found.append(None if value is None else Claim.from_json(value, f"{self.topic}@{msg.offset()}"))
+            if msg.offset() >= end - 1:
+                return found
+
+    def write(self, prefix: str, claim: Claim | None) -> int:
+        """Append ``claim`` (None: a tombstone) under key ``prefix``; the record's offset."""
+        producer = Producer({**self._conf, "enable.idempotence": "true", "acks": "all", "log_level": 3})
+        delivered: list = []
+        producer.produce(self.topic, key=prefix.encode("utf-8"),
+                         value=None if claim is None else claim.to_json().encode("utf-8"),
+                         on_delivery=lambda err, msg: delivered.append((err, msg)))
+        producer.flush(self._timeout_s)
+        if not delivered:
+            raise PrefixClaimAccessError.of_topic(self.topic, "written", f"no acknowledgement within {self._timeout_s} s")
+        err, msg = delivered[0]
+        if err is not None:
+            raise PrefixClaimAccessError.of_topic(self.topic, "written", err.str())
+        return msg.offset()
