@@ -46,25 +46,11 @@ from kafka_eos import KafkaEosError
 from kafka_eos.txn.flush import (FAILED_TXN_STATES, TransactionFailed, abort_own, client_wait_s,
                                  delivery_failure, flush_checked, txn_state)
 from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.producer_stats import STATS_INTERVAL_MS, LatestStats, records_per_partition
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_log import SinkLogReader
 
 log = logging.getLogger(__name__)
-# Pre-commit waits for the next statistics after flush: half of this on average. 10 ms, not 50:
-# the wait was 31 ms of each task's pre-commit at small batches, 14 ms now (bench/README.md).
-STATS_INTERVAL_MS = 10
-
-
-class LatestStats:
-    """librdkafka's ``stats_cb``: keeps only the newest statistics JSON and how many came."""
-
-    def __init__(self) -> None:
-        self.count, self.latest = 0, ""
-
-    def __call__(self, stats_json: str) -> None:
-        self.count, self.latest = self.count + 1, stats_json
-
-
 class KafkaWriteError(KafkaEosError, RuntimeError):
     """A record could not be written; the message names it and the fix."""
 
@@ -84,14 +70,6 @@ class DecisionGuard:
     def __call__(self) -> bool:
         latest = SinkLogReader(self.log_location).latest_batch_id()
         return latest is not None and latest > (-1 if self.planned_after is None else self.planned_after)
-
-
-def records_per_partition(stats: dict) -> dict[str, dict[str, int]]:
-    """topic -> partition -> records this producer wrote, from librdkafka statistics: ``msgs``
-    (messages produced to the partition), not ``txmsgs``, which counts every transmission and so
-    counts a retried produce request twice."""
-    return {topic: {p: info["msgs"] for p, info in t.get("partitions", {}).items() if p != "-1" and info.get("msgs")}
-            for topic, t in stats.get("topics", {}).items()}
 
 
 def _never() -> bool:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Collection, Iterable, Protocol
 
 from kafka_eos.txn.errors import OutputTopicChangedError, ReplayMismatchError, TransactionLostError
@@ -43,6 +42,7 @@ from kafka_eos.txn.fault_injection import FaultInjectingCommitter, FaultInjectin
 from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.kafka_committer import KafkaCommitter, Outcomes
+from kafka_eos.txn.replay import ReplayPlan, replay_mismatch
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_log import BatchRecord, SinkLog
 from kafka_eos.txn.states import CommitState
@@ -73,16 +73,6 @@ class Aborter(Protocol):
 # A cancelled task's Python worker is killed spark.python.task.killTimeout (2 s) after the cancel:
 # a transaction it opened before that is ended by the second sweep.
 SWEEP_DELAY_S = 3.0
-
-
-@dataclass(frozen=True)
-class ReplayPlan:
-    """Which sink partitions of the last logged batch are durable (tasks skip re-writing them)."""
-    batch_id: int | None = None
-    durable: frozenset[int] = field(default_factory=frozenset)
-
-    def skip(self, batch_id: int, sink_partition: int) -> bool:
-        return batch_id == self.batch_id and sink_partition in self.durable
 
 
 class TwoPhaseCommitProtocol:
@@ -223,21 +213,11 @@ class TwoPhaseCommitProtocol:
             raise
 
     def _check_replay(self, batch_id: int, handles: list[TxnHandle], previous: BatchRecord) -> None:
-        """Step 2: a replay re-writes a decided batch's lost partitions only if it has the decided
-        rows: as many sink partitions, and per sink partition (empty ones too) as many records."""
-        rewrite = sorted(set(range(previous.num_partitions)) - previous.durable_partitions())
-        if len(handles) == previous.num_partitions and not rewrite:
-            return
-        replay = {h.sink_partition: h.records for h in handles}
-        differ = [p for p in range(max(previous.num_partitions, len(handles)))
-                  if replay.get(p, 0) != previous.records_of(p)]
-        if len(handles) == previous.num_partitions and not differ:
-            return
-        self.committer.abort([h for h in handles if h.has_transaction])
-        counts = "; ".join(f"sink partition {p}: decided {previous.records_of(p)}, replay {replay.get(p, 0)}"
-                           for p in differ[:20])
-        raise ReplayMismatchError.of_batch(batch_id, rewrite, sum(previous.records_of(p) for p in rewrite),
-                                           len(handles), previous.num_partitions, counts)
+        """Step 2's check (``replay.replay_mismatch``): a refused replay's transactions are aborted."""
+        mismatch = replay_mismatch(batch_id, handles, previous)
+        if mismatch is not None:
+            self.committer.abort([h for h in handles if h.has_transaction])
+            raise mismatch
 
     def _end(self, record: BatchRecord) -> BatchRecord:
         """Steps 4-6 for the pending handles of a decided batch."""

@@ -12,7 +12,7 @@ def test_cluster_ids_never_look_like_an_option():
 
 
 def test_dev_kafka_takes_repeatable_broker_settings():
-    from kafka_eos.connectors.cli import _broker_settings
+    from kafka_eos.connectors.cli_dev import _broker_settings
     args = build_parser().parse_args(["dev", "kafka", "up", "--broker-setting", "auto.create.topics.enable=false",
                                       "--broker-setting", "num.partitions=3"])
     assert _broker_settings(args.broker_setting) == {"auto.create.topics.enable": "false", "num.partitions": "3"}
@@ -20,7 +20,7 @@ def test_dev_kafka_takes_repeatable_broker_settings():
 
 def test_a_broker_setting_that_is_not_key_value_is_refused_by_name():
     import pytest
-    from kafka_eos.connectors.cli import _broker_settings
+    from kafka_eos.connectors.cli_dev import _broker_settings
     with pytest.raises(SystemExit, match="'auto.create.topics.enable' is not KEY=VALUE"):
         _broker_settings(["auto.create.topics.enable"])
 

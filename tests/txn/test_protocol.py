@@ -359,7 +359,7 @@ def test_the_query_start_cleanup_runs_when_the_writer_is_pickled_for_the_tasks_o
 
     from kafka_eos.connectors.sink import stream_writer
     from kafka_eos.txn.fault_injection import task_input
-    from kafka_eos.txn.protocol import ReplayPlan
+    from kafka_eos.txn.replay import ReplayPlan
 
     def planned_writer(query_id: str) -> stream_writer.KafkaEosStreamWriter:
         writer = object.__new__(stream_writer.KafkaEosStreamWriter)  # as __init__ leaves it, without a broker
