@@ -145,3 +145,16 @@ def test_topic_recreated_during_a_batch_gets_nothing_committed(spark, bootstrap,
         restarted.stop()
     assert_exactly_once(check_exactly_once(bootstrap, out, expected=range(100, 300)))
     print(f"re-created during batch 1: {len(written)} records written into the new topic, none committed")
+
+
+def test_describe_topics_answers_repeatedly_on_a_real_broker(bootstrap):
+    """Each check's DescribeTopics names the topic's id and partitions, and an unknown topic as
+    None, call after call (a client dropped before its answer fails it with _DESTROY)."""
+    import gc
+    from kafka_eos.txn.topic_guard import describe_topics
+    topic = create_topic(bootstrap, unique("ident"), partitions=3)
+    for _ in range(5):
+        found = describe_topics({"bootstrap.servers": bootstrap}, [topic, unique("absent")], 30.0)
+        gc.collect()
+        assert found[topic] is not None and found[topic].partitions == 3
+        assert sorted(v is None for v in found.values()) == [False, True]
