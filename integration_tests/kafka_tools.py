@@ -73,15 +73,27 @@ def read_all(bootstrap: str, topic: str, isolation: str = "read_committed",
     return out
 
 
-def committed_end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    """Last stable offset (read_committed end) per partition, via list_offsets READ_COMMITTED."""
+def end_offsets(bootstrap: str, topic: str, isolation: str = "read_committed") -> dict[int, int]:
+    """Per partition: the last stable offset (read_committed end) or the high watermark
+    (``isolation='read_uncommitted'``), via list_offsets."""
     from confluent_kafka import IsolationLevel
     from confluent_kafka.admin import OffsetSpec
+    level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
     admin = AdminClient({"bootstrap.servers": bootstrap})
     meta = admin.list_topics(topic, timeout=10).topics[topic]
     request = {TopicPartition(topic, p): OffsetSpec.latest() for p in meta.partitions}
-    result = admin.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED)
+    result = admin.list_offsets(request, isolation_level=level)
     return {tp.partition: f.result().offset for tp, f in result.items()}
+
+
+def committed_end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    """Last stable offset (read_committed end) per partition."""
+    return end_offsets(bootstrap, topic)
+
+
+def high_watermarks(bootstrap: str, topic: str) -> dict[int, int]:
+    """High watermark (read_uncommitted end) per partition."""
+    return end_offsets(bootstrap, topic, "read_uncommitted")
 
 
 # --- exactly-once accounting: the one checker every integration test uses -----------------------
@@ -171,17 +183,6 @@ def check_exactly_once(bootstrap: str, topic: str, ids: int | None = None, expec
 def assert_exactly_once(report: ExactlyOnceReport) -> None:
     assert report.ok, report.line()
     assert report.records >= 1, "the output is empty"
-
-
-def high_watermarks(bootstrap: str, topic: str) -> dict[int, int]:
-    """High watermark (read_uncommitted end) per partition, via list_offsets READ_UNCOMMITTED."""
-    from confluent_kafka import IsolationLevel
-    from confluent_kafka.admin import OffsetSpec
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    meta = admin.list_topics(topic, timeout=10).topics[topic]
-    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in meta.partitions}
-    result = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED)
-    return {tp.partition: f.result().offset for tp, f in result.items()}
 
 
 def held_partitions(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:

@@ -6,11 +6,8 @@ from __future__ import annotations
 import json
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, OffsetSpec
-from confluent_kafka import IsolationLevel, TopicPartition
-
 from integration_tests.kafka_tools import (assert_exactly_once, check_exactly_once, committed_end_offsets,
-                                           output_ids, unique)
+                                           high_watermarks, output_ids, unique)
 from integration_tests.pipeline_runs import kill_group, seed_input, start_job, tail, wait_for
 from integration_tests.test_sink_e2e import run_query
 from kafka_eos.connectors.pipeline.retire import retire_sink
@@ -18,14 +15,6 @@ from kafka_eos.txn.sink_log import SinkLogReader
 from kafka_eos.txn.sink_markers import read_id_scheme
 
 IDS = 2000
-
-
-def high_watermarks(bootstrap: str, topic: str) -> dict[int, int]:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    meta = admin.list_topics(topic, timeout=10).topics[topic]
-    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in meta.partitions}
-    result = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED)
-    return {tp.partition: f.result().offset for tp, f in result.items()}
 
 
 def nothing_open(bootstrap: str, topic: str) -> bool:
