@@ -13,9 +13,9 @@
   at the start (e.g. its heartbeats to the controller) are cut by INPUT rules on their local
   ports (from ``ss``). Cut off both ways, it is fenced and its partitions move, as in a real
   partition.
-- Every rule carries the comment ``kafka-eos-test`` and is removed in a ``finally`` (the JVM is
-  moved back to the root cgroup); ``remove_stale_rules`` removes rules and cgroups an earlier,
-  interrupted run left behind.
+- Every rule carries the comment ``kafka-eos-test-<pid of the test process>`` and is removed in a
+  ``finally`` (the JVM is moved back to the root cgroup); ``remove_stale_rules`` removes the rules
+  and cgroups of test processes that are gone (an interrupted run), never a live session's.
 - ``ensure_iptables`` installs iptables (and iproute2's ``ss``) with apt-get when missing (root
   only) and says why a network-fault test cannot run otherwise.
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -32,6 +33,18 @@ from typing import Iterator
 from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
 
 TAG = "kafka-eos-test"
+_TAGGED = re.compile(rf'--comment "?{TAG}(?:-(\d+))?"?(?:\s|$)')
+
+
+def _tag() -> str:
+    """This process's tag: rules and cgroups name the test process that added them, so a second
+    test session's cleanup leaves a live session's faults alone."""
+    return f"{TAG}-{os.getpid()}"
+
+
+def _stale(owner: str | None) -> bool:
+    """A tag (or cgroup name part) whose test process is gone (or that names none: older runs)."""
+    return owner is None or not Path(f"/proc/{owner}").exists()
 CGROUP_ROOTS = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))  # cgroup v2: hybrid, then unified
 
 
@@ -72,24 +85,27 @@ def _rule(port: int, probability: float | None) -> list[str]:
     rule = ["INPUT", "-i", "lo", "-p", "tcp", "--dport", str(port)]
     if probability is not None:
         rule += ["-m", "statistic", "--mode", "random", "--probability", f"{probability:.3f}"]
-    return rule + ["-m", "comment", "--comment", TAG, "-j", "DROP"]
+    return rule + ["-m", "comment", "--comment", _tag(), "-j", "DROP"]
 
 
 def remove_stale_rules() -> int:
-    """Delete every INPUT/OUTPUT rule tagged ``kafka-eos-test`` and every test cgroup (left by an
-    interrupted run); how many rules."""
+    """Delete every INPUT/OUTPUT rule tagged ``kafka-eos-test`` and every test cgroup that an
+    interrupted run left (its test process is gone); how many rules."""
     binary = ensure_iptables()
     removed = 0
     for chain in ("INPUT", "OUTPUT"):
         listing = subprocess.run([binary, "-S", chain], capture_output=True, text=True, check=True).stdout
         for line in listing.splitlines():
-            if f'--comment {TAG}' in line or f'--comment "{TAG}"' in line:
+            tagged = _TAGGED.search(line)
+            if tagged and _stale(tagged.group(1)):
                 spec = line.split()[1:]  # "-A INPUT ..." -> "INPUT ..."
                 subprocess.run([binary, "-D", *[s.strip('"') for s in spec]], check=False, capture_output=True)
                 removed += 1
     root = _cgroup_root()
-    for stale in (root.glob(f"{TAG}-*") if root else ()):
-        _release(root, stale)
+    for group in (root.glob(f"{TAG}-*") if root else ()):
+        owner = group.name[len(TAG) + 1:].split("-", 1)[0]
+        if _stale(owner if owner.isdigit() else None):
+            _release(root, group)
     return removed
 
 
@@ -100,7 +116,8 @@ def _cgroup_root() -> Path | None:
 
 def _release(root: Path, group: Path) -> None:
     """Move the group's processes back to the root cgroup and remove the group."""
-    for pid in (group / "cgroup.procs").read_text().split():
+    procs = group / "cgroup.procs"
+    for pid in (procs.read_text().split() if procs.exists() else ()):
         with contextlib.suppress(OSError):
             (root / "cgroup.procs").write_text(pid)
     with contextlib.suppress(OSError):
@@ -135,9 +152,9 @@ def black_hole(cluster: LocalKafkaCluster, node_id: int) -> Iterator[None]:
                                       "match the node's own packets with")
     process = cluster.node(node_id).process
     assert process is not None, f"node {node_id} is not running"
-    name = f"{TAG}-node{node_id}-{process.pid}"
+    name = f"{_tag()}-node{node_id}-{process.pid}"
     group = root / name
-    rule = ["OUTPUT", "-m", "cgroup", "--path", name, "-m", "comment", "--comment", TAG, "-j", "DROP"]
+    rule = ["OUTPUT", "-m", "cgroup", "--path", name, "-m", "comment", "--comment", _tag(), "-j", "DROP"]
     group.mkdir(exist_ok=True)
     try:
         (group / "cgroup.procs").write_text(str(process.pid))

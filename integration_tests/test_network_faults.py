@@ -8,6 +8,8 @@ produced id is in the read_committed output exactly once. Real brokers, real spa
 """
 from __future__ import annotations
 
+import os
+
 import contextlib
 import time
 from dataclasses import dataclass
@@ -106,6 +108,24 @@ def iptables():
         pytest.skip(str(exc))
     faults.remove_stale_rules()
     yield
+
+
+def test_stale_rule_cleanup_spares_a_live_sessions_rules(iptables):
+    """Two test sessions on one machine: the second one's cleanup removes only the rules of test
+    processes that are gone (an interrupted run), not the running session's faults."""
+    import subprocess
+    binary, dead = faults.ensure_iptables(), 4_194_999  # above pid_max's default: never a live pid
+    rules = {owner: ["INPUT", "-i", "lo", "-p", "tcp", "--dport", "1", "-m", "comment", "--comment",
+                     f"{faults.TAG}-{owner}", "-j", "DROP"] for owner in (os.getpid(), dead)}
+    for rule in rules.values():
+        subprocess.run([binary, "-I", *rule], check=True, capture_output=True)
+    try:
+        assert faults.remove_stale_rules() >= 1
+        listing = subprocess.run([binary, "-S", "INPUT"], capture_output=True, text=True, check=True).stdout
+        assert f"{faults.TAG}-{os.getpid()}" in listing and f"{faults.TAG}-{dead}" not in listing
+    finally:
+        for rule in rules.values():
+            subprocess.run([binary, "-D", *rule], check=False, capture_output=True)
 
 
 def test_query_survives_the_bootstrap_broker_hung_35s(tmp_path):
