@@ -145,3 +145,14 @@ def test_topic_recreated_during_a_batch_gets_nothing_committed(spark, bootstrap,
         restarted.stop()
     assert_exactly_once(check_exactly_once(bootstrap, out, expected=range(100, 300)))
     print(f"re-created during batch 1: {len(written)} records written into the new topic, none committed")
+
+
+def test_the_topic_check_describes_topics_on_a_real_broker(bootstrap):
+    """The check's DescribeTopics answers (a client dropped before its answer fails every check
+    with ``_DESTROY``, stopping every query at its first batch)."""
+    from kafka_eos.txn.topic_guard import describe_topics
+    name, missing = unique("out"), unique("missing")
+    create_topic(bootstrap, name, partitions=PARTITIONS)
+    found = describe_topics({"bootstrap.servers": bootstrap}, [name, missing], 30)
+    assert found[missing] is None
+    assert found[name] is not None and found[name].partitions == PARTITIONS

@@ -52,7 +52,8 @@ def describe_topics(conf: Mapping[str, str], names: Collection[str], timeout_s: 
     for attempt in Retrying(retry=retry_if_exception(is_transient), stop=stop_after_delay(timeout_s),
                             wait=wait_exponential(0.1, max=1.0), reraise=True):
         with attempt:  # a new client per attempt: an old one may keep asking a hung broker
-            futures = admin_client(conf).describe_topics(TopicCollection(sorted(names)), request_timeout=per_request)
+            client = admin_client(conf)  # held until its answers are read: a dropped one fails them (_DESTROY)
+            futures = client.describe_topics(TopicCollection(sorted(names)), request_timeout=per_request)
             for name, future in futures.items():
                 try:
                     description = future.result(per_request)
