@@ -13,6 +13,12 @@
   at the start (e.g. its heartbeats to the controller) are cut by INPUT rules on their local
   ports (from ``ss``). Cut off both ways, it is fenced and its partitions move, as in a real
   partition.
+- ``driver_cut_off``: a process tree (a Spark driver: spark-submit's JVM and the Python processes
+  it spawns) cut off from the brokers' ports only, both ways, while every other process (the
+  executors) still reaches them: the tree is moved into a cgroup v2 whose new connections to those
+  ports are dropped (processes spawned later inherit it), and the tree's connections already open
+  to them are cut by INPUT rules on their local ports. Its other connections (to executors and
+  the Spark master) keep working.
 - Every rule carries the comment ``kafka-eos-test`` and is removed in a ``finally`` (the JVM is
   moved back to the root cgroup); ``remove_stale_rules`` removes rules and cgroups an earlier,
   interrupted run left behind.
@@ -65,6 +71,18 @@ def own_ports(pid: int, listeners: tuple[int, ...]) -> list[int]:
             port = int(fields[2].rsplit(":", 1)[1])
             if port not in listeners:
                 ports.add(port)
+    return sorted(ports)
+
+
+def ports_to(pids: list[int], remote_ports: tuple[int, ...]) -> list[int]:
+    """Local ports of the established connections processes ``pids`` hold to ``remote_ports``."""
+    listing = subprocess.run(["ss", "-Htnp", "state", "established"], capture_output=True, text=True).stdout
+    ports = set()
+    for line in listing.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and int(fields[3].rsplit(":", 1)[1]) in remote_ports \
+                and any(f"pid={pid}," in line for pid in pids):
+            ports.add(int(fields[2].rsplit(":", 1)[1]))
     return sorted(ports)
 
 
@@ -149,6 +167,42 @@ def black_hole(cluster: LocalKafkaCluster, node_id: int) -> Iterator[None]:
             finally:
                 subprocess.run([binary, "-D", *rule], check=False, capture_output=True)
     finally:
+        _release(root, group)
+
+
+@contextlib.contextmanager
+def driver_cut_off(cluster: LocalKafkaCluster, root_pid: int) -> Iterator[list[int]]:
+    """Cut process ``root_pid`` and its descendants off from every broker port (see the module
+    docstring); yields the pids moved. Other processes keep reaching the brokers."""
+    from kafka_eos.connectors.dev.processes import descendants
+    binary, root = ensure_iptables(), _cgroup_root()
+    if root is None:
+        raise NetworkFaultUnavailable("no cgroup v2 hierarchy (/sys/fs/cgroup/unified or /sys/fs/cgroup) to "
+                                      "match the driver's packets with")
+    brokers = tuple(p for node in cluster.nodes for p in (node.port, node.controller_port))
+    name = f"{TAG}-driver-{root_pid}"
+    group = root / name
+    new = ["OUTPUT", "-p", "tcp", "-m", "multiport", "--dports", ",".join(map(str, brokers)),
+           "-m", "cgroup", "--path", name, "-m", "comment", "--comment", TAG, "-j", "DROP"]
+    group.mkdir(exist_ok=True)
+    added: list[list[str]] = []
+    try:
+        pids = [root_pid, *descendants(root_pid)]
+        for pid in pids:
+            with contextlib.suppress(OSError):  # a process that ended meanwhile
+                (group / "cgroup.procs").write_text(str(pid))
+        subprocess.run([binary, "-I", *new], check=True, capture_output=True)
+        added.append(new)
+        for port in ports_to(pids, brokers):   # connections opened before the move
+            for side in ("--dport", "--sport"):
+                rule = ["INPUT", "-i", "lo", "-p", "tcp", side, str(port), "-m", "comment", "--comment", TAG,
+                        "-j", "DROP"]
+                subprocess.run([binary, "-I", *rule], check=True, capture_output=True)
+                added.append(rule)
+        yield pids
+    finally:
+        for rule in added:
+            subprocess.run([binary, "-D", *rule], check=False, capture_output=True)
         _release(root, group)
 
 
