@@ -13,9 +13,17 @@
   at the start (e.g. its heartbeats to the controller) are cut by INPUT rules on their local
   ports (from ``ss``). Cut off both ways, it is fenced and its partitions move, as in a real
   partition.
-- Every rule carries the comment ``kafka-eos-test-<pid of the test process>`` and is removed in a
-  ``finally`` (the JVM is moved back to the root cgroup); ``remove_stale_rules`` removes the rules
-  and cgroups of test processes that are gone (an interrupted run), never a live session's.
+- ``driver_cut_off``: a process tree (a Spark driver: spark-submit's JVM and the Python processes
+  it spawns) cut off from the brokers' ports only, both ways, while every other process (the
+  executors) still reaches them: the tree is moved into a cgroup v2 whose new connections to those
+  ports are dropped (processes spawned later inherit it), and the tree's connections already open
+  to them are cut by INPUT rules on their local ports. Its other connections (to executors and
+  the Spark master) keep working.
+- Every rule carries the comment ``kafka-eos-test:<pid>`` (and every test cgroup the name
+  ``kafka-eos-test-<pid>-...``), ``<pid>`` being the process that set it up, and is removed in a
+  ``finally`` (the processes are moved back to the root cgroup); ``remove_stale_rules`` removes
+  the rules and cgroups of owners no longer running (an earlier, interrupted run), never those of
+  a test session running at the same time.
 - ``ensure_iptables`` installs iptables (and iproute2's ``ss``) with apt-get when missing (root
   only) and says why a network-fault test cannot run otherwise.
 """
@@ -23,28 +31,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import signal
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
 
 TAG = "kafka-eos-test"
-_TAGGED = re.compile(rf'--comment "?{TAG}(?:-(\d+))?"?(?:\s|$)')
-
-
-def _tag() -> str:
-    """This process's tag: rules and cgroups name the test process that added them, so a second
-    test session's cleanup leaves a live session's faults alone."""
-    return f"{TAG}-{os.getpid()}"
-
-
-def _stale(owner: str | None) -> bool:
-    """A tag (or cgroup name part) whose test process is gone (or that names none: older runs)."""
-    return owner is None or not Path(f"/proc/{owner}").exists()
+OWNER = f"{TAG}:{os.getpid()}"          # the comment of this process's rules
+GROUP_PREFIX = f"{TAG}-{os.getpid()}"   # the name prefix of this process's cgroups
 CGROUP_ROOTS = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))  # cgroup v2: hybrid, then unified
 
 
@@ -81,31 +79,55 @@ def own_ports(pid: int, listeners: tuple[int, ...]) -> list[int]:
     return sorted(ports)
 
 
+def ports_to(pids: list[int], remote_ports: tuple[int, ...]) -> list[int]:
+    """Local ports of the established connections processes ``pids`` hold to ``remote_ports``."""
+    listing = subprocess.run(["ss", "-Htnp", "state", "established"], capture_output=True, text=True).stdout
+    ports = set()
+    for line in listing.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and int(fields[3].rsplit(":", 1)[1]) in remote_ports \
+                and any(f"pid={pid}," in line for pid in pids):
+            ports.add(int(fields[2].rsplit(":", 1)[1]))
+    return sorted(ports)
+
+
 def _rule(port: int, probability: float | None) -> list[str]:
     rule = ["INPUT", "-i", "lo", "-p", "tcp", "--dport", str(port)]
     if probability is not None:
         rule += ["-m", "statistic", "--mode", "random", "--probability", f"{probability:.3f}"]
-    return rule + ["-m", "comment", "--comment", _tag(), "-j", "DROP"]
+    return rule + ["-m", "comment", "--comment", OWNER, "-j", "DROP"]
+
+
+def _alive(owner: str) -> bool:
+    """Whether ``owner`` (a pid as text; anything else: an older, unowned tag) still runs."""
+    if not owner.isdigit():
+        return False
+    try:
+        os.kill(int(owner), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def remove_stale_rules() -> int:
-    """Delete every INPUT/OUTPUT rule tagged ``kafka-eos-test`` and every test cgroup that an
-    interrupted run left (its test process is gone); how many rules."""
+    """Delete every INPUT/OUTPUT rule and test cgroup tagged ``kafka-eos-test`` whose owner no
+    longer runs (left by an interrupted run); how many rules."""
     binary = ensure_iptables()
     removed = 0
     for chain in ("INPUT", "OUTPUT"):
         listing = subprocess.run([binary, "-S", chain], capture_output=True, text=True, check=True).stdout
         for line in listing.splitlines():
-            tagged = _TAGGED.search(line)
-            if tagged and _stale(tagged.group(1)):
-                spec = line.split()[1:]  # "-A INPUT ..." -> "INPUT ..."
-                subprocess.run([binary, "-D", *[s.strip('"') for s in spec]], check=False, capture_output=True)
+            spec = [part.strip('"') for part in line.split()[1:]]  # "-A INPUT ..." -> "INPUT ..."
+            comment = spec[spec.index("--comment") + 1] if "--comment" in spec[:-1] else ""
+            if (comment == TAG or comment.startswith(f"{TAG}:")) and not _alive(comment.partition(":")[2]):
+                subprocess.run([binary, "-D", *spec], check=False, capture_output=True)
                 removed += 1
     root = _cgroup_root()
-    for group in (root.glob(f"{TAG}-*") if root else ()):
-        owner = group.name[len(TAG) + 1:].split("-", 1)[0]
-        if _stale(owner if owner.isdigit() else None):
-            _release(root, group)
+    for stale in (root.glob(f"{TAG}-*") if root else ()):
+        if not _alive(stale.name[len(TAG) + 1:].split("-")[0]):
+            _release(root, stale)
     return removed
 
 
@@ -115,9 +137,12 @@ def _cgroup_root() -> Path | None:
 
 
 def _release(root: Path, group: Path) -> None:
-    """Move the group's processes back to the root cgroup and remove the group."""
-    procs = group / "cgroup.procs"
-    for pid in (procs.read_text().split() if procs.exists() else ()):
+    """Move the group's processes back to the root cgroup and remove the group (if still there)."""
+    try:
+        pids = (group / "cgroup.procs").read_text().split()
+    except OSError:  # already removed
+        return
+    for pid in pids:
         with contextlib.suppress(OSError):
             (root / "cgroup.procs").write_text(pid)
     with contextlib.suppress(OSError):
@@ -152,9 +177,9 @@ def black_hole(cluster: LocalKafkaCluster, node_id: int) -> Iterator[None]:
                                       "match the node's own packets with")
     process = cluster.node(node_id).process
     assert process is not None, f"node {node_id} is not running"
-    name = f"{_tag()}-node{node_id}-{process.pid}"
+    name = f"{GROUP_PREFIX}-node{node_id}-{process.pid}"
     group = root / name
-    rule = ["OUTPUT", "-m", "cgroup", "--path", name, "-m", "comment", "--comment", _tag(), "-j", "DROP"]
+    rule = ["OUTPUT", "-m", "cgroup", "--path", name, "-m", "comment", "--comment", OWNER, "-j", "DROP"]
     group.mkdir(exist_ok=True)
     try:
         (group / "cgroup.procs").write_text(str(process.pid))
@@ -167,6 +192,74 @@ def black_hole(cluster: LocalKafkaCluster, node_id: int) -> Iterator[None]:
                 subprocess.run([binary, "-D", *rule], check=False, capture_output=True)
     finally:
         _release(root, group)
+
+
+def _move_tree(root_pid: int, group: Path, passes: int = 5) -> list[int]:
+    """Move ``root_pid`` and its descendants into ``group``, again until a pass finds no process
+    outside it (a child forked while its parent was being moved stays behind); the pids."""
+    from kafka_eos.connectors.dev.processes import descendants
+    inside = f"0::/{group.name}"
+    for _ in range(passes):
+        pids = [root_pid, *descendants(root_pid)]
+        outside = [pid for pid in pids if inside not in _cgroups_of(pid)]
+        if not outside:
+            break
+        for pid in outside:
+            with contextlib.suppress(OSError):  # a process that ended meanwhile
+                (group / "cgroup.procs").write_text(str(pid))
+    return pids
+
+
+def _cgroups_of(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return []
+
+
+@dataclass
+class Cut:
+    """What ``driver_cut_off`` set up: the processes moved, their cgroup and the rules added."""
+    pids: list[int]
+    group: Path
+    rules: list[list[str]] = field(default_factory=list)
+
+    def intact(self) -> bool:
+        """Every rule still in place and the cgroup still there (nothing undid the cut)."""
+        binary = ensure_iptables()
+        return self.group.exists() and all(
+            subprocess.run([binary, "-C", *rule], capture_output=True).returncode == 0 for rule in self.rules)
+
+
+@contextlib.contextmanager
+def driver_cut_off(cluster: LocalKafkaCluster, root_pid: int) -> Iterator[Cut]:
+    """Cut process ``root_pid`` and its descendants off from every broker port (see the module
+    docstring). Other processes keep reaching the brokers."""
+    binary, root = ensure_iptables(), _cgroup_root()
+    if root is None:
+        raise NetworkFaultUnavailable("no cgroup v2 hierarchy (/sys/fs/cgroup/unified or /sys/fs/cgroup) to "
+                                      "match the driver's packets with")
+    brokers = tuple(p for node in cluster.nodes for p in (node.port, node.controller_port))
+    name = f"{GROUP_PREFIX}-driver-{root_pid}"
+    cut = Cut([], root / name)
+    cut.group.mkdir(exist_ok=True)
+    try:
+        cut.pids = _move_tree(root_pid, cut.group)
+        new = ["OUTPUT", "-p", "tcp", "-m", "multiport", "--dports", ",".join(map(str, brokers)),
+               "-m", "cgroup", "--path", name, "-m", "comment", "--comment", OWNER, "-j", "DROP"]
+        subprocess.run([binary, "-I", *new], check=True, capture_output=True)
+        cut.rules.append(new)
+        for port in ports_to(cut.pids, brokers):   # connections opened before the move
+            for side in ("--dport", "--sport"):
+                rule = ["INPUT", "-i", "lo", "-p", "tcp", side, str(port), "-m", "comment", "--comment", OWNER,
+                        "-j", "DROP"]
+                subprocess.run([binary, "-I", *rule], check=True, capture_output=True)
+                cut.rules.append(rule)
+        yield cut
+    finally:
+        for rule in cut.rules:
+            subprocess.run([binary, "-D", *rule], check=False, capture_output=True)
+        _release(root, cut.group)
 
 
 @contextlib.contextmanager

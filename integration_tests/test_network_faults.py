@@ -116,13 +116,13 @@ def test_stale_rule_cleanup_spares_a_live_sessions_rules(iptables):
     import subprocess
     binary, dead = faults.ensure_iptables(), 4_194_999  # above pid_max's default: never a live pid
     rules = {owner: ["INPUT", "-i", "lo", "-p", "tcp", "--dport", "1", "-m", "comment", "--comment",
-                     f"{faults.TAG}-{owner}", "-j", "DROP"] for owner in (os.getpid(), dead)}
+                     f"{faults.TAG}:{owner}", "-j", "DROP"] for owner in (os.getpid(), dead)}
     for rule in rules.values():
         subprocess.run([binary, "-I", *rule], check=True, capture_output=True)
     try:
         assert faults.remove_stale_rules() >= 1
         listing = subprocess.run([binary, "-S", "INPUT"], capture_output=True, text=True, check=True).stdout
-        assert f"{faults.TAG}-{os.getpid()}" in listing and f"{faults.TAG}-{dead}" not in listing
+        assert f"{faults.TAG}:{os.getpid()}" in listing and f"{faults.TAG}:{dead}" not in listing
     finally:
         for rule in rules.values():
             subprocess.run([binary, "-D", *rule], check=False, capture_output=True)

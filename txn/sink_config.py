@@ -129,11 +129,15 @@ class SinkConfig:
 
     def producer_settings(self, transactional_id: str) -> dict:
         """librdkafka settings of a task's producer (``FORCED`` fills what ``producer_conf`` leaves
-        unset; a conflict was refused at construction); at-least-once producers get no transaction."""
+        unset; a conflict was refused at construction); at-least-once producers get no transaction.
+        An unset ``socket.timeout.ms`` is capped at ``transaction.timeout.ms`` (librdkafka refuses a
+        transactional producer whose socket timeout exceeds it by more than 100 ms)."""
         settings = {**DEFAULTS, **self.producer_conf, **FORCED}
         if self.exactly_once:
             settings.update({"transactional.id": transactional_id,
                              "transaction.timeout.ms": str(self.transaction_timeout_ms)})
+            if "socket.timeout.ms" not in self.producer_conf:  # librdkafka: <= transaction.timeout.ms + 100
+                settings["socket.timeout.ms"] = str(min(DATA_SOCKET_TIMEOUT_MS, self.transaction_timeout_ms))
         return settings
 
     def __repr__(self) -> str:

@@ -183,3 +183,14 @@ def test_prefix_wide_ids_match_every_owner_and_name_it():
 def test_an_owner_that_is_not_eight_hex_digits_is_refused():
     with pytest.raises(ValueError, match="owner"):
         TransactionalIdFactory("p", owner="Q-1")
+
+
+@pytest.mark.parametrize("timeout_ms", [10_000, 12_000, 900_000])
+def test_librdkafka_accepts_the_producer_settings_of_a_short_transaction_timeout(tmp_path, timeout_ms):
+    # librdkafka refuses socket.timeout.ms > transaction.timeout.ms + 100 when it builds the producer
+    from confluent_kafka import Producer
+    config = SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
+                        log_location=str(tmp_path / "log"), topic="t", transaction_timeout_ms=timeout_ms)
+    settings = config.producer_settings("p-0-0")
+    assert int(settings["socket.timeout.ms"]) <= timeout_ms
+    Producer(settings)  # raises KafkaException(_INVALID_ARG) for a setting librdkafka refuses
