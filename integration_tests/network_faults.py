@@ -55,7 +55,10 @@ def ensure_iptables() -> str:
     missing = [package for tool, package in (("iptables", "iptables"), ("ss", "iproute2")) if not shutil.which(tool)]
     if missing and os.geteuid() == 0 and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "install", "-y", "-q", *missing], env=env, capture_output=True, check=False)
+        install = ["apt-get", "install", "-y", "-q", *missing]
+        if subprocess.run(install, env=env, capture_output=True, check=False).returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, check=False)  # fresh machine
+            subprocess.run(install, env=env, capture_output=True, check=False)
     found = shutil.which("iptables")
     if found is None or not shutil.which("ss"):
         raise NetworkFaultUnavailable("iptables or ss is missing: run as root with apt-get available, or "
