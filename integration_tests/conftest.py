@@ -52,3 +52,16 @@ def schema_registry():
     from integration_tests.providers import registry_from_environment
     with registry_from_environment() as registry:
         yield registry
+
+
+@pytest.fixture(scope="session")
+def iptables():
+    """iptables and ss (installed if missing) for the network-fault tests; rules and cgroups that
+    an interrupted earlier session left are removed first."""
+    from integration_tests import network_faults as faults
+    try:
+        faults.ensure_iptables()
+    except faults.NetworkFaultUnavailable as exc:
+        pytest.skip(str(exc))
+    faults.remove_stale_rules()
+    yield

@@ -40,14 +40,6 @@ CUT_S = 30                   # > TIMEOUT_MS + the broker's abort cleanup interva
 SETTINGS = ClusterSettings(transaction_max_timeout_ms=60_000)
 
 
-@pytest.fixture
-def iptables():
-    try:
-        faults.ensure_iptables()
-    except faults.NetworkFaultUnavailable as exc:
-        pytest.skip(str(exc))
-    faults.remove_stale_rules()
-    yield
 
 
 def sink_states(checkpoint: Path, batch_id: int) -> list[dict]:

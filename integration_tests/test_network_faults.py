@@ -99,15 +99,6 @@ def run_with_faults(tmp_path, plan: list[Fault]) -> dict:
         return figures
 
 
-@pytest.fixture(scope="session")
-def iptables():
-    """iptables (installed if missing); rules an interrupted earlier session left are removed."""
-    try:
-        faults.ensure_iptables()
-    except faults.NetworkFaultUnavailable as exc:
-        pytest.skip(str(exc))
-    faults.remove_stale_rules()
-    yield
 
 
 def test_stale_rule_cleanup_spares_a_live_sessions_rules(iptables):
