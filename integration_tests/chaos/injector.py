@@ -35,16 +35,25 @@ def plan(seed: int, count: int, kinds: tuple[str, ...], min_s: float = 3.0, max_
     return [Fault(kind, round(rng.uniform(min_s, max_s), 2), rng.randint(1, 3)) for kind in chosen]
 
 
+def is_task_worker(cmd: str, parent_cmd: str) -> bool:
+    """A Python worker of a Spark task (forked from pyspark.daemon), not one of the driver's own
+    data source runners (``pyspark.daemon pyspark.sql.worker.<role>``: planning, the writer's
+    commit), whose loss is a driver crash and stops the query by Spark's design."""
+    return ("pyspark.daemon" in cmd and "pyspark.daemon" in parent_cmd
+            and "pyspark.sql.worker." not in cmd)
+
+
 def python_workers(root_pid: int) -> list[int]:
-    """PySpark worker processes (forked from pyspark.daemon) below ``root_pid``."""
+    """Task Python workers (``is_task_worker``) below ``root_pid``."""
     workers = []
     for pid in descendants(root_pid):
         try:
             cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
-            parent_cmd = open(f"/proc/{int(open(f'/proc/{pid}/stat').read().split()[3])}/cmdline", "rb").read()
+            parent = int(open(f"/proc/{pid}/stat").read().split()[3])
+            parent_cmd = open(f"/proc/{parent}/cmdline", "rb").read().replace(b"\0", b" ").decode()
         except (OSError, ValueError, IndexError):
             continue
-        if "pyspark.daemon" in cmd and b"pyspark.daemon" in parent_cmd:
+        if is_task_worker(cmd, parent_cmd):
             workers.append(pid)
     return workers
 

@@ -41,3 +41,14 @@ def test_three_broker_runs_draw_network_faults_and_one_broker_runs_keep_their_pl
     assert not set(injector.NETWORK_KINDS) & set(ChaosSettings(brokers=1).kinds())
     kinds = {f.kind for f in injector.plan(5, 12, three)}
     assert set(injector.NETWORK_KINDS) <= kinds
+
+
+def test_python_worker_faults_hit_task_workers_not_the_drivers_data_source_runners():
+    """The driver's own runners (planning, the writer's commit) are the driver: killing one stops
+    the query by Spark's design, so the 'python worker' fault only picks task workers."""
+    from integration_tests.chaos.injector import is_task_worker
+    daemon = "/venv/bin/python3 -m pyspark.daemon"
+    assert is_task_worker(daemon + " ", daemon + " ")
+    for role in ("plan_data_source_read", "write_into_data_source", "lookup_data_sources"):
+        runner = f"{daemon} pyspark.sql.worker.{role} "
+        assert not is_task_worker(runner, runner)
