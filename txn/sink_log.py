@@ -152,6 +152,31 @@ class SinkLogReader:
         return None if batch_id is None else self.get(batch_id)
 
 
+def check_binding(meta: dict | None, where: str, prefix: str, query_id: str | None) -> None:
+    """Refuse a sink log whose ``_meta.json`` (``meta``; None: not started, nothing to check) pins
+    another format, prefix or query. Creates nothing."""
+    if meta is None:
+        return
+    if meta.get("v") != LOG_FORMAT:
+        raise SinkLogError(
+            f"{where}: sink log format {meta.get('v')!r} is not {LOG_FORMAT} (this build writes create-only "
+            "records bound to the checkpoint's query id). Let the old build finish its last batch, then "
+            "start this build with a new checkpointLocation (or sink option sinkLogLocation) and a new "
+            "transactional.id.prefix.")
+    if meta.get("prefix") != prefix:
+        raise SinkLogError(
+            f"{where} belongs to transactional.id.prefix {meta.get('prefix')!r}, not "
+            f"{prefix!r}: changing the prefix of a running pipeline would orphan its decided "
+            "transactions. Keep the old prefix, or start from a new checkpoint location.")
+    pinned = meta.get("query_id")
+    if pinned and query_id and pinned != query_id:
+        raise SinkLogError(
+            f"{where} belongs to the query {pinned} (the id in its checkpoint's 'metadata' file), not to "
+            f"{query_id}: a sink log reused by another checkpoint would mistake that query's batch ids "
+            "for its own. Point sink option sinkLogLocation at a new directory (or drop it to use "
+            "<checkpointLocation>/kafka-eos-sink), or restart from the checkpoint that wrote this log.")
+
+
 class SinkLog(SinkLogReader):
     """Batch records of one sink, written by the driver of the one live query of its checkpoint."""
 
@@ -167,25 +192,7 @@ class SinkLog(SinkLogReader):
             except FileExistsError:
                 pass  # another driver created it at the same moment: check what it pinned
             meta = self.meta()
-        where = self.store.location
-        if meta.get("v") != LOG_FORMAT:
-            raise SinkLogError(
-                f"{where}: sink log format {meta.get('v')!r} is not {LOG_FORMAT} (this build writes create-only "
-                "records bound to the checkpoint's query id). Let the old build finish its last batch, then "
-                "start this build with a new checkpointLocation (or sink option sinkLogLocation) and a new "
-                "transactional.id.prefix.")
-        if meta.get("prefix") != prefix:
-            raise SinkLogError(
-                f"{where} belongs to transactional.id.prefix {meta.get('prefix')!r}, not "
-                f"{prefix!r}: changing the prefix of a running pipeline would orphan its decided "
-                "transactions. Keep the old prefix, or start from a new checkpoint location.")
-        pinned = meta.get("query_id")
-        if pinned and query_id and pinned != query_id:
-            raise SinkLogError(
-                f"{where} belongs to the query {pinned} (the id in its checkpoint's 'metadata' file), not to "
-                f"{query_id}: a sink log reused by another checkpoint would mistake that query's batch ids "
-                "for its own. Point sink option sinkLogLocation at a new directory (or drop it to use "
-                "<checkpointLocation>/kafka-eos-sink), or restart from the checkpoint that wrote this log.")
+        check_binding(meta, self.store.location, prefix, query_id)
 
     def append(self, record: BatchRecord, base: BatchRecord | None) -> BatchRecord:
         """Create the next state of a batch after ``base`` (the state this writer read or wrote

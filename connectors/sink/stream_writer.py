@@ -48,7 +48,7 @@ from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.kafka_writer import DecisionGuard, KafkaWriter
 from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.sink_log import SinkLog
+from kafka_eos.txn.sink_log import SinkLogReader, check_binding
 from kafka_eos.txn.topic_guard import OutputTopicGuard
 
 _Query = tuple[str | None, str]  # (query id of the checkpoint, sink log location)
@@ -99,8 +99,10 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
         check_timeouts(self.config)
         check_acls(self.config)
         self.query_id = checkpoint_query_id(options)
-        # the sink log's binding first: a log of another checkpoint is refused as that, before any claim
-        SinkLog(self.config.log_location, self.config.transactional_id_prefix, self.query_id)
+        # the sink log's binding first (creating nothing: a new log's id scheme is chosen next, from
+        # whether it was started): a log of another checkpoint is refused as that, before any claim
+        location = self.config.log_location
+        check_binding(SinkLogReader(location).meta(), location, self.config.transactional_id_prefix, self.query_id)
         self.config = owned_config(self.config, options, self.query_id)
         self._protocol = driver_protocol(self.config, self.faults, self.query_id)
         self.plan = self._protocol.recover()
