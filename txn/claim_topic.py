@@ -11,14 +11,20 @@ Invariants enforced here:
   record's offset: the broker's order arbitrates a race (``prefix_claim.race_winner``).
 - A principal not allowed to create, read or write the topic gets ``PrefixClaimAccessError`` with
   the ACLs or the admin command to fix it; nothing is skipped silently.
+- A transient error (a topic just created has no leader yet, a leader move, a broker outage;
+  ``kafka_clients.is_transient``) is retried until the call's timeout; only then, or at once for
+  any other error, is ``PrefixClaimAccessError`` raised.
 - Only connection and security settings of the sink's client settings are used.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+
+from kafka_eos.kafka_clients import is_transient
 
 from kafka_eos.txn.client_settings import CARRIED, is_security_key
 from kafka_eos.txn.errors import PrefixClaimAccessError
@@ -29,6 +35,8 @@ _DENIED = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATI
 # the reader commits nothing and joins no group, but librdkafka looks up the coordinator of the
 # group.id it insists on; a principal without a group ACL gets this error, which reading ignores
 _NO_GROUP_NEEDED = {KafkaError.GROUP_AUTHORIZATION_FAILED}
+# a topic just created is not yet in every broker's (nor the client's) metadata
+_NOT_YET_KNOWN = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 
 
 def _code(exc: BaseException) -> int | None:
@@ -36,10 +44,16 @@ def _code(exc: BaseException) -> int | None:
     return error.code() if isinstance(error, KafkaError) else None
 
 
+def _not_yet_readable(exc: BaseException) -> bool:
+    """Transient, or not yet known to the broker asked (``ensure`` just created the topic)."""
+    return is_transient(exc) or _code(exc) in _NOT_YET_KNOWN
+
+
 class ClaimTopic:
-    def __init__(self, conf: Mapping[str, str], topic: str, timeout_s: float = 30.0) -> None:
+    def __init__(self, conf: Mapping[str, str], topic: str, timeout_s: float = 30.0,
+                 consumer_factory: Callable[[dict], Consumer] = Consumer) -> None:
         self._conf = {k: v for k, v in conf.items() if k in CARRIED or is_security_key(k)}
-        self.topic, self._timeout_s = topic, timeout_s
+        self.topic, self._timeout_s, self._consumer = topic, timeout_s, consumer_factory
 
     def exists(self) -> bool:
         """Whether the topic exists (creates nothing)."""
@@ -66,14 +80,11 @@ class ClaimTopic:
     def read(self, prefix: str, start: int | None = None, end: int | None = None) -> tuple[list[Claim | None], int]:
         """(every record of key ``prefix`` in offsets [start, end) in log order, the end read to);
         defaults: from the log start to the high watermark now. A tombstone reads as None."""
-        consumer = Consumer({**self._conf, "group.id": "kafka-eos-prefix-claims", "enable.auto.commit": "false",
+        consumer = self._consumer({**self._conf, "group.id": "kafka-eos-prefix-claims", "enable.auto.commit": "false",
                              "enable.partition.eof": "true", "log_level": 3})
         try:
             partition = TopicPartition(self.topic, 0)
-            try:
-                low, high = consumer.get_watermark_offsets(partition, timeout=self._timeout_s)
-            except KafkaException as exc:
-                raise PrefixClaimAccessError.of_topic(self.topic, "read", str(exc.args[0])) from None
+            low, high = self._watermarks(consumer, partition)
             end = high if end is None else end
             first = max(low, start or 0)
             if first >= end:
@@ -82,6 +93,16 @@ class ClaimTopic:
             return self._consume(consumer, prefix, end), end
         finally:
             consumer.close()
+
+    def _watermarks(self, consumer: Consumer, partition: TopicPartition) -> tuple[int, int]:
+        try:
+            for attempt in Retrying(retry=retry_if_exception(_not_yet_readable), stop=stop_after_delay(self._timeout_s),
+                                    wait=wait_exponential(multiplier=0.1, max=2.0), reraise=True):
+                with attempt:
+                    return consumer.get_watermark_offsets(partition, timeout=self._timeout_s)
+        except KafkaException as exc:
+            raise PrefixClaimAccessError.of_topic(self.topic, "read", str(exc.args[0])) from None
+        raise AssertionError("unreachable")  # Retrying either returns or re-raises
 
     def _consume(self, consumer: Consumer, prefix: str, end: int) -> list[Claim | None]:
         found: list[Claim | None] = []
