@@ -10,7 +10,7 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 import pyarrow as pa
 
@@ -75,25 +75,45 @@ class StringCodec:
         return data.cast(pa.string()).cast(pa.binary())
 
 
+def _json_decoder(serde: ValueSerde) -> ValueDecoder:
+    if not serde.schema_text:  # encoding JSON needs none (any column type is written as is)
+        raise ValueError("format json needs a schema to decode (resolve it on the driver first)")
+    return JsonDecoder(serde.schema_text)
+
+
+def _avro_decoder(serde: ValueSerde) -> ValueDecoder:
+    writers = None
+    if serde.registry is not None:
+        from kafka_eos.serde.registry import RegistrySchemas
+        writers = RegistrySchemas(serde.registry)
+    return AvroDecoder(serde.schema_text or "", writers)
+
+
+def _avro_encoder(serde: ValueSerde) -> ValueEncoder:
+    if serde.registry is not None and serde.schema_id is None:
+        raise ValueError("Avro wire format needs the writer schema id (resolve it on the driver first)")
+    return AvroEncoder(serde.schema_text or "", serde.schema_id if serde.registry is not None else None)
+
+
+@dataclass(frozen=True)
+class FormatCodecs:
+    """How one value format is read and written: each builds its codec from a ``ValueSerde``."""
+    decoder: Callable[[ValueSerde], ValueDecoder]
+    encoder: Callable[[ValueSerde], ValueEncoder]
+
+
+# The one table of value formats: a new format is a DataFormat member plus one entry here.
+FORMATS: dict[DataFormat, FormatCodecs] = {
+    DataFormat.BYTES: FormatCodecs(lambda serde: BytesCodec(), lambda serde: BytesCodec()),
+    DataFormat.STRING: FormatCodecs(lambda serde: StringCodec(), lambda serde: StringCodec()),
+    DataFormat.JSON: FormatCodecs(_json_decoder, lambda serde: JsonEncoder()),
+    DataFormat.AVRO: FormatCodecs(_avro_decoder, _avro_encoder),
+}
+
+
 def decoder(serde: ValueSerde) -> ValueDecoder:
-    if serde.format is DataFormat.JSON:
-        if not serde.schema_text:  # encoding JSON needs none (any column type is written as is)
-            raise ValueError("format json needs a schema to decode (resolve it on the driver first)")
-        return JsonDecoder(serde.schema_text)
-    if serde.format is DataFormat.AVRO:
-        writers = None
-        if serde.registry is not None:
-            from kafka_eos.serde.registry import RegistrySchemas
-            writers = RegistrySchemas(serde.registry)
-        return AvroDecoder(serde.schema_text or "", writers)
-    return StringCodec() if serde.format is DataFormat.STRING else BytesCodec()
+    return FORMATS[serde.format].decoder(serde)
 
 
 def encoder(serde: ValueSerde) -> ValueEncoder:
-    if serde.format is DataFormat.JSON:
-        return JsonEncoder()
-    if serde.format is DataFormat.AVRO:
-        if serde.registry is not None and serde.schema_id is None:
-            raise ValueError("Avro wire format needs the writer schema id (resolve it on the driver first)")
-        return AvroEncoder(serde.schema_text or "", serde.schema_id if serde.registry is not None else None)
-    return StringCodec() if serde.format is DataFormat.STRING else BytesCodec()
+    return FORMATS[serde.format].encoder(serde)
