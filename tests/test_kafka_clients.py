@@ -11,7 +11,6 @@ import kafka.errors as Errors
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-import kafka_eos.offsets.kafka_offsets as kafka_offsets
 from kafka_eos.kafka_clients import (TIMEOUTS, PartialFailure, admin_settings, control_plane_settings,
                                      data_settings, is_transient)
 from kafka_eos.offsets.kafka_offsets import KafkaLookupError, KafkaOffsets
@@ -87,18 +86,17 @@ class HungOrLive:
         return {name: future for name in topics.topic_names}
 
 
-def test_describe_topics_retries_on_a_new_client_when_a_broker_hangs(monkeypatch):
+def test_describe_topics_retries_on_a_new_client_when_a_broker_hangs():
     # The report of issue 24: the first bootstrap broker SIGSTOPped, the client kept its 'up'
     # connection to it and DescribeTopics timed out until the deadline stopped the query.
     clients = iter([HungOrLive(True), HungOrLive(False)])
-    monkeypatch.setattr(kafka_offsets, "AdminClient", lambda conf: next(clients))
     from kafka_eos.offsets.subscription import Subscription
-    kafka = KafkaOffsets({"bootstrap.servers": "x:1"}, timeout_s=2.0)
+    kafka = KafkaOffsets({"bootstrap.servers": "x:1"}, timeout_s=2.0, new_admin=lambda conf: next(clients))
     assert kafka.listing(Subscription.parse("subscribe", "in")) == {"in": [0, 1]}
 
 
-def test_a_lookup_that_keeps_timing_out_names_the_deadline(monkeypatch):
-    monkeypatch.setattr(kafka_offsets, "AdminClient", lambda conf: HungOrLive(True))
+def test_a_lookup_that_keeps_timing_out_names_the_deadline():
     from kafka_eos.offsets.subscription import Subscription
     with pytest.raises(KafkaLookupError, match=r"within 1s.*_TIMED_OUT"):
-        KafkaOffsets({"bootstrap.servers": "x:1"}, timeout_s=1.0).listing(Subscription.parse("subscribe", "in"))
+        KafkaOffsets({"bootstrap.servers": "x:1"}, timeout_s=1.0,
+                     new_admin=lambda conf: HungOrLive(True)).listing(Subscription.parse("subscribe", "in"))
