@@ -1,4 +1,5 @@
-"""One door for Kafka clients: their timeout settings, the timeout table and one transient test.
+"""One door for Kafka clients: their timeout settings, the timeout table and one transient test
+(the clients themselves are built by ``kafka_eos.client_factory`` from these settings).
 
 Invariants:
 - ``TIMEOUTS`` names every Kafka call kafka-eos makes, with its per-request timeout, its overall
