@@ -16,8 +16,11 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
+
+from kafka_eos import client_factory
+from kafka_eos.client_factory import Noise
 
 BASE_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -35,7 +38,7 @@ def expected_total(i: int) -> str:
 
 
 def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    admin = client_factory.admin({"bootstrap.servers": bootstrap}, Noise.ERRORS)
     wanted = [NewTopic(t, n, replication_factor=-1) for t, n in partitions.items()]
     for topic, future in admin.create_topics(wanted).items():
         try:
@@ -58,8 +61,8 @@ def produce_orders(bootstrap: str, topic: str, orders: int, run: str | None = No
     """``orders`` orders in committed transactions of ``aborted_every`` records, each followed by
     an aborted one of ``aborted_size``; ``poison`` records spread over the committed ones."""
     info = Input(run or uuid.uuid4().hex[:8], orders)
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"demo-input-{uuid.uuid4().hex}",
-                         "linger.ms": 20, "log_level": 3})  # librdkafka: errors only
+    producer = client_factory.producer({"bootstrap.servers": bootstrap, "linger.ms": 20,
+                                        "transactional.id": f"demo-input-{uuid.uuid4().hex}"}, Noise.ERRORS)
     producer.init_transactions(30)
     poison_at = {orders * (n + 1) // (poison + 1) for n in range(poison)}
     for start in range(0, orders, aborted_every):
@@ -93,9 +96,9 @@ def _produce(producer: Producer, topic: str, key: bytes, value: bytes) -> None:
 
 def read_committed(bootstrap: str, topic: str, timeout_s: float = 120) -> list:
     """Every committed record of ``topic`` (all partitions, from the start to the end)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-{uuid.uuid4().hex}",
-                         "isolation.level": "read_committed", "enable.partition.eof": True,
-                         "enable.auto.commit": False, "log_level": 3})
+    consumer = client_factory.consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-{uuid.uuid4().hex}",
+                                        "isolation.level": "read_committed", "enable.partition.eof": True,
+                                        "enable.auto.commit": False}, Noise.ERRORS)
     partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
     consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
     out, done = [], set()

@@ -1,9 +1,11 @@
-"""One door for Kafka clients: their timeout settings, the timeout table and one transient test.
+"""One door for Kafka clients: their timeout settings, the timeout table and one transient test
+(the clients themselves are built by ``kafka_eos.client_factory`` from these settings).
 
 Invariants:
 - ``TIMEOUTS`` names every Kafka call kafka-eos makes, with its per-request timeout, its overall
   deadline and the setting that changes the deadline. Call sites read their figures from it (by
-  key), so the table and the code cannot drift apart (a unit test checks every key is used).
+  key), so the table and the code cannot drift apart (a unit test checks every key is used,
+  another checks config/README.md's "Kafka call timeouts" table against it).
 - A per-request timeout is well below its deadline (10 s against >= 120 s for the driver's
   lookups and EndTxn rounds), so a hung broker (SIGSTOP, a black hole: the TCP connection stays
   "up") costs one request, and the retry asks again with fresh metadata (a new librdkafka client

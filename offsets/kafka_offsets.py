@@ -29,11 +29,12 @@ from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
 from confluent_kafka import OFFSET_INVALID, IsolationLevel, KafkaError, KafkaException, TopicPartition as KafkaTP
 from confluent_kafka import TopicCollection
-from confluent_kafka.admin import AclOperation, AdminClient, OffsetSpec
+from confluent_kafka.admin import AclOperation, OffsetSpec
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from kafka_eos import KafkaEosError
-from kafka_eos.kafka_clients import LOOKUP_DEADLINE_MS, PartialFailure, admin_settings, is_transient, request_s
+from kafka_eos.client_factory import AdminFactory, lookup_admin
+from kafka_eos.kafka_clients import LOOKUP_DEADLINE_MS, PartialFailure, is_transient, request_s
 from kafka_eos.offsets.acl_advice import AclMissingError, MissingAcl, principal_of
 from kafka_eos.offsets.model import Offsets, TopicPartition, describe
 from kafka_eos.offsets.subscription import Subscription
@@ -79,11 +80,14 @@ _FAILED = (KafkaException, TimeoutError, FutureTimeout, ConnectionError)
 
 
 class KafkaOffsets:
-    """Offsets and partitions of a cluster. ``conf`` is a librdkafka client configuration."""
+    """Offsets and partitions of a cluster. ``conf`` is a librdkafka client configuration;
+    ``new_admin`` builds each AdminClient (one at start, one per retry)."""
 
-    def __init__(self, conf: Mapping[str, str], timeout_s: float = LOOKUP_DEADLINE_MS / 1000) -> None:
+    def __init__(self, conf: Mapping[str, str], timeout_s: float = LOOKUP_DEADLINE_MS / 1000,
+                 new_admin: AdminFactory = lookup_admin) -> None:
         self._conf = dict(conf)
-        self._admin = AdminClient(admin_settings(self._conf))
+        self._new_admin = new_admin
+        self._admin = new_admin(self._conf)
         self._timeout_s = timeout_s
 
     def listing(self, subscription: Subscription | None = None) -> dict[str, list[int]]:
@@ -160,7 +164,7 @@ class KafkaOffsets:
         for try_ in retrying:
             with try_:
                 if try_.retry_state.attempt_number > 1:
-                    self._admin = AdminClient(admin_settings(self._conf))
+                    self._admin = self._new_admin(self._conf)
                 return attempt(max(0.5, min(request_s(call), deadline - time.monotonic())))
         raise AssertionError("unreachable")  # pragma: no cover - tenacity re-raises or returns
 

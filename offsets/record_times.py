@@ -19,6 +19,8 @@ from typing import Mapping
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition as KafkaTP
 
+from kafka_eos import client_factory
+from kafka_eos.client_factory import ConsumerFactory
 from kafka_eos.offsets.kafka_offsets import KafkaLookupError
 from kafka_eos.offsets.model import TopicPartition, describe
 
@@ -30,21 +32,24 @@ _SMALL_FETCH = {"max.partition.fetch.bytes": "65536", "fetch.max.bytes": "104857
 
 
 class RecordTimes:
-    """Head records of partitions. ``conf`` is a librdkafka client configuration (no group settings)."""
+    """Head records of partitions. ``conf`` is a librdkafka client configuration (no group
+    settings); ``new_consumer`` builds the one consumer."""
 
-    def __init__(self, conf: Mapping[str, str], timeout_s: float = 30.0) -> None:
+    def __init__(self, conf: Mapping[str, str], timeout_s: float = 30.0,
+                 new_consumer: ConsumerFactory = client_factory.consumer) -> None:
         self._conf = {**_SMALL_FETCH, **dict(conf), "group.id": f"kafka-eos-align-{uuid.uuid4().hex}",
                       "isolation.level": "read_committed", "enable.auto.commit": "false",
                       "enable.auto.offset.store": "false", "auto.offset.reset": "error",
                       "enable.partition.eof": "true"}
         self._timeout_s = timeout_s
+        self._new_consumer = new_consumer
         self._consumer: Consumer | None = None
         self.polls = 0  # poll calls made, for measurements
 
     def heads(self, starts: Mapping[TopicPartition, int]) -> dict[TopicPartition, Head | None]:
         if not starts:
             return {}
-        consumer = self._consumer or Consumer(self._conf)
+        consumer = self._consumer or self._new_consumer(self._conf)
         self._consumer = consumer
         consumer.assign([KafkaTP(t, p, o) for (t, p), o in sorted(starts.items())])
         answers: dict[TopicPartition, Head | None] = {}

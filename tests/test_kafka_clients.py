@@ -11,7 +11,6 @@ import kafka.errors as Errors
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-import kafka_eos.offsets.kafka_offsets as kafka_offsets
 from kafka_eos.kafka_clients import (TIMEOUTS, PartialFailure, admin_settings, control_plane_settings,
                                      data_settings, is_transient)
 from kafka_eos.offsets.kafka_offsets import KafkaLookupError, KafkaOffsets
@@ -87,18 +86,70 @@ class HungOrLive:
         return {name: future for name in topics.topic_names}
 
 
-def test_describe_topics_retries_on_a_new_client_when_a_broker_hangs(monkeypatch):
+def test_describe_topics_retries_on_a_new_client_when_a_broker_hangs():
     # The report of issue 24: the first bootstrap broker SIGSTOPped, the client kept its 'up'
     # connection to it and DescribeTopics timed out until the deadline stopped the query.
     clients = iter([HungOrLive(True), HungOrLive(False)])
-    monkeypatch.setattr(kafka_offsets, "AdminClient", lambda conf: next(clients))
     from kafka_eos.offsets.subscription import Subscription
-    kafka = KafkaOffsets({"bootstrap.servers": "x:1"}, timeout_s=2.0)
+    kafka = KafkaOffsets({"bootstrap.servers": "x:1"}, timeout_s=2.0, new_admin=lambda conf: next(clients))
     assert kafka.listing(Subscription.parse("subscribe", "in")) == {"in": [0, 1]}
 
 
-def test_a_lookup_that_keeps_timing_out_names_the_deadline(monkeypatch):
-    monkeypatch.setattr(kafka_offsets, "AdminClient", lambda conf: HungOrLive(True))
+def test_a_lookup_that_keeps_timing_out_names_the_deadline():
     from kafka_eos.offsets.subscription import Subscription
     with pytest.raises(KafkaLookupError, match=r"within 1s.*_TIMED_OUT"):
-        KafkaOffsets({"bootstrap.servers": "x:1"}, timeout_s=1.0).listing(Subscription.parse("subscribe", "in"))
+        KafkaOffsets({"bootstrap.servers": "x:1"}, timeout_s=1.0,
+                     new_admin=lambda conf: HungOrLive(True)).listing(Subscription.parse("subscribe", "in"))
+
+
+# ---- the documented timeout table (config/README.md, "Kafka call timeouts") ----------------
+
+DOC = ROOT / "config" / "README.md"
+DOC_ROWS = {  # the first cell of each row -> the calls of TIMEOUTS it documents
+    "DescribeTopics, Metadata: topic listing": ("source.describe_topics", "source.list_topics"),
+    "ListOffsets": ("source.list_offsets",),
+    "head records": ("source.head_records",),
+    "consumer-group offsets": ("source.commit_group",),
+    "fetch": ("reader.fetch",),
+    "watermarks": ("reader.watermarks",),
+    "producer:": ("sink.producer_requests",),
+    "DescribeTopics of the output topics": ("sink.describe_output_topics",),
+    "FindCoordinator + EndTxn rounds": ("control.end_txn", "control.describe_transactions"),
+    "ListTransactions": ("control.list_transactions",),
+    "DescribeConfigs, ACL checks": ("checks.broker_config",),
+}
+
+
+def doc_table() -> list[list[str]]:
+    section = DOC.read_text().split("### Kafka call timeouts", 1)[1].split("\n### ", 1)[0]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("|")]
+    return rows[2:]  # after the header and the |---| line
+
+
+def seconds(cell: str) -> float | None:
+    found = re.match(r"(\d+(?:\.\d+)?) s\b", cell)
+    return float(found.group(1)) if found else None
+
+
+def test_the_documented_timeout_table_matches_timeouts():
+    rows = doc_table()
+    assert len(rows) == len(DOC_ROWS)
+    documented = []
+    for call_cell, per_request, deadline, setting, _retry in rows:
+        calls = next(calls for start, calls in DOC_ROWS.items() if call_cell.startswith(start))
+        for name in calls:
+            call = TIMEOUTS[name]
+            documented.append(name)
+            assert seconds(per_request) == call.request_s, (name, per_request)
+            default = re.search(r"\(`(\d+)`\)", setting)
+            assert (seconds(deadline) or int(default.group(1)) / 1000) == call.deadline_s, (name, deadline)
+            assert call.setting in setting.replace("—", "-"), (name, setting)
+    assert sorted(documented) == sorted(TIMEOUTS), "every call of TIMEOUTS has one row"
+
+
+def test_the_documented_socket_timeouts_match_the_client_settings():
+    text = DOC.read_text().split("### Kafka call timeouts", 1)[1].split("\n### ", 1)[0]
+    assert f"`socket.timeout.ms={admin_settings({})['socket.timeout.ms']}`" in text
+    assert f"`{data_settings({})['socket.timeout.ms']}`" in text
+    assert "`socket.keepalive.enable=true`" in text and admin_settings({})["socket.keepalive.enable"] == "true"

@@ -20,21 +20,16 @@ import logging
 from concurrent.futures import Future
 from typing import Iterable, Mapping
 
-from confluent_kafka import KafkaError, KafkaException, Producer, TopicCollection
-from confluent_kafka.admin import AclOperation, AdminClient
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
+from confluent_kafka.admin import AclOperation
 
+from kafka_eos import client_factory
+from kafka_eos.client_factory import AdminFactory, Noise, ProducerFactory
 from kafka_eos.offsets.acl_advice import AclMissingError, MissingAcl, principal_of
 
 log = logging.getLogger(__name__)
 PROBE_SUFFIX = "-validate-probe"
 Answer = object  # the resource's authorized operations (a list, or None) or the exception it raised
-
-
-class _DebugLog:
-    """librdkafka's log lines of the probe producer (its expected fatal error included) at debug."""
-
-    def log(self, level: int, msg: str, *args: object) -> None:
-        log.debug(msg, *args)
 
 
 def error_code(exc: BaseException) -> int | None:
@@ -86,34 +81,39 @@ def _results(futures: Mapping[str, Future], timeout_s: float) -> dict[str, Answe
     return out
 
 
-def _admin(conf: Mapping[str, str]) -> AdminClient:
-    return AdminClient({**conf, "log_level": 3})
+# librdkafka errors only: what these clients find is reported by the checks themselves
+CHECK_ADMIN: AdminFactory = client_factory.quiet(client_factory.admin, Noise.ERRORS)
+# the probe's fatal error is its expected answer: librdkafka's lines at debug
+PROBE_PRODUCER: ProducerFactory = client_factory.quiet(client_factory.producer, Noise.DEBUG)
 
 
-def topics_missing(conf: Mapping[str, str], topics: Iterable[str], operation: str, timeout_s: float) -> list[MissingAcl]:
+def topics_missing(conf: Mapping[str, str], topics: Iterable[str], operation: str, timeout_s: float,
+                   new_admin: AdminFactory = CHECK_ADMIN) -> list[MissingAcl]:
     """``operation`` (Read or Write) on each of ``topics`` the principal lacks."""
     names = sorted(set(topics))
     if not names:
         return []
-    admin = _admin(conf)  # referenced until its futures are done: a collected client fails them (_DESTROY)
+    admin = new_admin(conf)  # referenced until its futures are done: a collected client fails them (_DESTROY)
     answers = _results(admin.describe_topics(TopicCollection(names), request_timeout=timeout_s,
                                              include_authorized_operations=True), timeout_s)
     found = (topic_answer(principal_of(conf), name, operation, answers[name]) for name in names)
     return [m for m in found if m]
 
 
-def group_missing(conf: Mapping[str, str], group: str, timeout_s: float) -> list[MissingAcl]:
+def group_missing(conf: Mapping[str, str], group: str, timeout_s: float,
+                  new_admin: AdminFactory = CHECK_ADMIN) -> list[MissingAcl]:
     """Read on consumer group ``group`` if the principal lacks it."""
-    admin = _admin(conf)  # referenced until its futures are done
+    admin = new_admin(conf)  # referenced until its futures are done
     answers = _results(admin.describe_consumer_groups([group], request_timeout=timeout_s,
                                                       include_authorized_operations=True), timeout_s)
     found = group_answer(principal_of(conf), group, answers[group])
     return [found] if found else []
 
 
-def transactional_id_missing(conf: Mapping[str, str], prefix: str, timeout_s: float) -> list[MissingAcl]:
+def transactional_id_missing(conf: Mapping[str, str], prefix: str, timeout_s: float,
+                             new_producer: ProducerFactory = PROBE_PRODUCER) -> list[MissingAcl]:
     """Write on the transactional-id prefix (or IdempotentWrite) as a real ``init_transactions`` answers."""
-    producer = Producer({**conf, "transactional.id": f"{prefix}{PROBE_SUFFIX}", "logger": _DebugLog()})
+    producer = new_producer({**conf, "transactional.id": f"{prefix}{PROBE_SUFFIX}"})
     try:
         producer.init_transactions(timeout_s)
     except Exception as exc:  # noqa: BLE001 - only an authorization answer is reported

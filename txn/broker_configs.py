@@ -5,8 +5,9 @@ validation and the sink's start-up check both call ``transaction_max_timeout_ms`
 
 Invariants:
 - Reads only (Metadata, DescribeConfigs); nothing is created or changed on a cluster.
-- The client takes librdkafka settings as given (confluent-kafka's AdminClient), so every
-  connection and security setting the producers use applies here too; its own log is silenced.
+- The client takes librdkafka settings as given (confluent-kafka's AdminClient, built by
+  ``kafka_eos.client_factory`` with ``Noise.SILENT``), so every connection and security setting
+  the producers use applies here too; its own log is silenced (every failure is raised typed).
 - The broker asked is the lowest broker id in the cluster metadata, on a BROKER resource; the
   value reported includes the broker's defaults.
 - DescribeConfigs is retried on transient errors (``kafka_clients.is_transient``) until ``timeout_s``.
@@ -22,7 +23,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
-from kafka_eos import KafkaEosError
+from kafka_eos import KafkaEosError, client_factory
+from kafka_eos.client_factory import AdminFactory, Noise
 from kafka_eos.kafka_clients import admin_settings, is_transient, request_s
 
 TRANSACTION_MAX_TIMEOUT_MS = "transaction.max.timeout.ms"
@@ -57,8 +59,9 @@ class DescribeConfigsFailed(BrokerConfigError):
 
 
 def admin_client(conf: Mapping[str, str]) -> AdminClient:
+    """A silent metadata-path AdminClient; ``SettingsRefused`` if librdkafka refuses ``conf``."""
     try:
-        return AdminClient({**admin_settings(conf), "log_level": 0})
+        return client_factory.admin(admin_settings(conf), Noise.SILENT)
     except (KafkaException, ValueError, TypeError) as exc:
         raise SettingsRefused(str(exc)) from None
 
@@ -74,9 +77,10 @@ def broker_ids(admin: AdminClient, timeout_s: float) -> list[int]:
     return sorted(brokers)
 
 
-def broker_config(conf: Mapping[str, str], key: str, timeout_s: float = request_s("checks.broker_config")) -> str | None:
+def broker_config(conf: Mapping[str, str], key: str, timeout_s: float = request_s("checks.broker_config"),
+                  new_admin: AdminFactory = admin_client) -> str | None:
     """The value of ``key`` on the lowest-id broker (None if the broker does not report it)."""
-    admin = admin_client(conf)
+    admin = new_admin(conf)
     broker = broker_ids(admin, timeout_s)[0]
     resource = ConfigResource(ResourceType.BROKER, str(broker))
     try:
@@ -90,7 +94,8 @@ def broker_config(conf: Mapping[str, str], key: str, timeout_s: float = request_
     return None if entry is None else entry.value
 
 
-def transaction_max_timeout_ms(conf: Mapping[str, str], timeout_s: float = request_s("checks.broker_config")) -> int | None:
+def transaction_max_timeout_ms(conf: Mapping[str, str], timeout_s: float = request_s("checks.broker_config"),
+                               new_admin: AdminFactory = admin_client) -> int | None:
     """The broker's ``transaction.max.timeout.ms`` (None if it does not report one)."""
-    value = broker_config(conf, TRANSACTION_MAX_TIMEOUT_MS, timeout_s)
+    value = broker_config(conf, TRANSACTION_MAX_TIMEOUT_MS, timeout_s, new_admin)
     return None if value is None else int(value)

@@ -14,18 +14,22 @@ Invariants enforced here:
 - A transient error (a topic just created has no leader yet, a leader move, a broker outage;
   ``kafka_clients.is_transient``) is retried until the call's timeout; only then, or at once for
   any other error, is ``PrefixClaimAccessError`` raised.
-- Only connection and security settings of the sink's client settings are used.
+- Only connection and security settings of the sink's client settings are used; the clients
+  come from ``clients`` (``ClaimClients``: factories, by default ``kafka_eos.client_factory``'s
+  builders logging librdkafka errors only).
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from dataclasses import dataclass
+from typing import Mapping
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import NewTopic
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
+from kafka_eos import client_factory
+from kafka_eos.client_factory import AdminFactory, ConsumerFactory, Noise, ProducerFactory
 from kafka_eos.kafka_clients import is_transient
-
 from kafka_eos.txn.client_settings import CARRIED, is_security_key
 from kafka_eos.txn.errors import PrefixClaimAccessError
 from kafka_eos.txn.prefix_claim import Claim
@@ -49,15 +53,23 @@ def _not_yet_readable(exc: BaseException) -> bool:
     return is_transient(exc) or _code(exc) in _NOT_YET_KNOWN
 
 
+@dataclass(frozen=True)
+class ClaimClients:
+    """How ``ClaimTopic`` builds its clients (one per call): settings -> client."""
+    admin: AdminFactory = client_factory.quiet(client_factory.admin, Noise.ERRORS)
+    consumer: ConsumerFactory = client_factory.quiet(client_factory.consumer, Noise.ERRORS)
+    producer: ProducerFactory = client_factory.quiet(client_factory.producer, Noise.ERRORS)
+
+
 class ClaimTopic:
     def __init__(self, conf: Mapping[str, str], topic: str, timeout_s: float = 30.0,
-                 consumer_factory: Callable[[dict], Consumer] = Consumer) -> None:
+                 clients: ClaimClients = ClaimClients()) -> None:
         self._conf = {k: v for k, v in conf.items() if k in CARRIED or is_security_key(k)}
-        self.topic, self._timeout_s, self._consumer = topic, timeout_s, consumer_factory
+        self.topic, self._timeout_s, self._clients = topic, timeout_s, clients
 
     def exists(self) -> bool:
         """Whether the topic exists (creates nothing)."""
-        admin = AdminClient({**self._conf, "log_level": 3})
+        admin = self._clients.admin(self._conf)
         try:
             found = admin.list_topics(self.topic, timeout=self._timeout_s).topics.get(self.topic)
         except KafkaException as exc:
@@ -68,7 +80,7 @@ class ClaimTopic:
         """Create the topic if it does not exist."""
         if self.exists():
             return
-        admin = AdminClient({**self._conf, "log_level": 3})
+        admin = self._clients.admin(self._conf)
         new = NewTopic(self.topic, num_partitions=1, replication_factor=-1,
                        config={"cleanup.policy": "compact", "min.compaction.lag.ms": str(COMPACTION_LAG_MS)})
         try:
@@ -80,8 +92,8 @@ class ClaimTopic:
     def read(self, prefix: str, start: int | None = None, end: int | None = None) -> tuple[list[Claim | None], int]:
         """(every record of key ``prefix`` in offsets [start, end) in log order, the end read to);
         defaults: from the log start to the high watermark now. A tombstone reads as None."""
-        consumer = self._consumer({**self._conf, "group.id": "kafka-eos-prefix-claims", "enable.auto.commit": "false",
-                             "enable.partition.eof": "true", "log_level": 3})
+        consumer = self._clients.consumer({**self._conf, "group.id": "kafka-eos-prefix-claims",
+                                           "enable.auto.commit": "false", "enable.partition.eof": "true"})
         try:
             partition = TopicPartition(self.topic, 0)
             low, high = self._watermarks(consumer, partition)
@@ -129,7 +141,7 @@ class ClaimTopic:
 
     def write(self, prefix: str, claim: Claim | None) -> int:
         """Append ``claim`` (None: a tombstone) under key ``prefix``; the record's offset."""
-        producer = Producer({**self._conf, "enable.idempotence": "true", "acks": "all", "log_level": 3})
+        producer = self._clients.producer({**self._conf, "enable.idempotence": "true", "acks": "all"})
         delivered: list = []
         producer.produce(self.topic, key=prefix.encode("utf-8"),
                          value=None if claim is None else claim.to_json().encode("utf-8"),

@@ -30,7 +30,7 @@ import kafka.errors as Errors
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from kafka_eos.kafka_clients import COMMIT_DEADLINE_MS, is_transient
-from kafka_eos.txn.control_plane import control_plane
+from kafka_eos.txn.control_plane import ControlPlaneFactory, control_plane
 from kafka_eos.txn.errors import TwoPhaseCommitError
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.states import CommitState
@@ -53,9 +53,14 @@ class _RoundIncomplete(Exception):
 
 
 class KafkaCommitter:
-    def __init__(self, conf: Mapping[str, str], timeout_s: float = COMMIT_DEADLINE_MS / 1000) -> None:
+    """EndTxn for handles, through the client ``control_plane(conf)`` gives (the process-wide
+    control-plane client by default; a test passes a fake factory)."""
+
+    def __init__(self, conf: Mapping[str, str], timeout_s: float = COMMIT_DEADLINE_MS / 1000,
+                 control_plane: ControlPlaneFactory = control_plane) -> None:
         self._conf = conf
         self._timeout_s = timeout_s
+        self._control_plane = control_plane
 
     def commit(self, handles: Iterable[TxnHandle]) -> Outcomes:
         """EndTxn(commit) every handle; return sink partition -> committed | lost."""
@@ -70,7 +75,7 @@ class KafkaCommitter:
         outcomes: Outcomes = {}
         if not pending:
             return outcomes
-        client = control_plane(self._conf)
+        client = self._control_plane(self._conf)
         retrying = Retrying(stop=stop_after_delay(self._timeout_s), reraise=True,
                             wait=wait_exponential(multiplier=0.02, max=2.0),
                             retry=retry_if_exception_type(_RoundIncomplete))

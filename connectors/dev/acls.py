@@ -15,6 +15,8 @@ from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, 
                                    ResourcePatternType, ResourceType, ScramCredentialInfo,
                                    ScramMechanism, UserScramCredentialUpsertion)
 
+from kafka_eos import client_factory
+from kafka_eos.client_factory import Noise
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError
 from kafka_eos.txn.prefix_claim import DEFAULT_CLAIM_TOPIC
 
@@ -23,7 +25,7 @@ TIMEOUT_S = 30
 
 
 def _admin(admin_conf: Mapping[str, str]) -> AdminClient:
-    return AdminClient({**admin_conf, "log_level": 3})
+    return client_factory.admin(admin_conf, Noise.ERRORS)
 
 
 def add_user(admin_conf: Mapping[str, str], user: str, password: str, iterations: int = 8192) -> None:

@@ -107,10 +107,12 @@ def _start(spec: str, topic: str, partition: int, low: int, high: int) -> int | 
 
 def live_offsets(cfg: PipelineConfig, timeout_s: float = 10.0) -> dict[str, Any]:
     """Per source partition: earliest, latest and where ``starting_offsets`` starts (broker reads)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
+
+    from kafka_eos import client_factory
     conf = {**cfg.source.kafka.client_conf(), "group.id": "kafka-eos-describe", "enable.auto.commit": "false",
-            "isolation.level": "read_committed", "log_level": 0}
-    consumer = Consumer(conf)
+            "isolation.level": "read_committed"}
+    consumer = client_factory.consumer(conf, client_factory.Noise.SILENT)
     try:
         metadata = consumer.list_topics(timeout=timeout_s)
         result = {}

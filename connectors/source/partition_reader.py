@@ -12,6 +12,7 @@ Invariants:
   lookup that fails or answers without offsets (a leader down) decides nothing: the task fails
   and Spark retries it. Only a partition Kafka says is unknown counts as gone.
 - No progress for ``kafkaConsumer.pollTimeoutMs`` raises a TimeoutError naming the range.
+- The consumer comes from ``new_consumer`` (``kafka_eos.client_factory.consumer`` by default).
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from typing import Iterator
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition as KafkaTP
 
+from kafka_eos import client_factory
+from kafka_eos.client_factory import ConsumerFactory
 from kafka_eos.connectors.source.arrow_rows import to_record_batches
 from kafka_eos.kafka_clients import request_s
 from kafka_eos.connectors.source.options import SourceOptions
@@ -41,22 +44,25 @@ _FATAL = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_
           KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
 
 
-def read_partition(partition: object, options: SourceOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def read_partition(partition: object, options: SourceOptions, schema: pa.Schema,
+                   new_consumer: ConsumerFactory = client_factory.consumer) -> Iterator[pa.RecordBatch]:
     """Batches of the partition's range (nothing for the placeholder partition Spark may send)."""
     rng = getattr(partition, "value", None)
     if not isinstance(partition, KafkaInputPartition) or not isinstance(rng, OffsetRange) or rng.size == 0:
         return iter(())
-    return RangeReader(rng, options, schema).batches()
+    return RangeReader(rng, options, schema, new_consumer).batches()
 
 
 class RangeReader:
-    def __init__(self, rng: OffsetRange, options: SourceOptions, schema: pa.Schema) -> None:
+    def __init__(self, rng: OffsetRange, options: SourceOptions, schema: pa.Schema,
+                 new_consumer: ConsumerFactory = client_factory.consumer) -> None:
         self.rng, self.options, self.schema = rng, options, schema
         self.ktp = KafkaTP(rng.topic, rng.partition)
+        self._new_consumer = new_consumer
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         rng = self.rng
-        consumer = Consumer(self.options.consumer_conf())
+        consumer = self._new_consumer(self.options.consumer_conf())
         try:
             consumer.assign([KafkaTP(rng.topic, rng.partition, rng.start)])
             next_offset, progress_at = rng.start, time.monotonic()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kafka_eos.txn.claim_topic import ClaimTopic
+from kafka_eos.txn.claim_topic import ClaimClients, ClaimTopic
 from kafka_eos.txn.errors import PrefixClaimAccessError
 
 
@@ -27,7 +27,8 @@ class FakeConsumer:
 
 
 def claims(consumer: FakeConsumer, timeout_s: float = 5.0) -> ClaimTopic:
-    return ClaimTopic({"bootstrap.servers": "localhost:1"}, "_claims", timeout_s, lambda conf: consumer)
+    return ClaimTopic({"bootstrap.servers": "localhost:1"}, "_claims", timeout_s,
+                      ClaimClients(consumer=lambda conf: consumer))
 
 
 def error(code: int) -> KafkaException:

@@ -1,0 +1,92 @@
+"""The one place kafka-eos builds a Kafka client: confluent-kafka's ``AdminClient``, ``Producer``
+and ``Consumer``, and the driver's kafka-python control-plane client.
+
+Invariants:
+- Every client of txn/, offsets/ and the connectors' readers is built here (a unit test finds
+  every other constructor call and fails). Collaborators receive a builder as a factory
+  (``AdminFactory``, ``ProducerFactory``, ``ConsumerFactory``: settings -> client) with a
+  production default, so a test passes a fake factory instead of patching a module global.
+- One log policy (``Noise``), chosen by what the caller does with a failure:
+  ``LIBRDKAFKA`` for the pipeline's running clients (source lookups, reads, head records):
+  librdkafka's own log, a user's ``log_level`` wins; ``ERRORS`` (log_level 3) for one-off
+  clients whose failures the caller reports (ACL checks, the prefix-claim topic, dev tools, the
+  demo); ``SILENT`` (log_level 0) where the caller turns every failure into its own error (the
+  broker-settings check, ``describe``); ``DEBUG`` for a probe whose failure is expected (the
+  transactional-id ACL probe): librdkafka's lines go to this module's logger at debug.
+- Settings are taken as given: the caller chooses the metadata- or data-path defaults
+  (``kafka_clients.admin_settings`` / ``data_settings``); ``lookup_admin`` is the driver's
+  lookup client with the metadata-path defaults. Nothing here connects before a call is made.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+from enum import Enum
+from typing import Any, Callable, Mapping
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+
+from kafka_eos.control_plane_client import ControlPlaneClient
+from kafka_eos.kafka_clients import admin_settings, control_plane_settings
+
+log = logging.getLogger(__name__)
+Settings = Mapping[str, Any]
+AdminFactory = Callable[[Settings], AdminClient]
+ProducerFactory = Callable[[Settings], Producer]
+ConsumerFactory = Callable[[Settings], Consumer]
+
+
+class Noise(Enum):
+    """How much of librdkafka's own log a client writes (see the module's invariants)."""
+    LIBRDKAFKA = "librdkafka"
+    ERRORS = "errors"
+    SILENT = "silent"
+    DEBUG = "debug"
+
+
+class _DebugLog:
+    """librdkafka's log lines at Python debug level (a probe's expected fatal error included)."""
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        log.debug(msg, *args)
+
+
+_LOG_LEVEL = {Noise.ERRORS: 3, Noise.SILENT: 0}
+
+
+def with_noise(conf: Settings, noise: Noise) -> dict[str, Any]:
+    """``conf`` with the log settings of ``noise`` (they win over the caller's)."""
+    if noise is Noise.DEBUG:
+        return {**conf, "logger": _DebugLog()}
+    if noise in _LOG_LEVEL:
+        return {**conf, "log_level": _LOG_LEVEL[noise]}
+    return dict(conf)
+
+
+def admin(conf: Settings, noise: Noise = Noise.LIBRDKAFKA) -> AdminClient:
+    return AdminClient(with_noise(conf, noise))
+
+
+def producer(conf: Settings, noise: Noise = Noise.LIBRDKAFKA) -> Producer:
+    return Producer(with_noise(conf, noise))
+
+
+def consumer(conf: Settings, noise: Noise = Noise.LIBRDKAFKA) -> Consumer:
+    return Consumer(with_noise(conf, noise))
+
+
+def quiet(build: Callable[..., Any], noise: Noise) -> Callable[[Settings], Any]:
+    """``build`` (admin, producer, consumer) as a one-argument factory with ``noise``."""
+    return functools.partial(build, noise=noise)
+
+
+def lookup_admin(conf: Settings) -> AdminClient:
+    """The driver's lookup client: metadata-path defaults, librdkafka's own log."""
+    return admin(admin_settings(conf))
+
+
+def control_plane_client(settings: Mapping[str, object]) -> ControlPlaneClient:
+    """The control-plane client for kafka-python ``settings`` (``txn.client_settings`` maps
+    librdkafka's), with the per-request timeout and keepalive of ``kafka_clients``."""
+    return ControlPlaneClient(**settings, **control_plane_settings())

@@ -1,0 +1,50 @@
+"""The driver's control-plane client class: kafka-python's KafkaAdminClient plus EndTxn for a
+transaction some other client (an executor's librdkafka producer) opened.
+
+Only the class lives here (bottom layer, so ``kafka_eos.client_factory`` can build it); which
+librdkafka settings it carries and the one-client-per-settings cache stay in
+``kafka_eos.txn.control_plane``. Enforced here: EndTxn is sent at most at version
+``END_TXN_MAX_VERSION`` (transactions v1, what librdkafka-opened transactions need).
+"""
+from __future__ import annotations
+
+from kafka.admin import KafkaAdminClient
+from kafka.protocol.metadata import CoordinatorType
+from kafka.protocol.producer.transaction import EndTxnRequest
+
+# EndTxn v3/v4 = transactions v1 semantics, which librdkafka-opened transactions need (v5+ is
+# transactions v2 and must not be mixed with a v1 client's transactions).
+END_TXN_MAX_VERSION = 4
+
+
+class ControlPlaneClient(KafkaAdminClient):
+    """KafkaAdminClient plus EndTxn for a transaction some other client opened."""
+
+    def end_txn_round(self, requests: list[tuple[str, int, int]], commit: bool) -> dict[str, int]:
+        """Send EndTxn for each (transactional id, producer id, epoch) at once; return error codes."""
+        return self._manager.run(self._end_txn_round, requests, commit)
+
+    async def _end_txn_round(self, requests, commit):
+        nodes = await self._find_coordinator_ids([r[0] for r in requests], CoordinatorType.TRANSACTION)
+        futures = {}
+        for tid, pid, epoch in requests:
+            request = EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                    committed=commit, max_version=END_TXN_MAX_VERSION)
+            futures[tid] = self._manager.send(request, node_id=nodes[tid])
+        codes = {}
+        for tid, future in futures.items():
+            try:
+                codes[tid] = (await future).error_code
+            except Exception:  # noqa: BLE001 - connection-level failure: retry the round
+                codes[tid] = -1
+        return codes
+
+    def forget_coordinators(self, transactional_ids: list[str]) -> None:
+        """Drop the cached coordinators of these ids and ask for fresh metadata, so the next
+        round's FindCoordinator goes to a live broker (the one we knew may be down)."""
+        cluster = self._manager.cluster
+        coordinators = cluster._coordinators
+        for tid in transactional_ids:
+            for key in [k for k in coordinators if k[1] == tid]:
+                coordinators.pop(key, None)
+        cluster.request_update()
