@@ -22,9 +22,10 @@ from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.sink_config import ProducerViolation, SinkConfig, producer_violations
 from kafka_eos.txn.sink_log import location_from_options
 
-# the sink option that sets what a refused producer setting would (SinkConfig field -> option)
-_OPTION_FOR = {"transactional_id_prefix": "transactional.id.prefix",
-               "transaction_timeout_ms": "kafka.transaction.timeout.ms"}
+
+def _option_for(field: str) -> str:
+    """The sink option that sets ``SinkConfig.<field>`` (the one whose YAML key is ``sink.<field>``)."""
+    return next(o.name for o in SINK_OPTIONS if o.yaml == f"sink.{field}")
 
 
 def _read(options: Mapping[str, str], name: str):
@@ -32,7 +33,7 @@ def _read(options: Mapping[str, str], name: str):
 
 
 def _refusal(v: ProducerViolation) -> str:
-    fix = f"set the sink option '{_OPTION_FOR[v.replaced_by]}' instead" if v.replaced_by else v.fix
+    fix = f"set the sink option '{_option_for(v.replaced_by)}' instead" if v.replaced_by else v.fix
     return f"sink option {v.message('kafka.' + v.key)}; {fix}"
 
 
