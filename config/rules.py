@@ -15,7 +15,9 @@ from typing import Sequence
 from kafka_eos.config.late_records import LateSpecError, late_spec
 from kafka_eos.config.model import DataFormat, KafkaCluster, OnDecodeError, PipelineConfig, SchemaRef, TransformSpec
 from kafka_eos.config.rules_safety import SAFETY_RULES
+from kafka_eos.config.spark_option_table import yaml_keys
 from kafka_eos.config.violations import Backstop, Context, Rule, Violation
+from kafka_eos.option_map import OptionMap
 
 SQL_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 # what makes Spark keep state across batches: an aggregation (GROUP BY, a time window), a
@@ -160,16 +162,6 @@ def transform(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     return found
 
 
-_MODELED = {
-    "source": {"subscribe": "topics", "subscribepattern": "pattern", "assign": "assign",
-               "startingoffsets": "starting_offsets", "maxoffsetspertrigger": "max_offsets_per_trigger",
-               "includeheaders": "include_headers", "alignmaxdriftms": "align", "alignidletimeoutms": "align"},
-    "sink": {"topic": "topic", "transactional.id.prefix": "transactional_id_prefix",
-             "checkpointlocation": "checkpoint.location", "trigger.interval.ms": "checkpoint.trigger",
-             "batch.margin.ms": "batch_margin_ms"},
-}
-
-
 def late_records(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     w, key = cfg.transform.watermark, "transform.watermark.late_topic"
     if w is None or not w.late_topic:
@@ -191,18 +183,18 @@ def late_records(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
 
 
 def option_conflicts(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
-    """``options`` pass other Spark options through; they must not redo what a key already says."""
+    """``options`` pass other Spark options through; they must not redo what a key already says (the
+    YAML key of each option is its declaration's, ``spark_option_table``; names in any case)."""
     found = []
     for side, options in (("source", cfg.source.options), ("sink", cfg.sink.options)):
+        modeled = OptionMap(yaml_keys(side))  # option -> the YAML key that sets it (the declaration's)
         for key, _ in options:
-            lowered = key.lower()
-            if lowered.startswith("kafka."):
+            if key.lower().startswith("kafka."):
                 found.append(Violation(f'{side}.options["{key}"]', "Kafka client settings belong to the cluster",
                                        f"move it to {side}.kafka.properties as {key[len('kafka.'):]}"))
-            elif lowered in _MODELED[side]:
-                target = _MODELED[side][lowered]
-                where = target if "." in target else f"{side}.{target}"
-                found.append(Violation(f'{side}.options["{key}"]', f"{key} has its own key", f"set {where} instead"))
+            elif key in modeled:
+                found.append(Violation(f'{side}.options["{key}"]', f"{key} has its own key",
+                                       f"set {modeled[key]} instead"))
     return found
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
+from kafka_eos.config.spark_option_table import source_option
 from kafka_eos.connectors.schema import source_schema
 
 
@@ -19,7 +20,7 @@ class KafkaEosDataSource(DataSource):
         return "kafka-eos"
 
     def schema(self) -> StructType:
-        return source_schema(include_headers=str(self.options.get("includeHeaders", "false")).lower() == "true")
+        return source_schema(include_headers=bool(source_option("includeHeaders").read(self.options)))
 
     def reader(self, schema: StructType):
         from kafka_eos.connectors.source.batch_reader import KafkaBatchReader

@@ -7,13 +7,17 @@ import tempfile
 import pytest
 
 from integration_tests.providers import broker_from_environment
+from kafka_eos.config.spark_option import TEST_HOOKS_ENV
 
 
 def pytest_configure(config):
     """The suite keeps the state of the dev brokers and registries it starts (``kafka-eos dev ...
     up``) in a directory of its own, inherited by every subprocess: a test never finds, reuses or
-    stops the developer's own dev broker or registry."""
+    stops the developer's own dev broker or registry. It also allows the sink's test hooks
+    (``faultInjection``: refused unless this variable is 1), for the session's SparkSession and
+    every job, CLI run and Spark cluster the tests start (all inherit the environment)."""
     os.environ["KAFKA_EOS_STATE_DIR"] = tempfile.mkdtemp(prefix="kafka-eos-test-state-")
+    os.environ[TEST_HOOKS_ENV] = "1"
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,8 @@ executor), ``before_decision``, ``after_decision``, ``between_end_txns``, ``afte
 A spec names one or several points, comma-separated: ``point[@batch][,point[@batch]...]``
 (each point at most once); ``point``/``batch_id`` are the first of them.
 Production code does not consult a plan: ``fault_injection`` wraps the protocol's collaborators
-with one when a plan is set.
+with one when a plan is set. A user cannot set one by accident: the sink options that carry it
+(``faultInjection``, ``faultInjectionDir``) are refused unless ``KAFKA_EOS_TEST_HOOKS=1``.
 """
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
+from kafka_eos.option_map import OptionMap
 from kafka_eos.txn.errors import SinkLogConflictError, SinkLogError
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.log_store import LogReader, LogStore
@@ -44,10 +45,10 @@ def location_for(checkpoint: str) -> str:
 def location_from_options(options: Mapping[str, str]) -> str | None:
     """The sink's option ``sinkLogLocation``, else ``location_for(checkpointLocation)`` (keys in any
     case); None when neither is set."""
-    lowered = {k.lower(): v for k, v in options.items()}
-    if lowered.get("sinkloglocation"):
-        return str(lowered["sinkloglocation"])
-    checkpoint = lowered.get("checkpointlocation")
+    options = OptionMap.of(options)
+    if options.get("sinkLogLocation"):
+        return str(options["sinkLogLocation"])
+    checkpoint = options.get("checkpointLocation")
     return location_for(str(checkpoint)) if checkpoint else None
 
 

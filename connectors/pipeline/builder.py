@@ -35,6 +35,7 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from kafka_eos import KafkaEosError
 from kafka_eos import connectors
 from kafka_eos.config.model import DataFormat, PipelineConfig
+from kafka_eos.config.spark_option_table import sink_option
 from kafka_eos.connectors.pipeline import stop
 from kafka_eos.connectors.plan_check import NonDeterministicPlanError, check_deterministic
 from kafka_eos.connectors.pipeline.late_records import late_frame
@@ -163,9 +164,11 @@ def build_frame(spark: SparkSession, cfg: PipelineConfig,
 def writer_options(cfg: PipelineConfig, once: bool) -> dict[str, str]:
     """``sink_options`` plus the guarantee; ``once`` (availableNow) has no trigger interval."""
     # batchLog off: the runner prints one richer line per batch (progress.py) instead
-    options = {**sink_options(cfg), "guarantee": cfg.guarantee.value, "batchLog": "false"}
+    guarantee, batch_log, interval = (sink_option(n) for n in ("guarantee", "batchLog", "trigger.interval.ms"))
+    options = {**sink_options(cfg), guarantee.name: guarantee.text(cfg.guarantee.value),
+               batch_log.name: batch_log.text(False)}
     if once:
-        options["trigger.interval.ms"] = "0"
+        options[interval.name] = interval.text(0)
     return options
 
 

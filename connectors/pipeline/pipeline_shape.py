@@ -31,6 +31,7 @@ from kafka_eos.config.redact import Redactor
 from kafka_eos.config.rules import stateful
 from kafka_eos.connectors.pipeline.builder import scans_per_batch
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
+from kafka_eos.option_map import OptionMap
 from kafka_eos.secrets import redacted
 from kafka_eos.txn.log_store import LogReader, LogStore
 
@@ -105,9 +106,9 @@ def _sink_parts(cfg: PipelineConfig) -> Any:
 def shape_of(cfg: PipelineConfig) -> PipelineShape:
     """The shape of ``cfg`` (from the file alone)."""
     s, redact = cfg.source, Redactor(cfg.secrets())
-    options = {k.lower(): v for k, v in redacted(dict(s.options)).items()}
+    options = OptionMap(redacted(dict(s.options)))
     return PipelineShape(
-        scans=scans_per_batch(cfg), stateful=stateful(cfg.transform), min_partitions=options.get("minpartitions"),
+        scans=scans_per_batch(cfg), stateful=stateful(cfg.transform), min_partitions=options.get("minPartitions"),
         transform=_fingerprint(_transform_parts(cfg), redact),
         decode=_fingerprint([s.format.value, s.key_format.value, _schema(s.schema), s.include_headers], redact),
         subscription=_fingerprint([list(s.topics), s.pattern, [[t, list(p)] for t, p in s.assign]], redact),

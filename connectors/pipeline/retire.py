@@ -20,6 +20,7 @@ from typing import Mapping
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.connectors.sink.prefix_owner import checkpoint_identity, claim_settings
+from kafka_eos.option_map import OptionMap
 from kafka_eos.txn import prefix_ownership, sink_markers
 from kafka_eos.txn.claim_topic import ClaimTopic
 from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
@@ -46,7 +47,7 @@ def retire_sink(options: Mapping[str, str]) -> Retirement:
     """Steps 1-5 for the sink of the Spark option map ``options`` (``spark_options.sink_options``)."""
     out, config = Retirement(), sink_config(options)
     checkpoint = checkpoint_identity(options, config.log_location)
-    location = {k.lower(): v for k, v in options.items()}.get("checkpointlocation")
+    location = OptionMap.of(options).get("checkpointLocation")
     query_id = CheckpointReader(str(location)).query_id() if location else None
     scheme = sink_markers.id_scheme(config.log_location, owner_of(query_id or config.log_location))   # step 1
     config = replace(config, id_owner=scheme.id_owner)

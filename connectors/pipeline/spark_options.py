@@ -7,6 +7,8 @@ Invariants:
   ``source.align``; sink options the kafka-eos sink's (``kafka.*``, ``topic``,
   ``transactional.id.prefix``, ``kafka.transaction.timeout.ms``, ``trigger.interval.ms``,
   ``batch.margin.ms``, ``checkpointLocation``, ``fixedPartitions``). ``source.options``/``sink.options`` pass through.
+- Every option name and the text of every typed value come from the option's declaration
+  (``kafka_eos.config.spark_option_table``), which the source's and sink's parsers read back.
 - Secrets are revealed here (Spark needs them): never log these maps; use ``kafka_eos.config.redact``.
 - With a DLQ the ``topic`` option is left out (it would override the rows' topic column): every
   row then carries its topic, as ``sink_select_exprs`` selects it.
@@ -16,11 +18,13 @@ from __future__ import annotations
 import json
 
 from kafka_eos.config.model import KafkaCluster, OnDecodeError, PipelineConfig, Props, reveal
+from kafka_eos.config.spark_option import SparkOption
+from kafka_eos.config.spark_option_table import sink_option, source_option
 
 
 def _kafka(cluster: KafkaCluster) -> dict[str, str]:
     options = {f"kafka.{k}": reveal(v) or "" for k, v in cluster.properties}
-    options["kafka.bootstrap.servers"] = cluster.bootstrap_servers or ""
+    options[source_option("kafka.bootstrap.servers").name] = cluster.bootstrap_servers or ""
     return options
 
 
@@ -28,25 +32,29 @@ def _passthrough(options: Props) -> dict[str, str]:
     return {k: reveal(v) or "" for k, v in options}
 
 
+def _set(options: dict[str, str], option: SparkOption, value) -> None:
+    options[option.name] = option.text(value)
+
+
 def source_options(cfg: PipelineConfig) -> dict[str, str]:
-    s = cfg.source
+    s, o = cfg.source, source_option
     options = _kafka(s.kafka)
     if cfg.exactly_once:
         options.setdefault("kafka.isolation.level", "read_committed")
     if s.topics:
-        options["subscribe"] = ",".join(s.topics)
+        _set(options, o("subscribe"), ",".join(s.topics))
     elif s.pattern:
-        options["subscribePattern"] = s.pattern
+        _set(options, o("subscribePattern"), s.pattern)
     elif s.assign:
-        options["assign"] = json.dumps({topic: list(parts) for topic, parts in s.assign})
-    options["startingOffsets"] = s.starting_offsets
+        _set(options, o("assign"), json.dumps({topic: list(parts) for topic, parts in s.assign}))
+    _set(options, o("startingOffsets"), s.starting_offsets)
     if s.max_offsets_per_trigger:
-        options["maxOffsetsPerTrigger"] = str(s.max_offsets_per_trigger)
+        _set(options, o("maxOffsetsPerTrigger"), s.max_offsets_per_trigger)
     if s.include_headers:
-        options["includeHeaders"] = "true"
+        _set(options, o("includeHeaders"), True)
     if s.align is not None:
-        options["alignMaxDriftMs"] = str(s.align.max_drift_ms)
-        options["alignIdleTimeoutMs"] = str(s.align.idle_timeout_ms)
+        _set(options, o("alignMaxDriftMs"), s.align.max_drift_ms)
+        _set(options, o("alignIdleTimeoutMs"), s.align.idle_timeout_ms)
     return {**options, **_passthrough(s.options)}
 
 
@@ -66,18 +74,16 @@ def routes_by_topic(cfg: PipelineConfig) -> bool:
 
 
 def sink_options(cfg: PipelineConfig) -> dict[str, str]:
-    s, trigger = cfg.sink, cfg.checkpoint.trigger
+    s, trigger, o = cfg.sink, cfg.checkpoint.trigger, sink_option
     options = _kafka(s.kafka)
     if s.topic and not routes_by_topic(cfg):
-        options["topic"] = s.topic
-    options.update({
-        "transactional.id.prefix": s.transactional_id_prefix or "",
-        "kafka.transaction.timeout.ms": str(s.transaction_timeout_ms),
-        "trigger.interval.ms": str(0 if trigger.available_now else trigger.interval_ms),
-        "batch.margin.ms": str(s.batch_margin_ms),
-        "checkpointLocation": cfg.checkpoint.location or "",
-        "fixedPartitions": "true" if s.fixed_partitions else "false",
-    })
+        _set(options, o("topic"), s.topic)
+    _set(options, o("transactional.id.prefix"), s.transactional_id_prefix or "")
+    _set(options, o("kafka.transaction.timeout.ms"), s.transaction_timeout_ms)
+    _set(options, o("trigger.interval.ms"), 0 if trigger.available_now else trigger.interval_ms)
+    _set(options, o("batch.margin.ms"), s.batch_margin_ms)
+    _set(options, o("checkpointLocation"), cfg.checkpoint.location or "")
+    _set(options, o("fixedPartitions"), s.fixed_partitions)
     return {**options, **_passthrough(s.options)}
 
 

@@ -2,7 +2,11 @@
 
 The backstop (``connectors_accept``) asks the kafka-eos source's and sink's own option parsers
 to accept the options ``spark_options`` builds, so a file that validates is one the source and
-the sink accept when the query starts. ``check``, ``validate_files`` and ``load_valid`` are the
+the sink accept when the query starts. Option names, kinds and YAML keys are declared once
+(``config.spark_option_table``), so the rules and the parsers cannot disagree on those; what the
+backstop adds is what only the parsers know: client settings they refuse (``auto.offset.reset``,
+unsafe producer settings), the values of options passed through ``<side>.options``, and test
+hooks set without ``KAFKA_EOS_TEST_HOOKS=1``. ``check``, ``validate_files`` and ``load_valid`` are the
 config layer's functions with that backstop; every entry point that validates (``kafka-eos
 validate``/``run``/``describe``, the spark-submit entry, the demo) calls these.
 

@@ -1,54 +1,46 @@
 """Spark sink options -> ``SinkConfig`` (Spark's Kafka sink option names, plus ours).
 
-Options (Spark passes them with lower-cased keys):
-  kafka.bootstrap.servers (required), kafka.* (producer settings), topic,
-  transactional.id.prefix (required), kafka.transaction.timeout.ms,
-  trigger.interval.ms / batch.margin.ms (for the timeout rule), transactional.id.slots,
-  sinkLogLocation (default: <checkpointLocation>/kafka-eos-sink), commit.timeout.ms (default 120000),
-  guarantee (exactly_once | at_least_once; default exactly_once),
-  batchLog (true | false; default true: one INFO line per committed batch on the driver's stderr),
-  fixedPartitions (true | false; default false: an output topic that gained partitions is accepted
-  with a warning, keys then hash to other partitions; true stops the query instead),
-  prefixClaim (broker | off; default broker) / prefixClaimTopic (default _kafka_eos_prefix_claims):
-  the prefix's owner on the cluster (connectors/sink/prefix_owner.py),
-  faultInjection / faultInjectionDir (tests and chaos runs only).
+The options, their kinds and defaults are declared in ``kafka_eos.config.spark_option_table``
+(``SINK_OPTIONS``, also the option table of config/README.md); this module reads them through
+those declarations, case-insensitively (``kafka_eos.option_map``), and enforces: the required
+``kafka.bootstrap.servers`` and ``transactional.id.prefix``, a place for the sink log, producer
+settings safe for exactly-once (``txn.sink_config.producer_violations``), and the test hooks
+``faultInjection`` / ``faultInjectionDir`` refused unless ``KAFKA_EOS_TEST_HOOKS=1``
+(``config.spark_option.refuse_test_hooks``). Both ``sink_config`` and ``fault_plan`` run on the
+driver only (the stream writer is built there; its tasks get the parsed ``FaultPlan`` pickled), so
+the variable is needed in the driver's environment alone.
 """
 from __future__ import annotations
 
 from typing import Mapping
 
-from kafka_eos.kafka_clients import COMMIT_DEADLINE_MS
+from kafka_eos.config.spark_option import refuse_test_hooks
+from kafka_eos.config.spark_option_table import SINK_OPTIONS, sink_option
+from kafka_eos.option_map import OptionMap
 from kafka_eos.txn.errors import SinkConfigError
 from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.sink_config import ProducerViolation, SinkConfig, producer_violations
 from kafka_eos.txn.sink_log import location_from_options
-from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
-from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS
-
-# the sink option that sets what a refused producer setting would (SinkConfig field -> option)
-_OPTION_FOR = {"transactional_id_prefix": "transactional.id.prefix",
-               "transaction_timeout_ms": "kafka.transaction.timeout.ms"}
 
 
-def _int(options: Mapping[str, str], key: str, default: int) -> int:
-    value = options.get(key.lower())
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise SinkConfigError(f"sink option {key}={value!r} is not a whole number of milliseconds") from None
+def _option_for(field: str) -> str:
+    """The sink option that sets ``SinkConfig.<field>`` (the one whose YAML key is ``sink.<field>``)."""
+    return next(o.name for o in SINK_OPTIONS if o.yaml == f"sink.{field}")
+
+
+def _read(options: Mapping[str, str], name: str):
+    return sink_option(name).read(options, SinkConfigError)
 
 
 def _refusal(v: ProducerViolation) -> str:
-    fix = f"set the sink option '{_OPTION_FOR[v.replaced_by]}' instead" if v.replaced_by else v.fix
+    fix = f"set the sink option '{_option_for(v.replaced_by)}' instead" if v.replaced_by else v.fix
     return f"sink option {v.message('kafka.' + v.key)}; {fix}"
 
 
 def producer_conf(options: Mapping[str, str]) -> dict[str, str]:
     """The ``kafka.*`` options without the prefix, less ``kafka.transaction.timeout.ms`` (the
     sink's timeout option); ``SinkConfigError`` when a producer setting is unsafe."""
-    conf = {k[len("kafka."):]: str(v) for k, v in options.items() if k.startswith("kafka.")}
+    conf = OptionMap.of(options).with_prefix("kafka.")
     if "bootstrap.servers" not in conf:
         raise SinkConfigError("sink option kafka.bootstrap.servers is required (e.g. 'broker1:9092')")
     conf.pop("transaction.timeout.ms", None)
@@ -60,7 +52,7 @@ def producer_conf(options: Mapping[str, str]) -> dict[str, str]:
 
 def sink_log_location(options: Mapping[str, str]) -> str:
     """``txn.sink_log.location_from_options``; refused when the options name no place for it."""
-    location = location_from_options(options)
+    location = location_from_options(OptionMap.of(options))
     if location is None:
         raise SinkConfigError("the kafka-eos sink keeps its commit log beside the query checkpoint: set "
                               ".option('checkpointLocation', ...) on writeStream (or option sinkLogLocation)")
@@ -68,41 +60,34 @@ def sink_log_location(options: Mapping[str, str]) -> str:
 
 
 def sink_config(options: Mapping[str, str]) -> SinkConfig:
-    options = {k.lower(): v for k, v in options.items()}
-    prefix = options.get("transactional.id.prefix")
+    options = OptionMap.of(options)
+    refuse_test_hooks(SINK_OPTIONS, options, SinkConfigError)
+    prefix = _read(options, "transactional.id.prefix")
     if not prefix:
         raise SinkConfigError("sink option transactional.id.prefix is required: a name unique to this "
                               "query, kept across restarts (e.g. .option('transactional.id.prefix', 'orders-eos'))")
     log_location = sink_log_location(options)
-    guarantee = options.get("guarantee", "exactly_once").lower()
-    if guarantee not in ("exactly_once", "at_least_once"):
-        raise SinkConfigError(f"sink option guarantee={guarantee!r}: use exactly_once or at_least_once")
     return SinkConfig(
-        exactly_once=guarantee == "exactly_once",
+        exactly_once=_read(options, "guarantee") == "exactly_once",
         producer_conf=producer_conf(options),
         transactional_id_prefix=prefix,
         log_location=log_location,
-        topic=options.get("topic") or None,
-        transaction_timeout_ms=_int(options, "kafka.transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS),
-        trigger_interval_ms=_int(options, "trigger.interval.ms", 0),
-        batch_margin_ms=_int(options, "batch.margin.ms", DEFAULT_BATCH_MARGIN_MS),
-        slots=_int(options, "transactional.id.slots", DEFAULT_SLOTS),
-        commit_timeout_s=_int(options, "commit.timeout.ms", COMMIT_DEADLINE_MS) / 1000,
-        fixed_partitions=_bool(options, "fixedPartitions", False),
+        topic=_read(options, "topic") or None,
+        transaction_timeout_ms=_read(options, "kafka.transaction.timeout.ms"),
+        trigger_interval_ms=_read(options, "trigger.interval.ms"),
+        batch_margin_ms=_read(options, "batch.margin.ms"),
+        slots=_read(options, "transactional.id.slots"),
+        commit_timeout_s=_read(options, "commit.timeout.ms") / 1000,
+        fixed_partitions=_read(options, "fixedPartitions"),
     )
 
 
-def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
-    value = str({k.lower(): v for k, v in options.items()}.get(key.lower(), default)).lower()
-    if value not in ("true", "false"):
-        raise SinkConfigError(f"sink option {key}={value!r}: use true or false")
-    return value == "true"
-
-
 def batch_log(options: Mapping[str, str]) -> bool:
-    return _bool(options, "batchLog", True)
+    return _read(options, "batchLog")
 
 
 def fault_plan(options: Mapping[str, str]) -> FaultPlan:
-    options = {k.lower(): v for k, v in options.items()}
-    return FaultPlan.parse(options.get("faultinjection"), options.get("faultinjectiondir"))
+    """The sink's test hooks as a ``FaultPlan`` (off when unset); refused unless ``KAFKA_EOS_TEST_HOOKS=1``."""
+    options = OptionMap.of(options)
+    refuse_test_hooks(SINK_OPTIONS, options, SinkConfigError)
+    return FaultPlan.parse(options.get("faultInjection"), options.get("faultInjectionDir"))

@@ -1,6 +1,8 @@
 """Source options -> one frozen ``SourceOptions`` (Spark's built-in Kafka source option names).
 
-Spark hands Python data sources their options with lower-cased keys; values keep their case.
+The options, their kinds and defaults are declared in ``kafka_eos.config.spark_option_table``
+(``SOURCE_OPTIONS``); they are read through those declarations, keys in any case
+(``kafka_eos.option_map``; Spark hands Python data sources lower-cased keys, values keep their case).
 
 Invariants:
 - Exactly one of subscribe / subscribePattern / assign; ``kafka.bootstrap.servers`` is required.
@@ -22,10 +24,12 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from kafka_eos import KafkaEosError
+from kafka_eos.config.spark_option_table import source_option
 from kafka_eos.kafka_clients import LOOKUP_DEADLINE_MS, admin_settings, data_settings
 from kafka_eos.offsets.spec import (OffsetSpec, OffsetSpecError, parse_global_timestamp, parse_offsets,
                           parse_timestamps)
 from kafka_eos.offsets.subscription import Subscription, SubscriptionError
+from kafka_eos.option_map import OptionMap
 from kafka_eos.secrets import redacted
 
 REFUSED_KAFKA = {
@@ -36,9 +40,9 @@ REFUSED_KAFKA = {
     "value.deserializer": "values are always returned as binary; cast or parse them in Spark",
     "interceptor.classes": "Java interceptors do not apply to the kafka-eos (librdkafka) consumer",
 }
-REFUSED_OPTIONS = {
-    "minoffsetspertrigger": "minOffsetsPerTrigger is not supported by kafka-eos; use a processingTime trigger",
-    "maxtriggerdelay": "maxTriggerDelay is not supported by kafka-eos (it only applies with minOffsetsPerTrigger)",
+REFUSED_OPTIONS = {  # Spark source options kafka-eos does not support
+    "minOffsetsPerTrigger": "minOffsetsPerTrigger is not supported by kafka-eos; use a processingTime trigger",
+    "maxTriggerDelay": "maxTriggerDelay is not supported by kafka-eos (it only applies with minOffsetsPerTrigger)",
 }
 CONSUMER_ONLY = ("isolation.level", "group.id", "fetch.", "max.partition.fetch.bytes", "queued.", "check.crcs",
                  "enable.partition.eof", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms",
@@ -101,53 +105,23 @@ class SourceOptions:
                 f"kafka={redacted(self.kafka_conf)})")
 
 
-def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
-    value = options.get(key.lower())
-    if value is None:
-        return default
-    if str(value).strip().lower() not in ("true", "false"):
-        raise SourceOptionError(f"option {key}={value!r} must be 'true' or 'false'")
-    return str(value).strip().lower() == "true"
-
-
-def _positive(options: Mapping[str, str], key: str, default: int | None) -> int | None:
-    value = options.get(key.lower())
-    if value is None:
-        return default
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise SourceOptionError(f"option {key}={value!r} must be a positive whole number") from None
-    if number < 1:
-        raise SourceOptionError(f"option {key}={number} must be at least 1")
-    return number
-
-
-def _non_negative(options: Mapping[str, str], key: str) -> int | None:
-    value = options.get(key.lower())
-    if value is None:
-        return None
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise SourceOptionError(f"option {key}={value!r} must be a whole number of milliseconds") from None
-    if number < 0:
-        raise SourceOptionError(f"option {key}={number} must not be negative")
-    return number
+def _read(options: Mapping[str, str], name: str):
+    return source_option(name).read(options, SourceOptionError)
 
 
 def _alignment(options: Mapping[str, str], streaming: bool) -> tuple[int | None, int]:
-    drift, idle = _non_negative(options, "alignMaxDriftMs"), _non_negative(options, "alignIdleTimeoutMs")
-    if (drift is not None or idle is not None) and not streaming:
+    drift, idle = _read(options, "alignMaxDriftMs"), _read(options, "alignIdleTimeoutMs")
+    idle_given = source_option("alignIdleTimeoutMs").given(options)
+    if (drift is not None or idle_given) and not streaming:
         raise SourceOptionError("options alignMaxDriftMs/alignIdleTimeoutMs are for streaming queries "
                                 "(spark.readStream); a batch query reads its whole range at once")
-    if idle is not None and drift is None:
+    if idle_given and drift is None:
         raise SourceOptionError("option alignIdleTimeoutMs needs alignMaxDriftMs (which turns alignment on)")
-    return drift, 30_000 if idle is None else idle
+    return drift, idle
 
 
 def _kafka_conf(options: Mapping[str, str]) -> dict[str, str]:
-    conf = {k[len("kafka."):]: str(v) for k, v in options.items() if k.startswith("kafka.")}
+    conf = OptionMap.of(options).with_prefix("kafka.")
     if not conf.get("bootstrap.servers"):
         raise SourceOptionError("option kafka.bootstrap.servers is required (e.g. .option('kafka.bootstrap.servers', "
                                 "'broker1:9092,broker2:9092'))")
@@ -173,8 +147,8 @@ def _kafka_conf(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def _subscription(options: Mapping[str, str]) -> Subscription:
-    given = [(kind, options[kind.lower()]) for kind in ("subscribe", "subscribePattern", "assign")
-             if options.get(kind.lower()) not in (None, "")]
+    given = [(kind, options[kind]) for kind in ("subscribe", "subscribePattern", "assign")
+             if options.get(kind) not in (None, "")]
     if len(given) != 1:
         names = ", ".join(k for k, _ in given) or "none"
         raise SourceOptionError(f"set exactly one of the options subscribe, subscribePattern, assign (got: {names}); "
@@ -188,11 +162,13 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
 
 def _offset_spec(options: Mapping[str, str], prefix: str, default: str, streaming: bool) -> OffsetSpec:
     ending = prefix == "ending"
-    if options.get(f"{prefix}timestamp") is not None:
-        return parse_global_timestamp(f"{prefix}Timestamp", str(options[f"{prefix}timestamp"]))
-    if options.get(f"{prefix}offsetsbytimestamp") is not None:
-        return parse_timestamps(f"{prefix}OffsetsByTimestamp", str(options[f"{prefix}offsetsbytimestamp"]))
-    spec = parse_offsets(f"{prefix}Offsets", str(options.get(f"{prefix}offsets", default)), ending=ending)
+    timestamp, by_timestamp, offsets = (source_option(f"{prefix}{n}") for n in ("Timestamp", "OffsetsByTimestamp",
+                                                                                   "Offsets"))
+    if timestamp.given(options):
+        return parse_global_timestamp(timestamp.name, str(timestamp.read(options)))
+    if by_timestamp.given(options):
+        return parse_timestamps(by_timestamp.name, str(by_timestamp.read(options)))
+    spec = parse_offsets(offsets.name, str(offsets.read(options) or default), ending=ending)
     if not streaming and not ending and (spec.kind == "latest" or -1 in spec.as_dict().values()):
         raise OffsetSpecError("option startingOffsets=latest is not allowed in a batch query (it would read "
                               "nothing); use 'earliest' or JSON offsets")
@@ -201,16 +177,14 @@ def _offset_spec(options: Mapping[str, str], prefix: str, default: str, streamin
 
 def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     """Validate ``options`` (keys in any case) into ``SourceOptions``; raise ``SourceOptionError``."""
-    options = {str(k).lower(): v for k, v in options.items()}
+    options = OptionMap.of(options)
     for key, fix in REFUSED_OPTIONS.items():
         if key in options:
             raise SourceOptionError(fix)
-    if streaming and any(k in options for k in ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp")):
+    if streaming and any(k in options for k in ("endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp")):
         raise SourceOptionError("option endingOffsets is for batch queries (spark.read); a stream has no end. "
                                 "Remove it, or use Trigger.AvailableNow to stop at the data present at start")
-    strategy = str(options.get("startingoffsetsbytimestampstrategy", "error")).lower()
-    if strategy not in ("error", "latest"):
-        raise SourceOptionError(f"option startingOffsetsByTimestampStrategy={strategy!r} must be 'error' or 'latest'")
+    strategy = _read(options, "startingOffsetsByTimestampStrategy")
     kafka = _kafka_conf(options)
     try:
         starting = _offset_spec(options, "starting", "latest" if streaming else "earliest", streaming)
@@ -219,7 +193,7 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         raise SourceOptionError(str(exc)) from None
     group = options.get("kafka.group.id")
     drift, idle = _alignment(options, streaming)
-    marker = options.get("stopmarker")
+    marker = _read(options, "stopMarker")
     if marker is not None and not streaming:
         raise SourceOptionError("option stopMarker is for streaming queries (spark.readStream); remove it")
     return SourceOptions(
@@ -227,14 +201,14 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         starting=starting,
         ending=ending,
         timestamp_strategy=strategy,
-        max_offsets_per_trigger=_positive(options, "maxOffsetsPerTrigger", None),
-        min_partitions=_positive(options, "minPartitions", None),
-        fail_on_data_loss=_bool(options, "failOnDataLoss", True),
-        include_headers=_bool(options, "includeHeaders", False),
+        max_offsets_per_trigger=_read(options, "maxOffsetsPerTrigger"),
+        min_partitions=_read(options, "minPartitions"),
+        fail_on_data_loss=_read(options, "failOnDataLoss"),
+        include_headers=_read(options, "includeHeaders"),
         group_id=str(group) if group else None,
-        group_id_prefix=str(options.get("groupidprefix", "spark-kafka-source")),
-        poll_timeout_ms=_positive(options, "kafkaConsumer.pollTimeoutMs", 120_000) or 120_000,
-        lookup_timeout_ms=_positive(options, "lookupTimeoutMs", LOOKUP_DEADLINE_MS) or LOOKUP_DEADLINE_MS,
+        group_id_prefix=str(_read(options, "groupIdPrefix")),
+        poll_timeout_ms=_read(options, "kafkaConsumer.pollTimeoutMs"),
+        lookup_timeout_ms=_read(options, "lookupTimeoutMs"),
         align_max_drift_ms=drift,
         align_idle_timeout_ms=idle,
         stop_marker=str(marker) if marker else None,

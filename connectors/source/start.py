@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
+from kafka_eos.config.spark_option_table import source_option
 from kafka_eos.connectors.source.options import parse_source_options
 from kafka_eos.offsets import model
 from kafka_eos.offsets.kafka_offsets import KafkaOffsets
 from kafka_eos.offsets.spec import resolve
 
-_STARTING = ("startingoffsets", "startingtimestamp", "startingoffsetsbytimestamp",
-             "startingoffsetsbytimestampstrategy")
+_STARTING = {source_option(name).key for name in ("startingOffsets", "startingTimestamp",
+                                                  "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy")}
 
 
 def pin_start(options: Mapping[str, str]) -> dict[str, str]:
@@ -34,5 +35,5 @@ def pin_start(options: Mapping[str, str]) -> dict[str, str]:
         return dict(options)
     start = resolve(parsed.starting, partitions, kafka, parsed.timestamp_strategy)
     pinned = {k: v for k, v in options.items() if k.lower() not in _STARTING}
-    pinned["startingOffsets"] = json.dumps(model.encode(start)["topics"])
+    pinned[source_option("startingOffsets").name] = json.dumps(model.encode(start)["topics"])
     return pinned

@@ -73,3 +73,19 @@ def test_fixed_partitions_option_is_a_bool_named_when_wrong():
     assert sink_config({**base, "fixedPartitions": "TRUE"}).fixed_partitions is True
     with pytest.raises(SinkConfigError, match="fixedPartitions='yes'"):
         sink_config({**base, "fixedPartitions": "yes"})
+
+
+def test_a_user_setting_a_test_hook_is_refused_naming_the_option(monkeypatch):
+    from kafka_eos.config.spark_option import TEST_HOOKS_ENV
+    from kafka_eos.connectors.sink.options import fault_plan
+    monkeypatch.delenv(TEST_HOOKS_ENV, raising=False)
+    hooked = {**BASE, "FaultInjection": "after_decision@1", "faultInjectionDir": "/tmp/f"}
+    for parse in (sink_config, fault_plan):
+        with pytest.raises(SinkConfigError, match=f"sink options faultInjection, faultInjectionDir are test hooks.*{TEST_HOOKS_ENV}=1"):
+            parse(hooked)
+    with pytest.raises(SinkConfigError, match="sink option faultInjection is a test hook"):
+        fault_plan({**BASE, "faultinjection": "task_start"})
+    assert not fault_plan(BASE).active and sink_config(BASE).transactional_id_prefix == "q1"
+    monkeypatch.setenv(TEST_HOOKS_ENV, "1")
+    assert fault_plan(hooked).targets() == (("after_decision", 1),) and fault_plan(hooked).directory == "/tmp/f"
+    assert sink_config(hooked).transactional_id_prefix == "q1"
