@@ -3,7 +3,7 @@
 #
 # - A Docker engine already answers (DOCKER_HOST, or /var/run/docker.sock): nothing is changed.
 # - Otherwise, as root on Debian/Ubuntu: podman + runc are installed from the distribution's
-#   packages if missing, /etc/containers/containers.conf gets the settings this kind of machine
+#   packages if missing (and debootstrap, which builds the images: docker/images/build.py), /etc/containers/containers.conf gets the settings this kind of machine
 #   needs (written only when the file does not exist), and `podman system service` serves the
 #   Docker API on unix:///run/podman/podman.sock.
 # Prints one line saying what it did and exits 0 when an engine answers, 1 when none can be had
@@ -32,14 +32,15 @@ if answers "$PODMAN_SOCK"; then
 fi
 
 did=()
-if ! command -v podman >/dev/null || ! command -v runc >/dev/null || ! command -v curl >/dev/null; then
+if ! command -v podman >/dev/null || ! command -v runc >/dev/null || ! command -v curl >/dev/null \
+   || ! command -v debootstrap >/dev/null; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     say "none (no Docker engine, no podman, and installing one needs root and apt-get)"; exit 1
   fi
-  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc curl; } >/tmp/kafka-eos-engine-apt.log 2>&1; then
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc curl debootstrap; } >/tmp/kafka-eos-engine-apt.log 2>&1; then
     say "none (apt-get install podman runc failed; see /tmp/kafka-eos-engine-apt.log)"; exit 1
   fi
-  did+=("installed podman $(podman --version | awk '{print $3}') + runc")
+  did+=("installed podman $(podman --version | awk '{print $3}') + runc + debootstrap (builds the images)")
 fi
 
 if [ ! -e "$CONF" ]; then
