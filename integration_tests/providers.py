@@ -60,6 +60,13 @@ def docker_broker() -> Iterator[Broker]:
 
 
 @contextmanager
+def docker_broker_on(network: str) -> Iterator[Broker]:
+    """A broker container attached to ``network`` (for network disconnect/connect faults)."""
+    with broker_container(network=network) as container:
+        yield Broker(container.bootstrap, "docker", container=container)
+
+
+@contextmanager
 def local_broker(settings: ClusterSettings = ClusterSettings()) -> Iterator[Broker]:
     with LocalKafkaCluster(settings) as cluster:
         yield Broker(cluster.bootstrap, "local", cluster)

@@ -12,7 +12,10 @@ Kafka version), an image whose tag exists is never rebuilt, and the root filesys
 cached under ``$KAFKA_EOS_CACHE/images`` keyed the same way and written create-only (a temporary
 name, renamed when complete). Each build prints what it built and how long it took.
 
-Usage: ``python docker/images/build.py base|broker`` prints the image's tag as its last line.
+- ``job``: ``docker/Dockerfile`` with ``BASE`` = the base above, also tagged ``kafka-eos-job:latest``
+  (the name docker/compose.yaml uses).
+
+Usage: ``python docker/images/build.py base|broker|job`` prints the image's tag as its last line.
 The engine CLI is ``podman`` where installed, else ``docker`` (``KAFKA_EOS_ENGINE_CLI`` overrides).
 """
 from __future__ import annotations
@@ -170,7 +173,45 @@ def build_broker() -> str:
     return _timed("broker", tag, build)
 
 
-BUILDERS = {"base": build_base, "broker": build_broker}
+# ---- job: docker/Dockerfile on the base built here ----
+
+REPO = HERE.parents[1]
+JOB_INPUTS = ("pyproject.toml", "README.md", "docker/Dockerfile", "docker/Dockerfile.dockerignore",
+              "connectors", "txn", "offsets", "config", "serde", "kafka_eos")
+
+
+def _files(entry: str) -> list[Path]:
+    path = REPO / entry
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+
+
+def job_tag() -> str:
+    digest = [BASE_FORMAT, base_key()]
+    for entry in JOB_INPUTS:
+        digest += [f"{p.relative_to(REPO)}:{hashlib.sha256(p.read_bytes()).hexdigest()}" for p in _files(entry)]
+    return f"localhost/kafka-eos-job:{_key(*digest)}"
+
+
+def build_job() -> str:
+    """docker/Dockerfile with BASE = the base built here; pip's downloads come from the host's pip
+    cache (mounted for the build only, never part of the image) so pyspark is fetched once."""
+    tag = job_tag()
+
+    def build() -> None:
+        base = build_base()
+        pip_cache = Path.home() / ".cache" / "pip"
+        pip_cache.mkdir(parents=True, exist_ok=True)
+        _run([engine_cli(), "build", "-q", "-t", tag, "-f", str(REPO / "docker" / "Dockerfile"),
+              "--build-arg", f"BASE={base}", "--build-arg", "PIP_INSTALL_FLAGS=",
+              "--ignorefile", str(REPO / "docker" / "Dockerfile.dockerignore"),
+              "-v", f"{pip_cache}:/root/.cache/pip", str(REPO)], "build job image")
+        _run([engine_cli(), "tag", tag, "kafka-eos-job:latest"], "tag job image")
+    return _timed("job", tag, build)
+
+
+BUILDERS = {"base": build_base, "broker": build_broker, "job": build_job}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in BUILDERS:
