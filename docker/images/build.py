@@ -194,6 +194,16 @@ def job_tag() -> str:
     return f"localhost/kafka-eos-job:{_key(*digest)}"
 
 
+def _host_trust() -> list[str]:
+    """The host's CA bundle and pip settings, mounted read-only for the build only: behind a
+    TLS-inspecting proxy pip inside the build trusts what the host's pip trusts."""
+    mounts = []
+    for path in ("/etc/ssl/certs/ca-certificates.crt", "/etc/pip.conf"):
+        if Path(path).is_file():
+            mounts += ["-v", f"{path}:{path}:ro"]
+    return mounts
+
+
 def build_job() -> str:
     """docker/Dockerfile with BASE = the base built here; pip's downloads come from the host's pip
     cache (mounted for the build only, never part of the image) so pyspark is fetched once."""
@@ -206,7 +216,7 @@ def build_job() -> str:
         _run([engine_cli(), "build", "-q", "-t", tag, "-f", str(REPO / "docker" / "Dockerfile"),
               "--build-arg", f"BASE={base}", "--build-arg", "PIP_INSTALL_FLAGS=",
               "--ignorefile", str(REPO / "docker" / "Dockerfile.dockerignore"),
-              "-v", f"{pip_cache}:/root/.cache/pip", str(REPO)], "build job image")
+              "-v", f"{pip_cache}:/root/.cache/pip", *_host_trust(), str(REPO)], "build job image")
         _run([engine_cli(), "tag", tag, "kafka-eos-job:latest"], "tag job image")
     return _timed("job", tag, build)
 
