@@ -43,15 +43,26 @@ def networked_broker():
         network.remove()
 
 
+def assert_unreachable(bootstrap: str) -> None:
+    """The fault took: a new client gets no metadata from the broker."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+    with pytest.raises(KafkaException):
+        AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=3)
+
+
 def hold(broker: Broker, network: str, fault: str) -> None:
     engine, name = broker.container.engine, broker.container.name
+    started = time.monotonic()
     if fault == "pause":
         engine("pause", name)
-        time.sleep(HOLD_S)
+        assert_unreachable(broker.bootstrap)
+        time.sleep(max(0.0, HOLD_S - (time.monotonic() - started)))
         engine("unpause", name)
     else:
         engine("network", "disconnect", network, name)
-        time.sleep(HOLD_S)
+        assert_unreachable(broker.bootstrap)
+        time.sleep(max(0.0, HOLD_S - (time.monotonic() - started)))
         engine("network", "connect", network, name)
 
 
