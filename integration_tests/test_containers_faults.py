@@ -78,7 +78,7 @@ def test_the_query_rides_out_a_container_fault(fault, networked_broker, tmp_path
     try:
         wait_for((tmp_path / "checkpoint" / "kafka-eos-sink", "[0-9]*.json"), proc, 300, log)
         hold(broker, network, fault)
-        assert proc.wait(600) == 0, f"the query stopped after the {fault}:\n{tail(log)}"
+        assert proc.wait(600) == 0, f"the query stopped after the {fault}:\n{tail(log)}\n{broker.log_tail(80)}"
     finally:
         kill_group(proc)
     assert_exactly_once(check_exactly_once(broker.bootstrap, names["output"], IDS))
