@@ -66,7 +66,11 @@ def hold(broker: Broker, network: str, fault: str) -> None:
         engine("network", "connect", network, name)
 
 
-@pytest.mark.chaos  # each ~3-5 min on 2 shared cores: `make chaos`
+# Known: pausing the single broker longer than its session timeout (9 s) fences and unfences it,
+# bumping every leader epoch; a long-lived librdkafka AdminClient then gets FENCED_LEADER_EPOCH /
+# "No leaders found" from list_offsets for minutes (seen 176 s) while a new client answers at once.
+# The source's offset lookup gives up after 120 s, so the pause case fails in about 2 of 5 runs.
+@pytest.mark.chaos  # each 1-5 min on 2 shared cores: `make chaos`
 @pytest.mark.parametrize("fault", ["pause", "disconnect"])
 def test_the_query_rides_out_a_container_fault(fault, networked_broker, tmp_path):
     broker, network = networked_broker
@@ -78,7 +82,7 @@ def test_the_query_rides_out_a_container_fault(fault, networked_broker, tmp_path
     try:
         wait_for((tmp_path / "checkpoint" / "kafka-eos-sink", "[0-9]*.json"), proc, 300, log)
         hold(broker, network, fault)
-        assert proc.wait(600) == 0, f"the query stopped after the {fault}:\n{tail(log)}\n{broker.log_tail(80)}"
+        assert proc.wait(600) == 0, f"the query stopped after the {fault}:\n{tail(log)}\n{broker.container.log_tail(80)}"
     finally:
         kill_group(proc)
     assert_exactly_once(check_exactly_once(broker.bootstrap, names["output"], IDS))
