@@ -69,7 +69,7 @@ def hold(broker: Broker, network: str, fault: str) -> None:
 # Known: pausing the single broker longer than its session timeout (9 s) fences and unfences it,
 # bumping every leader epoch; a long-lived librdkafka AdminClient then gets FENCED_LEADER_EPOCH /
 # "No leaders found" from list_offsets for minutes (seen 176 s) while a new client answers at once.
-# The source's offset lookup gives up after 120 s, so the pause case fails in about 2 of 5 runs.
+# The source's offset lookup gives up after 120 s, so the pause case failed in 2 of 6 runs.
 @pytest.mark.chaos  # each 1-5 min on 2 shared cores: `make chaos`
 @pytest.mark.parametrize("fault", ["pause", "disconnect"])
 def test_the_query_rides_out_a_container_fault(fault, networked_broker, tmp_path):
