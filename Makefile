@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test unit chaos bench kafka-up kafka-down clean
+.PHONY: setup run test unit chaos bench kafka-up kafka-down clean engine images
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,13 +19,21 @@ setup: $(STAMP)
 run: setup
 	$(BIN)/kafka-eos demo
 
-test: setup
+# A container engine (Docker, or podman's Docker API set up on demand) and the broker image built
+# here, for the testcontainers tests; either may fail: those tests then skip and the JVM broker runs.
+engine:
+	-docker/engine.sh
+
+images: setup engine
+	-$(BIN)/python docker/images/build.py broker
+
+test: setup engine images
 	$(BIN)/pytest -q -m "not chaos" --durations=30
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests
 
-chaos: setup
+chaos: setup engine images
 	$(BIN)/pytest -q -m chaos integration_tests
 
 # Full figures: run on a quiet machine (3 interleaved rounds, 31 min on 2 cores on 2026-11-24). BENCH_ARGS=--quick: smoke run.

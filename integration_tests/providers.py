@@ -1,10 +1,15 @@
 """Where the integration suite gets its Kafka broker (and schema registry): one fixture each, three providers.
 
 1. ``KAFKA_BOOTSTRAP_SERVERS`` set -> that external cluster, used as is.
-2. a Docker engine answers          -> testcontainers' Kafka container (apache/kafka 4.x, KRaft).
+2. ``KAFKA_EOS_BROKER=docker``       -> a broker container (``integration_tests.containers``: the image
+   built here by ``docker/images/build.py``, or ``KAFKA_EOS_KAFKA_IMAGE``) on the engine
+   ``docker/engine.sh`` provides (Docker, or podman's Docker API).
 3. otherwise                         -> the local Maven-jar KRaft broker (kafka_eos.connectors.dev.local_kafka).
 
-``KAFKA_EOS_BROKER=external|docker|local`` forces one. Every provider yields a ``Broker``;
+``KAFKA_EOS_BROKER=external|docker|local`` forces one. The session's broker stays the JVM process
+unless forced, even where an engine answers: it is the one the fault tests restart and reconfigure,
+and the one their timings were measured on. The container tests (``test_containers*.py``) start
+their own broker containers whenever an engine answers. Every provider yields a ``Broker``;
 ``local`` is the only one that can be restarted or reconfigured by a test.
 """
 from __future__ import annotations
@@ -14,10 +19,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
+from integration_tests.containers import BrokerContainer, broker_container, engine_unavailable_reason
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
 from kafka_eos.connectors.dev.registry import LocalRegistry
-
-KAFKA_IMAGE = os.environ.get("KAFKA_EOS_KAFKA_IMAGE", "apache/kafka:4.2.1")
 
 
 @dataclass
@@ -25,19 +29,19 @@ class Broker:
     bootstrap: str
     provider: str
     cluster: LocalKafkaCluster | None = None
+    container: BrokerContainer | None = None
 
     def log_tail(self) -> str:
-        return self.cluster.log_tail() if self.cluster else f"(no broker log: {self.provider} provider)"
+        if self.cluster:
+            return self.cluster.log_tail()
+        if self.container:
+            return self.container.log_tail()
+        return f"(no broker log: {self.provider} provider)"
 
 
 def docker_unavailable_reason() -> str | None:
-    """None when a Docker engine answers, else why not."""
-    try:
-        import docker
-        docker.from_env(timeout=3).ping()
-        return None
-    except Exception as exc:  # noqa: BLE001 - any failure means no usable engine
-        return f"no Docker engine reachable ({type(exc).__name__}: {str(exc)[:160]})"
+    """None when a Docker-API engine answers (Docker, or podman's service), else why not."""
+    return engine_unavailable_reason()
 
 
 def choose_provider() -> str:
@@ -46,17 +50,20 @@ def choose_provider() -> str:
         return forced
     if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
         return "external"
-    return "docker" if docker_unavailable_reason() is None else "local"
+    return "local"
 
 
 @contextmanager
 def docker_broker() -> Iterator[Broker]:
-    from testcontainers.kafka import KafkaContainer
-    container = KafkaContainer(KAFKA_IMAGE).with_kraft()
-    container.with_env("KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR", "1")
-    container.with_env("KAFKA_TRANSACTION_STATE_LOG_MIN_ISR", "1")
-    with container:
-        yield Broker(container.get_bootstrap_server(), "docker")
+    with broker_container() as container:
+        yield Broker(container.bootstrap, "docker", container=container)
+
+
+@contextmanager
+def docker_broker_on(network: str) -> Iterator[Broker]:
+    """A broker container attached to ``network`` (for network disconnect/connect faults)."""
+    with broker_container(network=network) as container:
+        yield Broker(container.bootstrap, "docker", container=container)
 
 
 @contextmanager
@@ -81,7 +88,8 @@ def broker_from_environment() -> Iterator[Broker]:
 # ---- the schema registry: the same three providers ----
 #
 # 1. ``SCHEMA_REGISTRY_URL`` set -> that registry (``SCHEMA_REGISTRY_AUTH`` = its user:password, if any).
-# 2. a Docker engine answers      -> testcontainers' Apicurio Registry container.
+# 2. a Docker engine answers and has the Apicurio image (no pull is tried)
+#                                 -> testcontainers' Apicurio Registry container.
 # 3. otherwise                     -> the local Apicurio tarball (kafka_eos.connectors.dev.registry).
 # ``KAFKA_EOS_REGISTRY=external|docker|local`` forces one. The docker and local registries require
 # HTTP basic auth of a user made up for the session, so every test goes through real credentials.
@@ -106,7 +114,18 @@ def choose_registry_provider() -> str:
         return forced
     if os.environ.get("SCHEMA_REGISTRY_URL"):
         return "external"
-    return "docker" if docker_unavailable_reason() is None else "local"
+    return "docker" if docker_unavailable_reason() is None and image_present(APICURIO_IMAGE) else "local"
+
+
+def image_present(image: str) -> bool:
+    """The engine holds ``image`` already (no registry needs to answer)."""
+    try:
+        import docker
+        from integration_tests.containers import engine_url
+        docker.DockerClient(base_url=engine_url(), timeout=5).images.get(image)
+        return True
+    except Exception:  # noqa: BLE001 - absent, or no engine
+        return False
 
 
 def _session_user() -> tuple[str, str]:
@@ -116,6 +135,8 @@ def _session_user() -> tuple[str, str]:
 
 @contextmanager
 def docker_registry(user: tuple[str, str]) -> Iterator[SchemaRegistry]:
+    from integration_tests.containers import use_engine
+    use_engine()
     from testcontainers.core.container import DockerContainer
     from kafka_eos.connectors.dev.registry import CCOMPAT
     container = DockerContainer(APICURIO_IMAGE).with_exposed_ports(8080)

@@ -72,10 +72,10 @@ def test_dockerfile_copies_existing_sources_and_every_package():
 
 def test_dockerfile_java_python_and_spark_home_agree():
     ops = instructions(build_context()[1])
-    base = next(args for op, args in ops if op == "FROM")
+    base = next(args for op, args in ops if op == "ARG" and args.startswith("BASE="))  # FROM ${BASE}
     python = re.search(r"python:(\d+\.\d+)", base).group(1)
     env = " ".join(args for op, args in ops if op == "ENV")
-    assert f"/usr/local/lib/python{python}/site-packages/pyspark" in env
+    assert f"/opt/venv/lib/python{python}/site-packages/pyspark" in env
     assert any(op == "RUN" and "openjdk-17-jre" in args for op, args in ops)
     assert any(op == "RUN" and "pip install" in args and " ." in args for op, args in ops)
     minimum = PYPROJECT["project"]["requires-python"].lstrip(">=")
