@@ -165,10 +165,10 @@ class LocalKafkaCluster:
 
     def wait_ready(self, timeout_s: float = 90.0) -> None:
         """Wait until every running node answers metadata with all live brokers registered."""
-        from confluent_kafka.admin import AdminClient
+        from kafka_eos.client_factory import Noise, admin as new_admin
         running = [n for n in self.nodes if n.process is not None]
         deadline = time.monotonic() + timeout_s
-        admin = AdminClient({**self.admin_conf(), "log_level": 0})
+        admin = new_admin(self.admin_conf(), Noise.SILENT)
         while time.monotonic() < deadline:
             for node in running:
                 if node.process.poll() is not None:
