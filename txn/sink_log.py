@@ -160,7 +160,7 @@ class SinkLogReader:
 
 def check_transition(base: BatchRecord | None, record: BatchRecord) -> None:
     """Raise ``StateTransitionError`` unless ``record`` may follow ``base`` (None: the batch's first record)."""
-    check_batch_transition(record.batch_id, None if base is None else base.state, record.state)
+    check_batch_transition(record.batch_id, None if base is None else base.state, record.state, record.status)
     check_partition_transitions(record.batch_id, {} if base is None else base.status, record.status)
 
 

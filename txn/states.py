@@ -7,6 +7,7 @@
 Enforced here: a record moves only along the allowed transitions (``check_batch_transition``,
 ``check_partition_transitions``, raising ``StateTransitionError`` naming the batch and both states):
     batch:      (none) -> decided -> decided (partitions lost, or a replay re-decides) -> committed
+                (with no pending sink partition left);
     partition:  (none) -> pending -> committed | lost;  lost -> pending (a replay re-writes it);
                 pending | lost -> (none) (a replay's re-write had no transaction); committed is final.
 A state stays allowed to itself. ``BatchState``/``PartitionState`` values are the sink log's JSON
@@ -76,9 +77,16 @@ def _name(state: _Named | None) -> str:
     return "(none)" if state is None else state.value
 
 
-def check_batch_transition(batch_id: int, before: BatchState | None, after: BatchState) -> None:
+def check_batch_transition(batch_id: int, before: BatchState | None, after: BatchState,
+                           status: Mapping[int, PartitionState] | None = None) -> None:
     """Raise ``StateTransitionError`` unless batch ``batch_id`` may go from ``before`` (None: no record
-    yet) to ``after``."""
+    yet) to ``after``; a committed batch (``status``: its partitions) has no pending sink partition."""
+    pending = sorted(p for p, s in (status or {}).items() if s is PartitionState.PENDING)
+    if after is BatchState.COMMITTED and pending:
+        raise StateTransitionError(
+            f"batch {batch_id}: the sink log cannot go from {_name(before)} to committed while sink partitions "
+            f"{pending} are pending; nothing was written. A batch is committed once every pending transaction is "
+            "committed (or its loss accepted).")
     if after not in _BATCH[before]:
         raise StateTransitionError(
             f"batch {batch_id}: the sink log cannot go from {_name(before)} to {_name(after)} (allowed from "

@@ -61,6 +61,14 @@ def test_refused_partition_transitions_name_the_batch_partition_and_both_states(
                                     {0: P.COMMITTED} if after is None else {0: P.COMMITTED, 1: after})
 
 
+def test_a_batch_is_not_committed_with_pending_partitions():
+    check_batch_transition(3, B.DECIDED, B.COMMITTED, {0: P.COMMITTED, 1: P.LOST})   # a loss accepted
+    with pytest.raises(StateTransitionError, match=r"batch 3: .* decided to committed while sink partitions \[1\]"):
+        check_batch_transition(3, B.DECIDED, B.COMMITTED, {0: P.COMMITTED, 1: P.PENDING})
+    with pytest.raises(StateTransitionError, match="pending"):
+        decided({0: P.PENDING, 1: P.PENDING}).with_status({0: P.COMMITTED}, B.COMMITTED)
+
+
 def test_with_status_checks_the_transition():
     record = decided({0: P.PENDING, 1: P.PENDING})
     assert record.with_status({0: P.COMMITTED, 1: P.LOST}).status == {0: P.COMMITTED, 1: P.LOST}
