@@ -1,8 +1,16 @@
-"""Session fixtures: one real Kafka broker and one real SparkSession for the whole suite."""
+"""Session fixtures: one real Kafka broker and one real SparkSession for the whole suite.
+
+Transaction leaks: every test that uses the session broker must end with no transaction left
+Ongoing that it opened (``no_transaction_leak``, after Flink's ``checkProducerLeak``): an open
+transaction holds back read_committed readers of its partitions until transaction.timeout.ms,
+which is what the sink's abort and release steps exist to prevent. A test that leaves one open
+on purpose says so with ``@pytest.mark.leaves_open("why")``.
+"""
 from __future__ import annotations
 
 import os
 import tempfile
+import time
 
 import pytest
 
@@ -18,6 +26,8 @@ def pytest_configure(config):
     every job, CLI run and Spark cluster the tests start (all inherit the environment)."""
     os.environ["KAFKA_EOS_STATE_DIR"] = tempfile.mkdtemp(prefix="kafka-eos-test-state-")
     os.environ[TEST_HOOKS_ENV] = "1"
+    config.addinivalue_line("markers", "leaves_open(reason): the test may end with a transaction of its own "
+                                       "still Ongoing on the session broker (the leak check is skipped)")
 
 
 @pytest.fixture(scope="session")
@@ -69,3 +79,44 @@ def iptables():
         pytest.skip(str(exc))
     faults.remove_stale_rules()
     yield
+
+
+# A query that just stopped may still be ending its transactions (the sink's release step runs
+# as the query terminates): a leak is what is still Ongoing after this grace.
+LEAK_GRACE_S = 20.0
+
+
+def ongoing_transactions(bootstrap: str) -> set[str]:
+    """Transactional ids with an Ongoing transaction on the cluster at ``bootstrap`` (ListTransactions)."""
+    from kafka import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        listings = admin.list_transactions(state_filters=["Ongoing"])
+    finally:
+        admin.close()
+    return {t.transactional_id for rows in listings.values() for t in rows}
+
+
+@pytest.fixture(autouse=True)
+def no_transaction_leak(request):
+    """Fail a test (at teardown) that leaves a transaction it opened Ongoing on the session broker,
+    naming the transactional ids. "Opened by the test" is every id Ongoing after the test (and its
+    other fixtures' teardown) that was not Ongoing before it: prefixes are ``unique(...)`` per test,
+    so a test's ids are new ones. Tests that do not use the session broker are not checked (their
+    own clusters are gone when they end); ``@pytest.mark.leaves_open("why")`` opts a test out."""
+    if "broker" not in request.fixturenames or request.node.get_closest_marker("leaves_open"):
+        yield
+        return
+    bootstrap = request.getfixturevalue("broker").bootstrap
+    before = ongoing_transactions(bootstrap)
+    yield
+    deadline = time.monotonic() + LEAK_GRACE_S
+    leaked = ongoing_transactions(bootstrap) - before
+    while leaked and time.monotonic() < deadline:
+        time.sleep(1.0)
+        leaked = ongoing_transactions(bootstrap) - before
+    if leaked:
+        pytest.fail(f"{request.node.nodeid} left {len(leaked)} transaction(s) Ongoing on the session broker: "
+                    f"{', '.join(sorted(leaked))}. They hold back read_committed readers of their partitions until "
+                    "transaction.timeout.ms. End them in the test (stop the query so the sink releases them, or "
+                    "abort them), or mark the test @pytest.mark.leaves_open(\"why\").", pytrace=False)

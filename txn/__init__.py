@@ -9,7 +9,7 @@ Roles, named as in Flink's KafkaSink:
 - ``sink_log``           the durable decision log beside the engine's checkpoint.
 - ``protocol``           the numbered commit steps and crash recovery; takes the roles above as
                          collaborators, ``from_config`` builds them.
-- ``states``             CommitState, the states of batches, sink partitions and EndTxn outcomes.
+- ``states``             BatchState, PartitionState, EndTxnOutcome and the allowed transitions.
 - ``steps``              the protocol's reported steps (``StepHooks``; silent by default).
 - ``faults`` / ``fault_injection``  test-only fault points and the wrappers that pause there.
 """

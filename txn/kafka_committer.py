@@ -33,11 +33,11 @@ from kafka_eos.kafka_clients import COMMIT_DEADLINE_MS, is_transient
 from kafka_eos.txn.control_plane import ControlPlaneFactory, control_plane
 from kafka_eos.txn.errors import TwoPhaseCommitError
 from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.states import CommitState
+from kafka_eos.txn.states import EndTxnOutcome
 
 log = logging.getLogger(__name__)
-COMMITTED, ABORTED, LOST = CommitState.COMMITTED, CommitState.ABORTED, CommitState.LOST
-Outcomes = dict[int, CommitState]  # sink partition -> COMMITTED | LOST (commit) or ABORTED (abort)
+COMMITTED, ABORTED, LOST = EndTxnOutcome.COMMITTED, EndTxnOutcome.ABORTED, EndTxnOutcome.LOST
+Outcomes = dict[int, EndTxnOutcome]  # sink partition -> COMMITTED | LOST (commit) or ABORTED (abort)
 _RETRY = {-1, Errors.RequestTimedOutError.errno, Errors.CoordinatorLoadInProgressError.errno,
           Errors.CoordinatorNotAvailableError.errno, Errors.NotCoordinatorError.errno,
           Errors.ConcurrentTransactionsError.errno, Errors.KafkaStorageError.errno,
@@ -139,7 +139,7 @@ class KafkaCommitter:
             raise _RoundIncomplete()
 
     @staticmethod
-    def _expired(handle: TxnHandle, code: int, commit: bool) -> CommitState:
+    def _expired(handle: TxnHandle, code: int, commit: bool) -> EndTxnOutcome:
         if not commit:
             return ABORTED
         log.error("transactional id %s (producer %d epoch %d) expired on the broker (%s): the decided "
@@ -149,7 +149,7 @@ class KafkaCommitter:
         return LOST
 
     @staticmethod
-    def _resolve_not_ours(client, handle: TxnHandle, commit: bool) -> CommitState | None:
+    def _resolve_not_ours(client, handle: TxnHandle, commit: bool) -> EndTxnOutcome | None:
         """COMMITTED or LOST by DescribeTransactions; None when the answer came from a stale
         coordinator (the same producer id at an OLDER epoch than the producer was given: a broker
         that hung or was cut off and has not yet learnt it lost the transaction log partition)."""

@@ -45,15 +45,15 @@ from kafka_eos.txn.kafka_committer import KafkaCommitter, Outcomes
 from kafka_eos.txn.replay import ReplayPlan, replay_mismatch
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_log import BatchRecord, SinkLog
-from kafka_eos.txn.states import CommitState
+from kafka_eos.txn.states import BatchState, EndTxnOutcome, PartitionState
 from kafka_eos.txn.steps import Step, StepHooks
 from kafka_eos.txn.timeouts import DEFAULT_TRANSACTION_TIMEOUT_MS
 from kafka_eos.txn.topic_guard import OutputTopicGuard
 from kafka_eos.txn.transaction_aborter import TransactionAborter
 
 log = logging.getLogger(__name__)
-DECIDED, COMMITTED = CommitState.DECIDED, CommitState.COMMITTED
-PENDING, LOST = CommitState.PENDING, CommitState.LOST
+DECIDED, COMMITTED = BatchState.DECIDED, BatchState.COMMITTED
+PENDING, LOST = PartitionState.PENDING, PartitionState.LOST
 
 
 class Committer(Protocol):
@@ -226,7 +226,7 @@ class TwoPhaseCommitProtocol:
         self.hooks.reached(Step.COMMITTING, record.batch_id)
         outcomes = self.committer.commit(pending)                                    # step 4
         commit_ms = round((time.monotonic() - t0) * 1000, 1)
-        base, record = record, record.with_status(outcomes)
+        base, record = record, record.with_status({p: EndTxnOutcome(o).partition_state() for p, o in outcomes.items()})
         lost = record.partitions_with(LOST)
         if lost:                                                                     # step 5
             self.log.append(record, base)

@@ -4,11 +4,12 @@ Records are create-only (``LogStore.create``): every new state of batch N is a n
 ``<N>.<seq>.json`` with ``seq`` one above the record its writer last read or wrote; a create
 that finds the name taken means another run wrote a state of that batch meanwhile, and raises
 ``SinkLogConflictError`` instead of proceeding. The newest ``seq`` of a batch is its state
-(a ``CommitState``, persisted by its value):
+(a ``BatchState``, persisted by its value; ``txn.states`` holds the allowed transitions, checked
+by ``BatchRecord.with_status`` and ``SinkLog.append``):
     decided    -> every handle of the batch is recorded; from now on the batch WILL be
                   committed (by this run or by recovery), never re-written blindly;
     committed  -> every handle's EndTxn succeeded.
-Per sink partition the record says ``pending``, ``committed`` or ``lost`` (the broker aborted
+Per sink partition (a ``PartitionState``) the record says ``pending``, ``committed`` or ``lost`` (the broker aborted
 the transaction before we could commit it; that partition's data must be written again).
 ``_meta.json`` (create-only too) pins the format version, the transactional-id prefix and the
 query id of the checkpoint the log belongs to (Spark's ``<checkpoint>/metadata``).
@@ -26,14 +27,15 @@ from kafka_eos.option_map import OptionMap
 from kafka_eos.txn.errors import SinkLogConflictError, SinkLogError
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.log_store import LogReader, LogStore
-from kafka_eos.txn.states import CommitState
+from kafka_eos.txn.states import (BatchState, PartitionState, check_batch_transition,
+                                   check_partition_transitions)
 
 LOG_FORMAT = 2
 LOG_DIR = "kafka-eos-sink"
 META = "_meta.json"
 KEEP_BATCHES = 100
-DECIDED, COMMITTED = CommitState.DECIDED, CommitState.COMMITTED  # batch states
-PENDING, PART_COMMITTED, LOST = CommitState.PENDING, CommitState.COMMITTED, CommitState.LOST  # per partition
+DECIDED, COMMITTED = BatchState.DECIDED, BatchState.COMMITTED
+PENDING, LOST = PartitionState.PENDING, PartitionState.LOST
 _RECORD = re.compile(r"^(\d+)\.(\d+)\.json$")
 
 
@@ -59,35 +61,39 @@ def record_name(batch_id: int, seq: int) -> str:
 @dataclass(frozen=True)
 class BatchRecord:
     batch_id: int
-    state: CommitState  # DECIDED | COMMITTED
+    state: BatchState
     num_partitions: int
     handles: tuple[TxnHandle, ...]
-    status: dict[int, CommitState] = field(default_factory=dict)  # sink partition -> PENDING|COMMITTED|LOST
+    status: dict[int, PartitionState] = field(default_factory=dict)  # sink partition -> its state
     metrics: dict[str, float] = field(default_factory=dict)
     seq: int = 0  # position among the batch's create-only records (set by ``SinkLog.append``)
 
-    def __post_init__(self) -> None:  # plain strings of a caller or a log file become CommitState
-        object.__setattr__(self, "state", CommitState(self.state))
-        object.__setattr__(self, "status", {p: CommitState(s) for p, s in self.status.items()})
+    def __post_init__(self) -> None:  # plain strings of a caller or a log file become states
+        object.__setattr__(self, "state", BatchState(self.state))
+        object.__setattr__(self, "status", {p: PartitionState(s) for p, s in self.status.items()})
 
-    def partitions_with(self, status: CommitState) -> set[int]:
+    def partitions_with(self, status: PartitionState) -> set[int]:
         return {p for p, s in self.status.items() if s == status}
 
     def durable_partitions(self) -> set[int]:
         """Sink partitions whose data for this batch is committed in Kafka (or had none)."""
         written = {h.sink_partition for h in self.handles if h.has_transaction}
         empty = set(range(self.num_partitions)) - written
-        return empty | self.partitions_with(PART_COMMITTED)
+        return empty | self.partitions_with(PartitionState.COMMITTED)
 
     def records_of(self, sink_partition: int) -> int:
         """Records the decision logged for one sink partition (0 when it had none)."""
         return sum(h.records for h in self.handles if h.sink_partition == sink_partition)
 
-    def handles_with(self, status: CommitState) -> list[TxnHandle]:
+    def handles_with(self, status: PartitionState) -> list[TxnHandle]:
         return [h for h in self.handles if self.status.get(h.sink_partition) == status]
 
-    def with_status(self, updates: dict[int, CommitState], state: CommitState | None = None) -> "BatchRecord":
-        return replace(self, status={**self.status, **updates}, state=state or self.state)
+    def with_status(self, updates: Mapping[int, PartitionState], state: BatchState | None = None) -> "BatchRecord":
+        """This record with ``updates`` applied (and ``state``, if given); raises ``StateTransitionError``
+        for a transition ``txn.states`` does not allow."""
+        changed = replace(self, status={**self.status, **updates}, state=state or self.state)
+        check_transition(self, changed)
+        return changed
 
     def to_json(self) -> str:
         return json.dumps({"v": LOG_FORMAT, "batch": self.batch_id, "seq": self.seq, "state": self.state,
@@ -103,8 +109,8 @@ class BatchRecord:
             raise SinkLogError(f"{source}: sink log format {data.get('v')!r} is not {LOG_FORMAT}; "
                                "this kafka-eos build cannot recover it (use the build that wrote it)")
         try:
-            state = CommitState(data["state"])
-            status = {int(k): CommitState(v) for k, v in data["status"].items()}
+            state = BatchState(data["state"])
+            status = {int(k): PartitionState(v) for k, v in data["status"].items()}
         except ValueError as unknown:  # a state this build does not know
             raise SinkLogError(f"{source}: {unknown}; this kafka-eos build cannot recover it") from None
         return cls(batch_id=data["batch"], state=state, num_partitions=data["num_partitions"],
@@ -153,6 +159,12 @@ class SinkLogReader:
         return None if batch_id is None else self.get(batch_id)
 
 
+def check_transition(base: BatchRecord | None, record: BatchRecord) -> None:
+    """Raise ``StateTransitionError`` unless ``record`` may follow ``base`` (None: the batch's first record)."""
+    check_batch_transition(record.batch_id, None if base is None else base.state, record.state, record.status)
+    check_partition_transitions(record.batch_id, {} if base is None else base.status, record.status)
+
+
 def check_binding(meta: dict | None, where: str, prefix: str, query_id: str | None) -> None:
     """Refuse a sink log whose ``_meta.json`` (``meta``; None: not started, nothing to check) pins
     another format, prefix or query. Creates nothing."""
@@ -197,7 +209,9 @@ class SinkLog(SinkLogReader):
 
     def append(self, record: BatchRecord, base: BatchRecord | None) -> BatchRecord:
         """Create the next state of a batch after ``base`` (the state this writer read or wrote
-        last; None: the batch has none). Raises SinkLogConflictError when another run wrote it."""
+        last; None: the batch has none). Raises SinkLogConflictError when another run wrote it, and
+        StateTransitionError (writing nothing) when ``record`` may not follow ``base``."""
+        check_transition(base, record)
         record = replace(record, seq=0 if base is None else base.seq + 1)
         name = record_name(record.batch_id, record.seq)
         try:

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from kafka_eos.txn.control_plane import control_plane
 from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
-from kafka_eos.txn.states import CommitState
+from kafka_eos.txn.states import BatchState, PartitionState
 from kafka_eos.txn.transaction_aborter import TransactionAborter
 from kafka_eos.txn.transactional_ids import TransactionalIdFactory
 
@@ -62,17 +62,17 @@ def classify(record: BatchRecord | None) -> Decision:
     """The state of ``record`` (the log's newest batch record; None: an empty log)."""
     if record is None:
         return Decision(DecisionState.NONE)
-    lost = tuple(sorted(record.partitions_with(CommitState.LOST)))
+    lost = tuple(sorted(record.partitions_with(PartitionState.LOST)))
     pending = tuple(PendingTransaction(h.sink_partition, h.transactional_id or "", h.producer_id,
                                        h.producer_epoch, h.records)
-                    for h in sorted(record.handles_with(CommitState.PENDING), key=lambda h: h.sink_partition)
+                    for h in sorted(record.handles_with(PartitionState.PENDING), key=lambda h: h.sink_partition)
                     if h.has_transaction)
-    if record.state == CommitState.COMMITTED:
+    if record.state == BatchState.COMMITTED:
         state = DecisionState.COMMITTED
     else:
         state = DecisionState.LOST if lost else DecisionState.DECIDED_PENDING
     return Decision(state, record.batch_id, record.num_partitions, sum(h.records for h in record.handles),
-                    tuple(sorted(record.partitions_with(CommitState.COMMITTED))), pending, lost,
+                    tuple(sorted(record.partitions_with(PartitionState.COMMITTED))), pending, lost,
                     sum(record.records_of(p) for p in lost))
 
 

@@ -7,6 +7,10 @@ the log is the source's operator state. With ``kafka.group.id`` set, processed o
 written to that consumer group (on ``commit``, and on the next ``latestOffset``, whose start
 Spark has finished) for lag monitoring only; they are never read.
 
+``latestOffset`` only wires the planning steps of ``kafka_eos.offsets.plan_steps`` (lookups,
+data loss, caps, alignment, admission, entering partitions, the stored end), where each is a
+pure, unit-tested function; the data-loss policy and the alignment are passed in from here.
+
 Invariants:
 - ``latestOffset`` never goes past the last stable offset (read_committed end), nor past the
   Trigger.AvailableNow target, and with a ``ReadMaxRows`` limit admits at most that many
@@ -48,8 +52,7 @@ from kafka_eos.connectors.source.options import parse_source_options
 from kafka_eos.connectors.source.partition_reader import read_partition
 from kafka_eos.connectors.source.planning import apply_data_loss_policy, input_partitions
 from kafka_eos.offsets import model
-from kafka_eos.offsets.admission import plan_limit
-from kafka_eos.offsets.data_loss import detect
+from kafka_eos.offsets import plan_steps as steps
 from kafka_eos.offsets.kafka_offsets import KafkaOffsets
 from kafka_eos.offsets.model import Offsets
 from kafka_eos.offsets.spec import resolve
@@ -109,38 +112,22 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         log.info("kafka-eos source: Trigger.AvailableNow reads up to %s", self._target)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        """Wires the planning steps of ``kafka_eos.offsets.plan_steps`` (numbered there)."""
         begin = model.decode(start)
         self._publish(begin)  # Spark asks for the next batch only once the batch ending at `start` is done
         if self._stop_requested():
-            return model.encode(begin, start=begin) if model.is_initial(start) else dict(start)
-        present = self.kafka.partitions(self.options.subscription)
-        if self._target is not None:
-            present &= set(self._target)
-        latest = self.kafka.latest(present)
-        earliest = self.kafka.earliest(present)
-        self._latest = latest
-        new = present - set(begin)
-        findings = detect(begin, present, earliest, latest, new_partitions=new)
-        apply_data_loss_policy(findings, self.options.fail_on_data_loss)
-        reset = {f.tp: earliest[f.tp] for f in findings if f.kind == "offsets-reset"}
-        effective = {tp: offset for tp, offset in begin.items() if tp in present and tp not in reset}
-        effective.update({f.tp: earliest[f.tp] for f in findings if f.kind == "offsets-deleted"})
-        upper = {tp: min(latest[tp], self._target.get(tp, latest[tp])) if self._target is not None else latest[tp]
-                 for tp in effective}
-        end = {tp: max(upper[tp], effective[tp]) for tp in effective}
-        if self.options.align_max_drift_ms is not None:
-            end = self.aligner.plan(effective, end, latest, self._target)
-        if isinstance(limit, ReadMaxRows):
-            end = plan_limit(effective, end, limit.max_rows)
-        elif not isinstance(limit, ReadAllAvailable):
-            raise ValueError(f"the kafka-eos source does not support read limit {limit!r}")
-        # new partitions, and partitions whose offsets went backwards, are read from their
-        # earliest offset from the next batch on: this batch only records where that is
-        end.update({tp: earliest[tp] for tp in new})
-        end.update(reset)
-        if end == begin and not model.is_initial(start):
-            return dict(start)  # no new data: the same JSON text as the start (batch 0's end keeps "start")
-        return model.encode(end, start=begin if model.is_initial(start) else None)
+            return steps.held_end(start, begin)
+        max_rows = _max_rows(limit)
+        view = steps.look_up(self.kafka, self.options.subscription, self._target)          # step 1
+        self._latest = view.latest
+        end = steps.plan_end(begin, view, self._target,                                    # steps 2-7
+                             on_findings=lambda found: apply_data_loss_policy(found, self.options.fail_on_data_loss),
+                             align=self._align if self.options.align_max_drift_ms is not None else None,
+                             max_rows=max_rows)
+        return steps.batch_end(start, begin, end)
+
+    def _align(self, start: Offsets, end: Offsets, latest: Offsets) -> Offsets:
+        return self.aligner.plan(start, end, latest, self._target)
 
     def _stop_requested(self) -> bool:
         marker = self.options.stop_marker
@@ -177,3 +164,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except Exception as exc:  # noqa: BLE001 - monitoring must never fail the query
             log.warning("kafka-eos source: could not commit offsets to consumer group %r for monitoring "
                         "(the query is unaffected): %s", self.options.group_id, exc)
+
+
+def _max_rows(limit: ReadLimit) -> int | None:
+    """The offsets one batch may admit (``ReadMaxRows``), or None (``ReadAllAvailable``)."""
+    if isinstance(limit, ReadMaxRows):
+        return limit.max_rows
+    if not isinstance(limit, ReadAllAvailable):
+        raise ValueError(f"the kafka-eos source does not support read limit {limit!r}")
+    return None

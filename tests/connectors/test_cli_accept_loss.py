@@ -8,7 +8,7 @@ from kafka_eos.txn.kafka_committer import LOST
 from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 from kafka_eos.txn.sink_log import SinkLog, SinkLogReader
 from tests.factories import valid, write
-from tests.txn.test_protocol import FakeCommitter, NoAborter, handle
+from tests.txn.fakes import FakeCommitter, NoAborter, handle
 
 
 def _lost_batch(location: str, prefix: str) -> None:

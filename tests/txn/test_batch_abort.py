@@ -9,10 +9,9 @@ from kafka_eos.txn.protocol import SWEEP_DELAY_S, TwoPhaseCommitProtocol
 from kafka_eos.txn.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
 from kafka_eos.txn.transaction_aborter import TransactionAborter
 from kafka_eos.txn.transactional_ids import ATTEMPT_IDS, TransactionalIdFactory
+from tests.txn.fakes import handle
 
 
-def handle(k: int, slot: int = 0) -> TxnHandle:
-    return TxnHandle(sink_partition=k, transactional_id=f"p-{k}-{slot}", producer_id=100 + k, records=5)
 
 
 class FakeCommitter:
@@ -65,16 +64,16 @@ def test_a_failed_batch_sweeps_every_id_it_can_have_used_twice(tmp_path):
 
 def test_a_decided_batch_is_committed_not_aborted(tmp_path):
     log = SinkLog(str(tmp_path), "p")
-    log.append(BatchRecord(5, DECIDED, 2, (handle(0, 1), handle(1, 1)), {0: "pending", 1: "pending"}), None)
+    log.append(BatchRecord(5, DECIDED, 2, (handle(0, slot=1), handle(1, slot=1)), {0: "pending", 1: "pending"}), None)
     proto, _ = protocol(tmp_path)
-    proto.abort_batch(5, [handle(0, 1), handle(1, 1)], sink_partitions=2)
+    proto.abort_batch(5, [handle(0, slot=1), handle(1, slot=1)], sink_partitions=2)
     assert proto.committer.committed == ["p-0-1", "p-1-1"] and log.get(5).state == "committed"
     assert proto.aborter.sweeps[0][1] == set()  # committed: only losing attempts remain to abort
 
 
 def test_a_decided_batch_the_brokers_refuse_now_is_kept_for_the_next_start(tmp_path, caplog):
     log = SinkLog(str(tmp_path), "p")
-    log.append(BatchRecord(5, DECIDED, 2, (handle(0, 1), handle(1, 1)), {0: "pending", 1: "pending"}), None)
+    log.append(BatchRecord(5, DECIDED, 2, (handle(0, slot=1), handle(1, slot=1)), {0: "pending", 1: "pending"}), None)
     proto, _ = protocol(tmp_path, FakeCommitter(fail=True))
     with caplog.at_level(logging.WARNING):
         proto.abort_batch(5, [], sink_partitions=2)
@@ -84,7 +83,7 @@ def test_a_decided_batch_the_brokers_refuse_now_is_kept_for_the_next_start(tmp_p
 
 def test_a_failed_batch_keeps_the_ids_of_an_earlier_decided_batch(tmp_path):
     log = SinkLog(str(tmp_path), "p")
-    log.append(BatchRecord(4, DECIDED, 1, (handle(0, 0),), {0: "pending"}), None)
+    log.append(BatchRecord(4, DECIDED, 1, (handle(0, slot=0),), {0: "pending"}), None)
     proto, _ = protocol(tmp_path)
     proto.abort_batch(5, [], sink_partitions=1)
     assert all(keep == {"p-0-0"} for _, keep in proto.aborter.sweeps)
@@ -92,12 +91,12 @@ def test_a_failed_batch_keeps_the_ids_of_an_earlier_decided_batch(tmp_path):
 
 def test_release_commits_a_decided_batch_then_sweeps_the_prefix(tmp_path):
     log = SinkLog(str(tmp_path), "p")
-    log.append(BatchRecord(4, DECIDED, 1, (handle(0, 0),), {0: "pending"}), None)
+    log.append(BatchRecord(4, DECIDED, 1, (handle(0, slot=0),), {0: "pending"}), None)
     proto, _ = protocol(tmp_path)
     proto.release()
     assert proto.committer.committed == ["p-0-0"] and proto.aborter.lingering == [set()]
     down, _ = protocol(tmp_path / "other", FakeCommitter(fail=True))
-    SinkLog(str(tmp_path / "other"), "p").append(BatchRecord(4, DECIDED, 1, (handle(0, 0),), {0: "pending"}), None)
+    SinkLog(str(tmp_path / "other"), "p").append(BatchRecord(4, DECIDED, 1, (handle(0, slot=0),), {0: "pending"}), None)
     down.release()
     assert down.aborter.lingering == [{"p-0-0"}]
 

@@ -16,11 +16,9 @@ from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.kafka_committer import ABORTED, COMMITTED, LOST, KafkaCommitter
 from kafka_eos.txn.transaction_aborter import TransactionAborter
 from kafka_eos.txn.transactional_ids import TransactionalIdFactory
+from tests.txn.fakes import handle
 
 
-def handle(k: int) -> TxnHandle:
-    return TxnHandle(sink_partition=k, transactional_id=f"p-{k}-0", producer_id=100 + k,
-                     producer_epoch=0, records=5)
 
 
 # ---- sink: EndTxn rounds ----------------------------------------------------------------

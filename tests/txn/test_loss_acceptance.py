@@ -9,7 +9,7 @@ from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.kafka_committer import LOST
 from kafka_eos.txn.loss_acceptance import ACCEPTED_RECORDS, NothingToAcceptError, accept_loss
 from kafka_eos.txn.sink_log import BatchRecord, SinkLog, SinkLogReader
-from tests.txn.test_protocol import handle, protocol
+from tests.txn.fakes import append_path, handle, protocol
 
 
 def _refused_replay(tmp_path):
@@ -52,6 +52,7 @@ def test_a_batch_with_pending_or_no_lost_partitions_is_not_accepted(tmp_path):
     with pytest.raises(NothingToAcceptError, match="committed \\(nothing was lost\\)"):
         accept_loss(SinkLog(str(tmp_path), "p"), recorded.batch_id)
     log = SinkLog(str(tmp_path), "p")
-    log.append(BatchRecord(4, "decided", 2, (handle(0), handle(1)), {0: "pending", 1: "lost"}), None)
+    decided = BatchRecord(4, "decided", 2, (handle(0), handle(1)), {0: "pending", 1: "pending"})
+    append_path(log, decided, decided.with_status({1: "lost"}))
     with pytest.raises(NothingToAcceptError, match=r"pending transactions \[0\]: start the query"):
         accept_loss(log, 4)

@@ -9,15 +9,15 @@ from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.sink_log import BatchRecord, SinkLog
 from kafka_eos.txn.sink_status import (DecisionState, OpenTransaction, classify, last_decision, open_from,
                                        still_open)
-from kafka_eos.txn.states import CommitState
+from kafka_eos.txn.states import BatchState, PartitionState
+from tests.txn import fakes
 
-DECIDED, COMMITTED, PENDING, LOST = (CommitState.DECIDED, CommitState.COMMITTED, CommitState.PENDING,
-                                     CommitState.LOST)
+DECIDED, COMMITTED, PENDING, LOST = (BatchState.DECIDED, BatchState.COMMITTED, PartitionState.PENDING,
+                                     PartitionState.LOST)
 
 
 def handle(k: int, records: int = 5) -> TxnHandle:
-    return TxnHandle(sink_partition=k, transactional_id=f"p-{k}-1", producer_id=100 + k, producer_epoch=3,
-                     records=records)
+    return fakes.handle(k, records, epoch=3, slot=1)
 
 
 def record(state, status, handles=None) -> BatchRecord:

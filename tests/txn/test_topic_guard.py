@@ -12,7 +12,8 @@ from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 from kafka_eos.txn.sink_log import SinkLog
 from kafka_eos.txn.topic_guard import OutputTopicGuard
 from kafka_eos.txn.topic_log import TopicLog
-from tests.txn.test_protocol import FakeCommitter, NoAborter
+from tests.txn import fakes
+from tests.txn.fakes import FakeCommitter, NoAborter
 
 OUT = OutputTopic("out", "id-a", 3)
 
@@ -33,8 +34,7 @@ def guard(tmp_path, broker, topic="out", fixed=False) -> OutputTopicGuard:
 
 
 def handle(k, topic="out", records=5):
-    return TxnHandle(sink_partition=k, transactional_id=f"p-{k}-0", producer_id=1, producer_epoch=0,
-                     records=records, partitions={topic: {"0": records}})
+    return fakes.handle(k, records, topic=topic)
 
 
 def test_first_check_records_the_identity_create_only_and_versioned(tmp_path):

@@ -194,3 +194,17 @@ def test_librdkafka_accepts_the_producer_settings_of_a_short_transaction_timeout
     settings = config.producer_settings("p-0-0")
     assert int(settings["socket.timeout.ms"]) <= timeout_ms
     Producer(settings)  # raises KafkaException(_INVALID_ARG) for a setting librdkafka refuses
+
+
+
+def test_id_pool_is_bounded_whatever_the_number_of_batches():
+    ids = TransactionalIdFactory("orders", slots=2)
+    used = {ids.id_for(k, batch) for k in range(4) for batch in range(1000)}
+    assert len(used) == 8
+    assert ids.id_for(3, 10) != ids.id_for(3, 11)  # consecutive batches never share an id
+    assert ids.owns("orders-3-1") and not ids.owns("orders-x-3-1") and not ids.owns("orders2-3-1")
+
+
+def test_invalid_prefix_is_refused():
+    with pytest.raises(SinkConfigError, match="transactional.id.prefix"):
+        TransactionalIdFactory("has space")
