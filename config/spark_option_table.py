@@ -30,7 +30,7 @@ def _sink(name: str, kind: Kind, default, doc: str, yaml: str | None = None, **m
     return SparkOption(name, "sink", kind, default, doc, yaml, **more)
 
 
-T, B, I, P, N, C = Kind.TEXT, Kind.BOOL, Kind.INT, Kind.POSITIVE, Kind.NON_NEGATIVE, Kind.CHOICE
+T, B, INT, P, N, C = Kind.TEXT, Kind.BOOL, Kind.INT, Kind.POSITIVE, Kind.NON_NEGATIVE, Kind.CHOICE
 
 SOURCE_OPTIONS: tuple[SparkOption, ...] = (
     _source("kafka.bootstrap.servers", T, None, "required: `host:port[,host:port...]`",
@@ -71,11 +71,11 @@ SINK_OPTIONS: tuple[SparkOption, ...] = (
           "sink.transactional_id_prefix"),
     _sink("checkpointLocation", T, None, "the query's checkpoint; the sink log lives beside it",
           "checkpoint.location"),
-    _sink("kafka.transaction.timeout.ms", I, DEFAULT_TRANSACTION_TIMEOUT_MS, "producer transaction timeout (ms)",
+    _sink("kafka.transaction.timeout.ms", INT, DEFAULT_TRANSACTION_TIMEOUT_MS, "producer transaction timeout (ms)",
           "sink.transaction_timeout_ms"),
-    _sink("trigger.interval.ms", I, 0, "the query's trigger interval, for the timeout rule (ms)",
+    _sink("trigger.interval.ms", INT, 0, "the query's trigger interval, for the timeout rule (ms)",
           "checkpoint.trigger"),
-    _sink("batch.margin.ms", I, DEFAULT_BATCH_MARGIN_MS, "slowest batch + driver restart, for the timeout rule (ms)",
+    _sink("batch.margin.ms", INT, DEFAULT_BATCH_MARGIN_MS, "slowest batch + driver restart, for the timeout rule (ms)",
           "sink.batch_margin_ms"),
     _sink("fixedPartitions", B, False, "an output topic that gained partitions stops the query (else a warning)",
           "sink.fixed_partitions"),
@@ -83,8 +83,8 @@ SINK_OPTIONS: tuple[SparkOption, ...] = (
           "guarantee",
           choices=("exactly_once", "at_least_once")),
     _sink("sinkLogLocation", T, None, "where the sink log lives (default `<checkpointLocation>/kafka-eos-sink`)"),
-    _sink("transactional.id.slots", I, DEFAULT_SLOTS, "transactional ids per sink partition"),
-    _sink("commit.timeout.ms", I, COMMIT_DEADLINE_MS, "deadline of the driver's commit of one batch (ms)"),
+    _sink("transactional.id.slots", INT, DEFAULT_SLOTS, "transactional ids per sink partition"),
+    _sink("commit.timeout.ms", INT, COMMIT_DEADLINE_MS, "deadline of the driver's commit of one batch (ms)"),
     _sink("batchLog", B, True, "one INFO line per committed batch on the driver's stderr"),
     _sink("prefixClaim", C, "broker", "`broker`: claim the prefix on the cluster at start; `off`: do not",
           choices=("broker", "off")),

@@ -40,7 +40,7 @@ def expected_total(i: int) -> str:
 def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
     admin = client_factory.admin({"bootstrap.servers": bootstrap}, Noise.ERRORS)
     wanted = [NewTopic(t, n, replication_factor=-1) for t, n in partitions.items()]
-    for topic, future in admin.create_topics(wanted).items():
+    for future in admin.create_topics(wanted).values():
         try:
             future.result(30)
         except KafkaException as exc:

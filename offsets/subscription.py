@@ -50,7 +50,8 @@ class Subscription:
             parsed = json.loads(text)
             assigned = tuple(sorted({(str(t), int(p)) for t, parts in parsed.items() for p in parts}))
         except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
-            raise SubscriptionError(f'option assign={text!r:.200} must be JSON like {{"topicA": [0, 1], "topicB": [2]}}') from None
+            raise SubscriptionError(
+                f'option assign={text!r:.200} must be JSON like {{"topicA": [0, 1], "topicB": [2]}}') from None
         if not assigned:
             raise SubscriptionError("option assign names no partitions")
         return Subscription("assign", assigned=assigned)

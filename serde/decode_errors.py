@@ -77,7 +77,7 @@ def dlq_batch(marked: pa.RecordBatch, dlq_topic: str) -> pa.RecordBatch:
     """DLQ sink rows (``DLQ_SCHEMA``) for the failed rows of a batch ``apply_policy`` marked."""
     failed = marked.filter(pc.is_valid(marked.column(ERROR_COLUMN)))
     columns = {name: failed.column(name).to_pylist() for name in (ERROR_COLUMN, "topic", "partition", "offset")}
-    headers = [_headers(e, t, p, o) for e, t, p, o in zip(*columns.values())]
+    headers = [_headers(e, t, p, o) for e, t, p, o in zip(*columns.values(), strict=True)]
     return pa.RecordBatch.from_arrays(
         [failed.column("key").cast(pa.binary()), failed.column(RAW_VALUE_COLUMN),
          pa.array([dlq_topic] * failed.num_rows, pa.string()), pa.array(headers, HEADER_TYPE)],

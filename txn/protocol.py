@@ -37,7 +37,7 @@ import logging
 import time
 from typing import Callable, Collection, Iterable, Protocol
 
-from kafka_eos.txn.errors import OutputTopicChangedError, ReplayMismatchError, TransactionLostError
+from kafka_eos.txn.errors import OutputTopicChangedError, TransactionLostError
 from kafka_eos.txn.fault_injection import FaultInjectingCommitter, FaultInjectingHooks
 from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.handle import TxnHandle

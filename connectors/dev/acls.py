@@ -5,7 +5,8 @@ input topics and consumer groups (the source's ``spark-kafka-source`` prefix unl
 Write/Describe on its output topics, Write/Describe on its transactional-id prefix, and
 IdempotentWrite and DescribeConfigs on the cluster (the sink and ``kafka-eos validate`` read the
 broker's ``transaction.max.timeout.ms``), and Create/Read/Write/Describe on the prefix-claim topic
-(``_kafka_eos_prefix_claims``, created by the first pipeline that starts). Topics are created by the admin, not by the pipeline's user.
+(``_kafka_eos_prefix_claims``, created by the first pipeline that starts). Topics are created by the
+admin, not by the pipeline's user.
 """
 from __future__ import annotations
 

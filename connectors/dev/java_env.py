@@ -3,8 +3,9 @@
 Invariants:
 - Jars are resolved once from Maven Central with ``mvn dependency:copy-dependencies`` into a
   per-version cache directory outside the repository (``$KAFKA_EOS_CACHE``, default
-  ``~/.cache/kafka-eos``); ``$KAFKA_EOS_MAVEN_ARGS`` adds Maven flags (mirrors, offline); a ``.complete`` marker is written only after a full copy, so an
-  interrupted download is retried, never half-used.
+  ``~/.cache/kafka-eos``); ``$KAFKA_EOS_MAVEN_ARGS`` adds Maven flags (mirrors, offline); a
+  ``.complete`` marker is written only after a full copy, so an interrupted download is retried,
+  never half-used.
 - ``find_java(major)`` looks for a JDK of at least that major version beyond the default one
   (``JAVA_HOME``, ``PATH``, ``update-alternatives``, the usual JDK folders) and returns the
   first that qualifies, in that order; no JDK path is assumed.

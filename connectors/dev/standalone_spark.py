@@ -88,7 +88,7 @@ class StandaloneSpark:
     def stop(self) -> None:
         for name in [name for name in self.processes if name.startswith("worker-")]:
             self.kill_worker(int(name.split("-")[1]))
-        for name, proc in list(self.processes.items()):
+        for proc in list(self.processes.values()):
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait(20)

@@ -105,11 +105,11 @@ def transform(spark: SparkSession, source: DataFrame, cfg: PipelineConfig) -> Da
     for n, step in enumerate(cfg.transform.steps):
         where, current = f"transform.steps[{n}].{step.kind}", df
         if step.kind == "filter":
-            df = _analysed(lambda: current.where(step.exprs[0]), where, f"use columns of {current.columns}")
+            df = _analysed(lambda current=current, step=step: current.where(step.exprs[0]), where, f"use columns of {current.columns}")
         elif step.kind == "select":
-            df = _analysed(lambda: current.selectExpr(*step.exprs), where, f"use columns of {current.columns}")
+            df = _analysed(lambda current=current, step=step: current.selectExpr(*step.exprs), where, f"use columns of {current.columns}")
         else:
-            df = _analysed(lambda: current.withColumn("key", expr(step.exprs[0])), where,
+            df = _analysed(lambda current=current, step=step: current.withColumn("key", expr(step.exprs[0])), where,
                            f"use columns of {current.columns}")
     return df
 

@@ -122,14 +122,14 @@ def late_batch(batch: pa.RecordBatch, watermark_ms: int, topic: str, time_column
     names = rows.schema.names
     times = _micros(rows.column(time_column)).to_pylist()
     originals = rows.column("headers").to_pylist() if "headers" in names else [None] * rows.num_rows
-    where = zip(*(rows.column(c).to_pylist() for c in ("topic", "partition", "offset")))
+    where = zip(*(rows.column(c).to_pylist() for c in ("topic", "partition", "offset")), strict=True)
     watermark = _iso(watermark_ms * 1000).encode()
     headers = [[*(original or []),
                 *({"key": k, "value": v} for k, v in ((TOPIC_HEADER, t.encode()), (PARTITION_HEADER, str(p).encode()),
                                                      (OFFSET_HEADER, str(o).encode()),
                                                      (EVENT_TIME_HEADER, _iso(time).encode()),
                                                      (WATERMARK_HEADER, watermark)))]
-               for original, (t, p, o), time in zip(originals, where, times)]
+               for original, (t, p, o), time in zip(originals, where, times, strict=True)]
     return pa.RecordBatch.from_arrays(
         [rows.column("key").cast(pa.binary()), rows.column(ORIGINAL_VALUE).cast(pa.binary()),
          pa.array([topic] * rows.num_rows, pa.string()), pa.array(headers, HEADER_TYPE)], schema=DLQ_SCHEMA)

@@ -101,7 +101,8 @@ class SourceOptions:
     def __repr__(self) -> str:
         return (f"SourceOptions({self.subscription}, starting={self.starting.kind}, "
                 f"ending={self.ending.kind if self.ending else None}, maxOffsetsPerTrigger={self.max_offsets_per_trigger}, "
-                f"minPartitions={self.min_partitions}, alignMaxDriftMs={self.align_max_drift_ms}, failOnDataLoss={self.fail_on_data_loss}, "
+                f"minPartitions={self.min_partitions}, alignMaxDriftMs={self.align_max_drift_ms}, "
+                f"failOnDataLoss={self.fail_on_data_loss}, "
                 f"kafka={redacted(self.kafka_conf)})")
 
 
