@@ -25,7 +25,8 @@ from kafka_eos.connectors.sink.startup_checks import check_speculation
 from kafka_eos.txn.fault_injection import task_input
 from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.kafka_writer import DecisionGuard, KafkaWriter
+from kafka_eos.txn.decision_guard import DecisionGuard
+from kafka_eos.txn.kafka_writer import KafkaWriter
 from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 from kafka_eos.txn.replay import ReplayPlan
 from kafka_eos.txn.sink_config import SinkConfig
