@@ -108,6 +108,7 @@ class QueryStart:
     binding_check: Callable[[SinkConfig, str | None], None] = check_sink_log_binding
     claim: Callable[[SinkConfig, Mapping[str, str], str | None], SinkConfig] = owned_config
     topic_guard: Callable[[SinkConfig], OutputTopicGuard] = OutputTopicGuard.from_config
+    make_writer: type[KafkaEosStreamWriter] = KafkaEosStreamWriter  # a subclass: the bench's profiled one
 
     def writer(self, options: Mapping[str, str], schema: StructType) -> KafkaEosStreamWriter:
         config, faults = sink_config(options), fault_plan(options)
@@ -123,7 +124,7 @@ class QueryStart:
             if self.queries.first_start(config, query_id):                            # step 7
                 protocol.aborter.abort_lingering(keep_at_start(protocol.log.latest()))
             self.topic_guard(config).before_writes()                                  # step 8
-        return KafkaEosStreamWriter(config, faults, query_id, plan, protocol)
+        return self.make_writer(config, faults, query_id, plan, protocol)
 
 
 def release_sink(options: Mapping[str, str], queries: SinkQueries = SINK_QUERIES) -> None:
