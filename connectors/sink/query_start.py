@@ -17,8 +17,9 @@ only (``writer_role``). ``KafkaEosDataSource.streamWriter`` calls ``QueryStart.w
   6. recovery: a decided batch is finished (idempotent); its ``ReplayPlan`` goes to the tasks;
   writers of a batch's tasks only (no task of the batch has started):
   7. once per query and process: abort the Ongoing transactions under the query's ids, by
-     transactional id, keeping the pending decision's (``keep_at_start``; none after step 6
-     unless it could not end them);
+     transactional id (a dead run's would hold back read_committed readers), except the keep
+     list ``keep_at_start``: the pending decision's ids (none once step 6 ended them; kept so the
+     sweep never aborts what a decision commits); the running batch has none open yet;
   8. the output topics are the ones earlier batches wrote to (``before_writes``): a deleted or
      re-created topic stops the query before any task writes.
 A commit/abort writer runs neither 7 nor 8: its batch's pre-committed transactions are open and a
