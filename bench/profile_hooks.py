@@ -197,6 +197,7 @@ def register(spark, directory: str) -> None:
             return ProfiledStreamReader(dict(self.options), schema)
 
         def streamWriter(self, schema, overwrite: bool):
-            return ProfiledStreamWriter(dict(self.options), schema)
+            from kafka_eos.connectors.sink.query_start import QueryStart
+            return QueryStart(make_writer=ProfiledStreamWriter).writer(dict(self.options), schema)
 
     spark.dataSource.register(ProfiledDataSource)

@@ -31,8 +31,8 @@ class KafkaEosDataSource(DataSource):
         return KafkaStreamReader(dict(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool):
-        from kafka_eos.connectors.sink.stream_writer import KafkaEosStreamWriter
-        return KafkaEosStreamWriter(dict(self.options), schema)
+        from kafka_eos.connectors.sink.query_start import QueryStart  # the sink's start steps, every writer
+        return QueryStart().writer(dict(self.options), schema)
 
 
 def register(spark) -> None:

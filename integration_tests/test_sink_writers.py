@@ -69,7 +69,7 @@ def test_a_new_checkpoint_with_an_old_sink_log_is_refused_before_anything_is_wri
 
 
 def open_sink_partitions(bootstrap: str, prefix: str) -> set[int]:
-    """Sink partitions (``<prefix>-<sink partition>-...`` ids) with an Ongoing transaction."""
+    """Sink partitions (``<prefix>-[<owner>-]<sink partition>-<slot>`` ids) with an Ongoing transaction."""
     import re
 
     from kafka import KafkaAdminClient
@@ -79,7 +79,7 @@ def open_sink_partitions(bootstrap: str, prefix: str) -> set[int]:
     finally:
         admin.close()
     ids = [t.transactional_id for rows in listings.values() for t in rows]
-    return {int(m[1]) for m in (re.match(rf"^{re.escape(prefix)}-(\d+)-", i) for i in ids) if m}
+    return {int(m[1]) for m in (re.match(rf"^{re.escape(prefix)}-(?:[0-9a-f]{{8}}-)?(\d+)-\d+$", i) for i in ids) if m}
 
 
 @pytest.mark.chaos  # a long run: `make chaos` (the CI suite keeps a shorter case of the same kind)

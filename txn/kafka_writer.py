@@ -7,11 +7,13 @@ Steps for task attempt a of (batch N, sink partition k):
   3. init_transactions on id(k, N, a) -> fences older users of that id and aborts their txn;
      attempts of one task have distinct ids (``TransactionalIdFactory``), so they never fence
      each other; the driver commits the handle of the attempt that finished first;
-  4. begin, produce every row, flush (= pre-commit: all records acknowledged by the leaders),
-     in short steps that check for a failed delivery or transaction (``flush.flush_checked``);
+  4. begin, produce every row; ``_precommit``: ``_flush`` until the leaders acknowledged every
+     record, in short steps that stop at a failed delivery or transaction (``flush.flush_checked``),
+     within ``flush.client_wait_s`` (the one wait of init_transactions and flush);
   5. guard again: decided meanwhile -> abort our own transaction (nothing open holds back
      read_committed readers) and raise ``StaleAttemptError``;
-  6. read producer id + epoch from librdkafka's statistics (``eos`` object), return the handle;
+  6. ``_next_stats``: librdkafka's first statistics after the flush (at most ``STATS_WAIT_S``);
+     ``_handle``: records per partition, producer id + epoch (``eos`` object) -> the handle;
   7. drop the producer WITHOUT aborting: the transaction stays Ongoing until the driver ends it.
 A failure anywhere after the producer opened (a delivery error, a failed transaction, ``produce``
 or the input rows raising, e.g. an upstream UDF) stops the task at once: it purges its queue and
@@ -36,7 +38,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import pyarrow as pa
@@ -48,9 +49,11 @@ from kafka_eos.txn.flush import (FAILED_TXN_STATES, TransactionFailed, abort_own
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.producer_stats import STATS_INTERVAL_MS, LatestStats, records_per_partition
 from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.sink_log import SinkLogReader
 
 log = logging.getLogger(__name__)
+STATS_WAIT_S = 10.0  # pre-commit waits this long at most for statistics newer than the flush
+
+
 class KafkaWriteError(KafkaEosError, RuntimeError):
     """A record could not be written; the message names it and the fix."""
 
@@ -58,18 +61,6 @@ class KafkaWriteError(KafkaEosError, RuntimeError):
 class StaleAttemptError(KafkaWriteError):
     """This task attempt's batch was decided without it (a zombie or straggling attempt); it
     wrote nothing that stays open. Spark ignores the failure of a task whose job is done."""
-
-
-@dataclass(frozen=True)
-class DecisionGuard:
-    """True once the sink log holds a decision newer than ``planned_after`` (the newest batch id
-    in the log when the driver planned this batch; None: the log was empty). Read-only."""
-    log_location: str
-    planned_after: int | None
-
-    def __call__(self) -> bool:
-        latest = SinkLogReader(self.log_location).latest_batch_id()
-        return latest is not None and latest > (-1 if self.planned_after is None else self.planned_after)
 
 
 def _never() -> bool:
@@ -82,6 +73,7 @@ class KafkaWriter:
         self.config, self.batch_id, self.sink_partition = config, batch_id, sink_partition
         self.transactional_id = config.ids.id_for(sink_partition, batch_id, attempt)
         self._decided = decided
+        self._client_wait_s = client_wait_s(config.transaction_timeout_ms)  # init_transactions, flush
         self._producer: Producer | None = None
         self._stats = LatestStats()
         self._errors: list[str] = []
@@ -145,7 +137,7 @@ class KafkaWriter:
         self._check_not_decided("before init_transactions")
         producer = Producer(settings)
         if self.config.exactly_once:
-            producer.init_transactions(client_wait_s(self.config.transaction_timeout_ms))
+            producer.init_transactions(self._client_wait_s)
             producer.begin_transaction()
         return producer
 
@@ -205,38 +197,53 @@ class KafkaWriter:
                 f"{self.transactional_id}: batch {self.batch_id} was decided without this task attempt "
                 f"(found {when}); it writes nothing. A zombie or straggling attempt, nothing to fix.")
 
-    # -- steps 5-6 -----------------------------------------------------------------------
+    # -- pre-commit: steps 4 (end) to 7 -------------------------------------------------
     def _precommit(self) -> TxnHandle:
         started = time.monotonic()
-        producer = self._producer
+        self._flush()                                                                 # step 4
+        self._abort_if_decided()                                                      # step 5
+        stats = self._next_stats()
+        handle = self._handle(stats, round((time.monotonic() - started) * 1000, 1))   # step 6
+        self._producer = None  # step 7: dropped without abort; the transaction stays Ongoing
+        return handle
+
+    def _flush(self) -> None:
+        """Every record acknowledged, else ``KafkaWriteError``: the first failed records (delivery
+        errors, a failed transaction) as soon as seen, or what is still unacknowledged at the deadline."""
         try:
-            remaining = flush_checked(producer.flush, self._failure, client_wait_s(self.config.transaction_timeout_ms))
+            remaining = flush_checked(self._producer.flush, self._failure, self._client_wait_s)
         except TransactionFailed as failed:
             raise self._failed(str(failed)) from None
         if remaining:
-            raise self._failed(f"{remaining} records unacknowledged after "
-                               f"{client_wait_s(self.config.transaction_timeout_ms):.0f} s")
+            raise self._failed(f"{remaining} records unacknowledged after {self._client_wait_s:.0f} s")
+
+    def _abort_if_decided(self) -> None:
+        """Decided meanwhile: abort this attempt's own transaction, then ``StaleAttemptError``."""
         if self.config.exactly_once and self._decided():
             self._abandon()
             self._check_not_decided("after flush (its transaction is aborted)")
-        seen = self._stats.count
-        deadline = time.monotonic() + 10
+
+    def _next_stats(self) -> dict:
+        """The first librdkafka statistics emitted after the flush (within ``STATS_WAIT_S``), parsed."""
+        seen, deadline = self._stats.count, time.monotonic() + STATS_WAIT_S
         while self._stats.count == seen and time.monotonic() < deadline:
-            producer.poll(0.005)
-        stats = json.loads(self._stats.latest) if self._stats.count else {}
+            self._producer.poll(0.005)
+        return json.loads(self._stats.latest) if self._stats.count else {}
+
+    def _handle(self, stats: dict, precommit_ms: float) -> TxnHandle:
+        """The handle: records per partition; with transactions, the producer id and epoch of the
+        Ongoing transaction (``KafkaException`` if librdkafka gives none, ``KafkaWriteError`` if the
+        transaction is no longer open)."""
         partitions = records_per_partition(stats)
         if not self.config.exactly_once:  # at-least-once: flushed is final, nothing to commit
-            self._producer = None
             return TxnHandle(sink_partition=self.sink_partition, records=self._records, partitions=partitions,
-                             precommit_ms=round((time.monotonic() - started) * 1000, 1))
+                             precommit_ms=precommit_ms)
         eos = stats.get("eos", {})
         if eos.get("producer_id", -1) < 0:
             raise KafkaException(f"{self.transactional_id}: librdkafka statistics gave no producer id/epoch")
         if eos.get("txn_state") not in ("InTransaction", "BeginCommit"):
             raise KafkaWriteError(f"{self.transactional_id}: transaction is {eos.get('txn_state')} after flush "
                                   "(a record failed); the task fails and its retry fences this attempt")
-        self._producer = None  # step 7: dropped without abort; the transaction stays Ongoing
         return TxnHandle(sink_partition=self.sink_partition, transactional_id=self.transactional_id,
                          producer_id=eos["producer_id"], producer_epoch=eos["producer_epoch"],
-                         records=self._records, partitions=partitions,
-                         precommit_ms=round((time.monotonic() - started) * 1000, 1))
+                         records=self._records, partitions=partitions, precommit_ms=precommit_ms)

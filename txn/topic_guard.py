@@ -80,7 +80,7 @@ class OutputTopicGuard:
                    topic=config.topic, fixed_partitions=config.fixed_partitions)
 
     def before_writes(self) -> None:
-        """The check before a batch's tasks start (the driver builds the batch's writer)."""
+        """The check before a batch's tasks start (the sink's query start, for the tasks' writer)."""
         self._check(None, ())
 
     def before_decision(self, batch_id: int, handles: Iterable[TxnHandle]) -> None:

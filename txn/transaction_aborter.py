@@ -11,7 +11,8 @@ until transaction.timeout.ms. Enforced here:
 - best effort: it never raises (a broker down must not fail what is already decided); what it
   could not end is logged as a warning, with the reason, and tried again at the next call (or
   ends on transaction.timeout.ms). Retriable answers are retried within ``timeout_s``.
-Callers decide when a sweep is safe (see ``TwoPhaseCommitProtocol``).
+Callers decide when a sweep is safe and what it keeps (``TwoPhaseCommitProtocol``; the sink's
+query start, before any task of the query's first batch in the process, keeping a pending decision's ids).
 """
 from __future__ import annotations
 

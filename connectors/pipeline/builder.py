@@ -104,13 +104,13 @@ def transform(spark: SparkSession, source: DataFrame, cfg: PipelineConfig) -> Da
                        f"fix the query; it reads FROM {SOURCE_VIEW} with columns {source.columns}")
     for n, step in enumerate(cfg.transform.steps):
         where, current = f"transform.steps[{n}].{step.kind}", df
+        fix = f"use columns of {current.columns}"
         if step.kind == "filter":
-            df = _analysed(lambda current=current, step=step: current.where(step.exprs[0]), where, f"use columns of {current.columns}")
+            df = _analysed(lambda current=current, step=step: current.where(step.exprs[0]), where, fix)
         elif step.kind == "select":
-            df = _analysed(lambda current=current, step=step: current.selectExpr(*step.exprs), where, f"use columns of {current.columns}")
+            df = _analysed(lambda current=current, step=step: current.selectExpr(*step.exprs), where, fix)
         else:
-            df = _analysed(lambda current=current, step=step: current.withColumn("key", expr(step.exprs[0])), where,
-                           f"use columns of {current.columns}")
+            df = _analysed(lambda current=current, step=step: current.withColumn("key", expr(step.exprs[0])), where, fix)
     return df
 
 

@@ -12,7 +12,7 @@ Invariants:
   (``pipeline_shape.record_shape``), for ``kafka-eos validate --against-checkpoint``; a record
   that cannot be written is a warning line, never a failed run.
 - Once the query ended with an error or was stopped, one final sweep of the sink's open
-  transactions (``stream_writer.release_sink``): its decided batch is committed (or left for the
+  transactions (``query_start.release_sink``): its decided batch is committed (or left for the
   next start if the brokers refuse), every other Ongoing transaction under its prefix aborted, so
   that every output partition's last stable offset reaches its high watermark (measured: within
   ``RELEASE_BOUND_S`` of the stop with the brokers up).
@@ -124,7 +124,7 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
 
 def _release(cfg: PipelineConfig, once: bool) -> None:
     """The exit path's final sweep of the sink's open transactions (never raises)."""
-    from kafka_eos.connectors.sink.stream_writer import release_sink
+    from kafka_eos.connectors.sink.query_start import release_sink
     release_sink(builder.writer_options(cfg, once))
 
 

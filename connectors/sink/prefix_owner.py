@@ -1,6 +1,7 @@
-"""The sink's query-start ownership of its transactional ids, once per query and driver process.
+"""The sink's ownership of its transactional ids (the query start's step 4; ``SinkQueries`` runs it
+once per query and driver process).
 
-``owned_config(config, options, query_id)`` (called where the writer is built on the driver):
+``owned_config(config, options, query_id)``:
 1. a retired checkpoint (``kafka-eos retire``) is refused: ``CheckpointRetiredError``;
 2. the id scheme of the checkpoint's sink log (``txn.sink_markers.id_scheme``: the owner ids
    ``<prefix>-<owner>-<p>-<slot>``, owner = ``owner_of(query id)``, or the legacy ids of a sink
@@ -29,7 +30,6 @@ from kafka_eos.txn.transaction_aborter import TransactionAborter
 from kafka_eos.txn.transactional_ids import TransactionalIdFactory, owner_of
 
 log = logging.getLogger(__name__)
-_owned: dict[tuple[str | None, str], str | None] = {}  # (query id, sink log) -> id owner, claimed in this process
 
 
 def checkpoint_identity(options: Mapping[str, str], log_location: str) -> str:
@@ -60,9 +60,6 @@ def check_not_retired(log_location: str) -> None:
 
 
 def owned_config(config: SinkConfig, options: Mapping[str, str], query_id: str | None) -> SinkConfig:
-    key = (query_id, config.log_location)
-    if key in _owned:
-        return replace(config, id_owner=_owned[key])
     check_not_retired(config.log_location)                                           # step 1
     if not config.exactly_once:
         return config
@@ -82,5 +79,4 @@ def owned_config(config: SinkConfig, options: Mapping[str, str], query_id: str |
         log.warning("kafka-eos: prefixClaim=off: transactional.id.prefix %r is not claimed; nothing stops another "
                     "pipeline (checkpoint other than %s) from using it and aborting this one's transactions",
                     config.transactional_id_prefix, checkpoint)
-    _owned[key] = config.id_owner
     return config

@@ -1,17 +1,18 @@
-"""Checks the sink runs before its first transaction: schema, timeouts against the broker, and
-no speculative execution.
+"""The checks of the sink's query start (``query_start``): schema, timeouts against the broker,
+ACLs; and the check of every write task: no speculative execution.
 
 ``spark.speculation=true`` is refused: a speculative copy of a write task would open a second
 transaction for the same rows; the driver commits the first finisher's, and the loser's stays
-open (holding back read_committed readers) until the lingering cleanup. Spark runs the writer's
-``__init__`` in a planner process that does not see the Spark configuration, so the check runs
-in every write task, before it opens a producer (Spark copies the session's settings into the
-tasks' local properties): the first batch fails with the message and nothing is written.
+open (holding back read_committed readers) until the lingering cleanup. The query start runs in
+a planner process that does not see the Spark configuration, so the check runs in every write
+task, before it opens a producer (Spark copies the session's settings into the tasks' local
+properties): the first batch fails with the message and nothing is written.
 
 The principal's ACLs (Write on the sink topic, Write on the transactional-id prefix and
-IdempotentWrite if the broker asks for it: ``kafka_eos.txn.acl_checks``) are asked once per process and connection settings, when
-the writer is built on the driver, before recovery opens any transaction: a missing one fails
-the start with ``AclMissingError`` naming the ``kafka-acls`` command to add it.
+IdempotentWrite if the broker asks for it: ``kafka_eos.txn.acl_checks``) are asked once per
+process and connection settings, at the query start's step 2, before recovery opens any
+transaction: a missing one fails the start with ``AclMissingError`` naming the ``kafka-acls``
+command to add it.
 
 The broker's ``transaction.max.timeout.ms`` is read once per process and connection settings
 (``kafka_eos.txn.broker_configs``, DescribeConfigs); a broker that cannot be asked fails the start.

@@ -57,7 +57,7 @@ def test_reader_creates_nothing(tmp_path):
 
 
 def test_readers_have_no_writing_methods_and_create_nothing(tmp_path):
-    from kafka_eos.connectors.sink.stream_writer import checkpoint_query_id
+    from kafka_eos.connectors.sink.query_start import checkpoint_query_id
     reader = SinkLogReader(str(tmp_path / "none"))
     assert not hasattr(reader.store, "create") and not hasattr(reader.store, "delete")
     assert checkpoint_query_id({"checkpointLocation": str(tmp_path / "ck")}) is None

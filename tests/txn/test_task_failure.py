@@ -157,6 +157,22 @@ def test_a_successful_write_is_not_aborted(tmp_path, producers):
     assert handle.records == 2 and handle.transactional_id == "p-2-0" and not _aborted(producers[0])
 
 
+def test_a_batch_decided_during_the_flush_aborts_the_attempts_own_transaction(tmp_path, producers):
+    from kafka_eos.txn.kafka_writer import StaleAttemptError
+    answers = iter([False, True, True])  # not decided before init_transactions; decided after the flush
+    writer = KafkaWriter(_config(tmp_path), 4, 0, decided=lambda: next(answers))
+    with pytest.raises(StaleAttemptError, match="after flush"):
+        writer.write([_rows(b"a")])
+    assert _aborted(producers[0]) and not producers[0].queued
+
+
+def test_the_handle_carries_the_producer_id_and_epoch_of_the_open_transaction(tmp_path, producers):
+    writer = KafkaWriter(_config(tmp_path), 0, 1)
+    handle = writer.write([_rows(b"a", b"b", b"c")])
+    assert (handle.producer_id, handle.producer_epoch, handle.records) == (1, 0, 3)
+    assert handle.sink_partition == 1 and producers[0].state == "InTransaction" and writer._producer is None
+
+
 def test_flush_checked_returns_at_the_first_failure_without_waiting():
     answers = iter([None, None, "record failed"])
     flushed = []

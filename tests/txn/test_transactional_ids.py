@@ -58,7 +58,8 @@ def test_invalid_prefix_names_the_setting():
 import pyarrow as pa  # noqa: E402
 
 from kafka_eos.txn.faults import FaultPlan, paused  # noqa: E402
-from kafka_eos.txn.kafka_writer import DecisionGuard, KafkaWriter, StaleAttemptError  # noqa: E402
+from kafka_eos.txn.decision_guard import DecisionGuard  # noqa: E402
+from kafka_eos.txn.kafka_writer import KafkaWriter, StaleAttemptError  # noqa: E402
 from kafka_eos.txn.sink_config import SinkConfig  # noqa: E402
 from kafka_eos.txn.sink_log import DECIDED, BatchRecord, SinkLog  # noqa: E402
 
