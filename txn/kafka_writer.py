@@ -43,6 +43,9 @@ from typing import Callable, Iterable
 import pyarrow as pa
 from confluent_kafka import KafkaException, Producer
 
+from kafka_eos import client_factory
+from kafka_eos.client_factory import ProducerFactory
+
 from kafka_eos import KafkaEosError
 from kafka_eos.txn.flush import (FAILED_TXN_STATES, TransactionFailed, abort_own, client_wait_s,
                                  delivery_failure, flush_checked, txn_state)
@@ -69,8 +72,9 @@ def _never() -> bool:
 
 class KafkaWriter:
     def __init__(self, config: SinkConfig, batch_id: int, sink_partition: int, attempt: int = 0,
-                 decided: Callable[[], bool] = _never) -> None:
+                 decided: Callable[[], bool] = _never, new_producer: ProducerFactory = client_factory.producer) -> None:
         self.config, self.batch_id, self.sink_partition = config, batch_id, sink_partition
+        self._new_producer = new_producer
         self.transactional_id = config.ids.id_for(sink_partition, batch_id, attempt)
         self._decided = decided
         self._client_wait_s = client_wait_s(config.transaction_timeout_ms)  # init_transactions, flush
@@ -135,7 +139,7 @@ class KafkaWriter:
                          "on_delivery": self._delivered, "delivery.report.only.error": True,
                          "error_cb": self._error})
         self._check_not_decided("before init_transactions")
-        producer = Producer(settings)
+        producer = self._new_producer(settings)
         if self.config.exactly_once:
             producer.init_transactions(self._client_wait_s)
             producer.begin_transaction()

@@ -23,7 +23,7 @@ import kafka.errors as Errors
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from kafka_eos.kafka_clients import is_transient
-from kafka_eos.txn.control_plane import control_plane
+from kafka_eos.txn.control_plane import ControlPlaneFactory, control_plane
 from kafka_eos.txn.transactional_ids import ATTEMPT_IDS, TransactionalIdFactory
 
 log = logging.getLogger(__name__)
@@ -39,8 +39,9 @@ class _Again(Exception):
 
 
 class TransactionAborter:
-    def __init__(self, conf: Mapping[str, str], ids: TransactionalIdFactory, timeout_s: float = 60.0) -> None:
-        self._conf, self._ids, self._timeout_s = conf, ids, timeout_s
+    def __init__(self, conf: Mapping[str, str], ids: TransactionalIdFactory, timeout_s: float = 60.0,
+                 control_plane: ControlPlaneFactory = control_plane) -> None:
+        self._conf, self._ids, self._timeout_s, self._control_plane = conf, ids, timeout_s, control_plane
 
     def ids_of_batch(self, batch_id: int, sink_partitions: int) -> set[str]:
         """Every transactional id a task of ``batch_id`` can have used (any attempt)."""
@@ -48,7 +49,7 @@ class TransactionAborter:
 
     def ongoing(self) -> list[str]:
         """Transactional ids under our prefix whose transaction is Ongoing."""
-        client = control_plane(self._conf)
+        client = self._control_plane(self._conf)
         try:
             listings = client.list_transactions(state_filters=["Ongoing"],
                                                 transactional_id_pattern=self._ids.pattern().pattern)
@@ -83,7 +84,7 @@ class TransactionAborter:
         return aborted
 
     def _abort(self, ids: list[str]) -> list[str]:
-        client = control_plane(self._conf)
+        client = self._control_plane(self._conf)
         aborted: list[str] = []
         left = list(ids)  # what the next round describes and ends; each round narrows it
         retrying = Retrying(stop=stop_after_delay(self._timeout_s), reraise=True,

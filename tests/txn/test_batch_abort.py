@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import logging
 
-from kafka_eos.txn import transaction_aborter
-from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.protocol import SWEEP_DELAY_S, TwoPhaseCommitProtocol
 from kafka_eos.txn.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
 from kafka_eos.txn.transaction_aborter import TransactionAborter
@@ -126,8 +124,7 @@ class FakePlane:
 
 def test_abort_ids_ends_only_the_ids_given_and_not_kept_with_their_epoch(monkeypatch):
     plane = FakePlane({"p-0-1": 3, "p-1-1": 0, "p-0-0": 2, "other-0-1": 0})
-    monkeypatch.setattr(transaction_aborter, "control_plane", lambda conf: plane)
-    aborter = TransactionAborter({"bootstrap.servers": "x:1"}, TransactionalIdFactory("p"), 1.0)
+    aborter = TransactionAborter({"bootstrap.servers": "x:1"}, TransactionalIdFactory("p"), 1.0, lambda conf: plane)
     assert aborter.abort_ids({"p-0-1", "p-1-1", "p-2-1"}, keep={"p-1-1"}) == ["p-0-1"]
     assert plane.ended == [("p-0-1", 7, 3)]
     assert sorted(aborter.abort_lingering(keep={"p-1-1"})) == ["p-0-0", "p-0-1"]

@@ -9,8 +9,6 @@ import logging
 import kafka.errors as Errors
 import pytest
 
-import kafka_eos.txn.kafka_committer as kafka_committer
-import kafka_eos.txn.transaction_aborter as transaction_aborter
 from kafka_eos.txn.errors import TwoPhaseCommitError
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.kafka_committer import ABORTED, COMMITTED, LOST, KafkaCommitter
@@ -122,8 +120,7 @@ def test_a_newer_epoch_still_means_fenced_and_lost():
 def test_abort_lingering_never_raises_and_names_what_was_not_cleaned(monkeypatch, caplog):
     def broken(conf):
         raise Errors.KafkaConnectionError("all brokers down")
-    monkeypatch.setattr(transaction_aborter, "control_plane", broken)
-    aborter = TransactionAborter({"bootstrap.servers": "x:1"}, TransactionalIdFactory("orders", slots=2), 1.0)
+    aborter = TransactionAborter({"bootstrap.servers": "x:1"}, TransactionalIdFactory("orders", slots=2), 1.0, broken)
     with caplog.at_level(logging.WARNING):
         assert aborter.abort_lingering() == []
     assert "orders" in caplog.text and "KafkaConnectionError" in caplog.text
@@ -137,10 +134,8 @@ def test_abort_lingering_survives_a_failing_end_txn(monkeypatch, caplog):
         def describe_transactions(self, ids):
             state = type("S", (), {"value": "Ongoing"})()
             return {tid: type("D", (), {"producer_id": 7, "producer_epoch": 0, "state": state})() for tid in ids}
-    monkeypatch.setattr(transaction_aborter, "control_plane", lambda conf: Lister())
-    monkeypatch.setattr(kafka_committer, "control_plane",
-                        lambda conf: FakeControlPlane([Errors.CoordinatorNotAvailableError("down")]))
-    aborter = TransactionAborter({"bootstrap.servers": "x:1"}, TransactionalIdFactory("orders", slots=2), 0.3)
+    aborter = TransactionAborter({"bootstrap.servers": "x:1"}, TransactionalIdFactory("orders", slots=2), 0.3,
+                                 lambda conf: Lister())
     with caplog.at_level(logging.WARNING):
         assert aborter.abort_lingering() == []
     assert "orders-0-1" in caplog.text

@@ -7,7 +7,6 @@ import time
 import pyarrow as pa
 import pytest
 
-from kafka_eos.txn import kafka_writer
 from kafka_eos.txn.flush import TransactionFailed, abort_own, client_wait_s, delivery_failure, flush_checked
 from kafka_eos.txn.kafka_writer import KafkaWriteError, KafkaWriter
 from kafka_eos.txn.sink_config import SinkConfig
@@ -103,10 +102,14 @@ def _config(tmp_path) -> SinkConfig:
 
 
 @pytest.fixture
-def producers(monkeypatch):
+def producers():
     FakeProducer.instances = []
-    monkeypatch.setattr(kafka_writer, "Producer", FakeProducer)
     return FakeProducer.instances
+
+
+def writer_of(tmp_path, batch_id: int, sink_partition: int, new_producer=FakeProducer, **more) -> KafkaWriter:
+    """A KafkaWriter whose producers are FakeProducers (its producer factory)."""
+    return KafkaWriter(_config(tmp_path), batch_id, sink_partition, new_producer=new_producer, **more)
 
 
 def _rows(*keys):
@@ -118,7 +121,7 @@ def _aborted(producer) -> bool:
 
 
 def test_a_failed_record_stops_the_flush_at_once_aborts_and_names_record_and_fix(tmp_path, producers):
-    writer = KafkaWriter(_config(tmp_path), 3, 1)
+    writer = writer_of(tmp_path, 3, 1)
     started = time.monotonic()
     with pytest.raises(KafkaWriteError) as raised:
         writer.write([_rows(b"a", b"big", b"c")])
@@ -129,9 +132,8 @@ def test_a_failed_record_stops_the_flush_at_once_aborts_and_names_record_and_fix
     assert _aborted(producers[0]) and writer._producer is None
 
 
-def test_a_full_queue_of_a_failed_transaction_does_not_spin(tmp_path, monkeypatch, producers):
-    monkeypatch.setattr(kafka_writer, "Producer", lambda settings: FakeProducer(settings, queue_full=True))
-    writer = KafkaWriter(_config(tmp_path), 0, 0)
+def test_a_full_queue_of_a_failed_transaction_does_not_spin(tmp_path, producers):
+    writer = writer_of(tmp_path, 0, 0, lambda settings: FakeProducer(settings, queue_full=True))
     with pytest.raises(KafkaWriteError, match="Message size too large"):
         writer.write([_rows(b"big", b"x"), _rows(b"y", b"z")])
     assert _aborted(producers[0])
@@ -142,32 +144,32 @@ def test_input_rows_raising_abort_the_open_transaction_first(tmp_path, producers
         yield _rows(b"a", b"b")
         raise ValueError("an upstream UDF failed on id 7")
     with pytest.raises(ValueError, match="upstream UDF"):
-        KafkaWriter(_config(tmp_path), 0, 0).write(rows())
+        writer_of(tmp_path, 0, 0).write(rows())
     assert _aborted(producers[0])
 
 
 def test_a_bad_column_aborts_the_opened_transaction(tmp_path, producers):
     with pytest.raises(KafkaWriteError, match="'value' column"):
-        KafkaWriter(_config(tmp_path), 0, 0).write([pa.record_batch({"v": [1]})])
+        writer_of(tmp_path, 0, 0).write([pa.record_batch({"v": [1]})])
     assert _aborted(producers[0])
 
 
 def test_a_successful_write_is_not_aborted(tmp_path, producers):
-    handle = KafkaWriter(_config(tmp_path), 0, 2).write([_rows(b"a", b"b")])
+    handle = writer_of(tmp_path, 0, 2).write([_rows(b"a", b"b")])
     assert handle.records == 2 and handle.transactional_id == "p-2-0" and not _aborted(producers[0])
 
 
 def test_a_batch_decided_during_the_flush_aborts_the_attempts_own_transaction(tmp_path, producers):
     from kafka_eos.txn.kafka_writer import StaleAttemptError
     answers = iter([False, True, True])  # not decided before init_transactions; decided after the flush
-    writer = KafkaWriter(_config(tmp_path), 4, 0, decided=lambda: next(answers))
+    writer = writer_of(tmp_path, 4, 0, decided=lambda: next(answers))
     with pytest.raises(StaleAttemptError, match="after flush"):
         writer.write([_rows(b"a")])
     assert _aborted(producers[0]) and not producers[0].queued
 
 
 def test_the_handle_carries_the_producer_id_and_epoch_of_the_open_transaction(tmp_path, producers):
-    writer = KafkaWriter(_config(tmp_path), 0, 1)
+    writer = writer_of(tmp_path, 0, 1)
     handle = writer.write([_rows(b"a", b"b", b"c")])
     assert (handle.producer_id, handle.producer_epoch, handle.records) == (1, 0, 3)
     assert handle.sink_partition == 1 and producers[0].state == "InTransaction" and writer._producer is None
