@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test unit chaos bench kafka-up kafka-down clean engine images
+.PHONY: setup run test unit lint chaos bench kafka-up kafka-down clean engine images
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,18 @@ engine:
 images: setup engine
 	-$(BIN)/python docker/images/build.py broker
 
-test: setup engine images
+test: setup lint engine images
 	$(BIN)/pytest -q -m "not chaos" --durations=30
+
+# ruff and mypy on the production packages; mypy reads them as the installed namespace
+# kafka_eos.<folder> through a tree of links under build/lint.
+PACKAGES := txn offsets config connectors serde
+lint: $(STAMP)
+	$(BIN)/ruff check kafka_eos $(PACKAGES)
+	rm -rf build/lint && mkdir -p build/lint/kafka_eos
+	for f in kafka_eos/*.py; do ln -s ../../../$$f build/lint/kafka_eos/; done
+	for p in $(PACKAGES); do ln -s ../../../$$p build/lint/kafka_eos/$$p; done
+	cd build/lint && ../../$(BIN)/mypy --config-file ../../pyproject.toml -p kafka_eos
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests
