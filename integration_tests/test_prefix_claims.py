@@ -83,7 +83,7 @@ def assert_owner_ids(sink_log, prefix: str) -> None:
     assert ids and all(i.startswith(f"{prefix}-{scheme.owner}-") for i in ids), sorted(ids)[:3]
 
 
-@pytest.mark.parametrize("scheme", ["owner", "legacy"])
+@pytest.mark.parametrize("scheme", ["owner", pytest.param("legacy", marks=pytest.mark.chaos)])
 def test_retire_commits_the_decided_batch_and_leaves_nothing_open(spark, bootstrap, tmp_path, scheme):
     """Stopped after batch 1's decision (its transactions open, decided) plus a straggler's open
     transaction on one of the checkpoint's ids; retire commits batch 1, aborts the straggler, releases
