@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import cast
 from urllib.parse import urlparse
 
 from kafka_eos.config.determinism import sql_calls
@@ -101,7 +102,8 @@ def _writable(path: Path) -> str | None:
 def _sink_log_owner(cfg: PipelineConfig, path: Path) -> str | None:
     options = {**{k: str(v) for k, v in cfg.sink.options}, "checkpointLocation": str(path)}
     try:
-        meta = SinkLogReader(location_from_options(options)).meta()
+        # checkpointLocation is set just above, so location_from_options always finds a location
+        meta = SinkLogReader(cast(str, location_from_options(options))).meta()
         return meta.get("prefix") if meta else None
     except (OSError, ValueError, AttributeError):
         return None

@@ -44,7 +44,8 @@ class Report:
 
 def validate_config(cfg: PipelineConfig, offline: bool, timeout_s: float = 10.0,
                     backstops: Sequence[Backstop] = ()) -> list[Violation]:
-    ctx, problems = Context(), []
+    ctx: Context = Context()
+    problems: list[Violation] = []
     if not offline:
         from kafka_eos.config.live import live_context
         ctx, problems = live_context(cfg, timeout_s)

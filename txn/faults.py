@@ -67,6 +67,8 @@ class FaultPlan:
     def hit(self, point: str, batch_id: int) -> None:
         if not self.aims_at(point, batch_id):
             return
+        if self.directory is None:  # a plan built by parse() always has one
+            raise TypeError(f"fault plan for {point!r} has no directory; build it with FaultPlan.parse")
         directory = Path(self.directory)
         try:  # atomic claim: of tasks reaching the point at once, exactly one fires
             os.close(os.open(directory / f"claimed-{point}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))

@@ -9,8 +9,10 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
+from typing import cast
 
 from kafka_eos.connectors.dev.java_env import state_root
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
@@ -50,7 +52,8 @@ def up(nodes: int = 1, transaction_max_timeout_ms: int = 900_000, security: str 
         cluster.stop()
         raise
     state = {"format": STATE_FORMAT, "bootstrap": cluster.bootstrap, "workdir": str(cluster.workdir),
-             "pids": [n.process.pid for n in cluster.nodes], "security": security,
+             "pids": [cast(subprocess.Popen, n.process).pid for n in cluster.nodes],  # start() ran every node
+             "security": security,
              "broker_settings": settings}
     if cluster.security:
         state["client"] = {**cluster.security.redacted_conf(), "password_file": str(cluster.security.client_file("etl")),

@@ -84,8 +84,9 @@ def java_candidates() -> list[str]:
     home = os.environ.get("JAVA_HOME")
     if home:
         found.append(str(Path(home) / "bin" / "java"))
-    if shutil.which("java"):
-        found.append(shutil.which("java"))
+    on_path = shutil.which("java")
+    if on_path:
+        found.append(on_path)
     if shutil.which("update-alternatives"):
         listed = subprocess.run(["update-alternatives", "--list", "java"], capture_output=True, text=True)
         found += listed.stdout.split()

@@ -23,6 +23,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
 from kafka_eos.connectors.dev.processes import stop_process
@@ -171,9 +172,10 @@ class LocalKafkaCluster:
         admin = new_admin(self.admin_conf(), Noise.SILENT)
         while time.monotonic() < deadline:
             for node in running:
-                if node.process.poll() is not None:
+                process = cast(subprocess.Popen, node.process)  # running holds only nodes with a process
+                if process.poll() is not None:
                     raise BrokerEnvironmentError(
-                        f"Kafka node {node.node_id} exited with {node.process.returncode}:\n{self.log_tail(node.node_id)}")
+                        f"Kafka node {node.node_id} exited with {process.returncode}:\n{self.log_tail(node.node_id)}")
             try:
                 if len(admin.list_topics(timeout=2).brokers) >= len(running):
                     return

@@ -9,8 +9,10 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
+from typing import cast
 
 from kafka_eos.connectors.dev.background import _alive
 from kafka_eos.connectors.dev.java_env import state_root
@@ -32,7 +34,7 @@ def up() -> str:
         down()
     registry = LocalRegistry().start()
     state = {"format": STATE_FORMAT, "url": registry.url, "workdir": str(registry.workdir),
-             "pid": registry.process.pid}
+             "pid": cast(subprocess.Popen, registry.process).pid}  # start() ran the process
     state_file().parent.mkdir(parents=True, exist_ok=True)
     state_file().write_text(json.dumps(state))
     return registry.url

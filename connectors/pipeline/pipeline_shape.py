@@ -71,7 +71,8 @@ class PipelineShape:
             version = data.get("v") if isinstance(data, dict) else None
             raise ShapeRecordError(f"{where}: pipeline record format {version!r} is not {FORMAT}; "
                                    "check it with the kafka-eos build that wrote it")
-        return cls(**{f.name: data.get(f.name) for f in fields(cls) if f.name != "recorded"})
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in fields(cls) if f.name != "recorded"}
+        return cls(**values)
 
 
 def _schema(schema: SchemaRef | None) -> Any:

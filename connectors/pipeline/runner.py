@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, cast
 
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import OnDecodeError, PipelineConfig
@@ -95,7 +95,8 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
     started = time.monotonic()
     on_skipped, skipped = _skipped_counter(spark, cfg)
     # before the query starts: a marker left from an earlier run would stop the source planning
-    stop = StopControl(cfg.checkpoint.location, lambda line: emit(redactor(line))).install()
+    # cast: a pipeline runs validated, and the checkpoint rule refuses a missing location
+    stop = StopControl(cast(str, cfg.checkpoint.location), lambda line: emit(redactor(line))).install()
     try:
         try:
             check_checkpoint(cfg)

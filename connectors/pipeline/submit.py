@@ -41,7 +41,10 @@ ENTRY = Path(__file__).with_name("entry.py")
 
 def package_dir(package: str) -> Path:
     """Where ``package`` is on disk (its folder in a checkout or in site-packages)."""
-    return Path(importlib.import_module(package).__file__).resolve().parent
+    file = importlib.import_module(package).__file__
+    if file is None:  # a namespace package has no __file__
+        raise TypeError(f"package {package!r} has no __init__.py, so no folder to ship; add one")
+    return Path(file).resolve().parent
 
 
 def _shipped(package: str, root: Path, path: Path) -> bool:
