@@ -8,9 +8,10 @@ Invariants:
 """
 from __future__ import annotations
 
+import builtins
 import difflib
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from kafka_eos.config.durations import parse_duration_ms
 from kafka_eos.config.interpolate import child_path
@@ -77,7 +78,13 @@ class Section:
             return default
         return scalar_text(value)
 
-    def int(self, key: str, default: int | None, minimum: int = 0) -> int | None:
+    # in this class ``str`` and ``int`` name the methods, so annotations spell the builtins out
+    @overload
+    def int(self, key: builtins.str, default: builtins.int, minimum: builtins.int = 0) -> builtins.int: ...
+    @overload
+    def int(self, key: builtins.str, default: None, minimum: builtins.int = 0) -> builtins.int | None: ...
+
+    def int(self, key: builtins.str, default: builtins.int | None, minimum: builtins.int = 0) -> builtins.int | None:
         value = self.raw(key, _MISSING)
         if value is _MISSING or value is None:
             return default
@@ -91,7 +98,7 @@ class Section:
             return default
         return number
 
-    def duration_ms(self, key: str, default: int) -> int:
+    def duration_ms(self, key: builtins.str, default: builtins.int) -> builtins.int:
         value = self.raw(key, _MISSING)
         if value is _MISSING or value is None:
             return default
@@ -101,7 +108,7 @@ class Section:
             self.problem(self.at(key), str(exc), f"write e.g. {key}: 10 seconds")
             return default
 
-    def bool(self, key: str, default: bool) -> bool:
+    def bool(self, key: builtins.str, default: bool) -> bool:
         value = self.raw(key, _MISSING)
         if value is _MISSING or value is None:
             return default
@@ -111,7 +118,7 @@ class Section:
             return default
         return text == "true"
 
-    def choice(self, key: str, enum: type[E], default: E, allowed: tuple[E, ...] | None = None) -> E:
+    def choice(self, key: builtins.str, enum: type[E], default: E, allowed: tuple[E, ...] | None = None) -> E:
         value = self.raw(key, _MISSING)
         if value is _MISSING or value is None:
             return default
@@ -124,7 +131,7 @@ class Section:
             return default
         return enum(text)
 
-    def str_list(self, key: str) -> tuple[str, ...]:
+    def str_list(self, key: builtins.str) -> tuple[builtins.str, ...]:
         value = self.raw(key)
         if value is None:
             return ()
@@ -135,7 +142,7 @@ class Section:
             return ()
         return tuple(scalar_text(v) for v in value)
 
-    def mapping(self, key: str) -> dict[str, str]:
+    def mapping(self, key: builtins.str) -> dict[builtins.str, builtins.str]:
         """A free-form ``name: value`` mapping (client settings, Spark options): keys not checked."""
         value = self.raw(key)
         if value is None:
@@ -153,10 +160,10 @@ class Section:
             result[scalar_text(name)] = scalar_text(item)
         return result
 
-    def section(self, key: str) -> "Section":
+    def section(self, key: builtins.str) -> "Section":
         return Section(self.raw(key), self.at(key), self.problems)
 
-    def optional_section(self, key: str) -> "Section | None":
+    def optional_section(self, key: builtins.str) -> "Section | None":
         value = self.raw(key)
         return None if value is None else Section(value, self.at(key), self.problems)
 

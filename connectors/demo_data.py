@@ -101,18 +101,20 @@ def read_committed(bootstrap: str, topic: str, timeout_s: float = 120) -> list:
                                         "enable.auto.commit": False}, Noise.ERRORS)
     partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
     consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-    out, done = [], set()
+    out: list = []
+    done: set[int | None] = set()
     deadline = time.monotonic() + timeout_s
     while len(done) < len(partitions):
         if time.monotonic() > deadline:
             raise TimeoutError(f"{topic}: partitions {sorted(set(partitions) - done)} not read to the end")
         for msg in consumer.consume(1000, 0.5):
-            if msg.error() is None:
+            error = msg.error()
+            if error is None:
                 out.append(msg)
-            elif msg.error().code() == KafkaError._PARTITION_EOF:
+            elif error.code() == KafkaError._PARTITION_EOF:
                 done.add(msg.partition())
             else:
-                raise KafkaException(msg.error())
+                raise KafkaException(error)
     consumer.close()
     return out
 
