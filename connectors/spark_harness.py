@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Sequence
 
 SMALL_CONF = {
     "spark.ui.enabled": "false",
@@ -44,8 +45,9 @@ def spark_submit_binary() -> str:
     return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
 
 
-def spark_submit(script: str | Path, args: list[str] = (), master: str = "local[2]",
-                 conf: dict | None = None, timeout: float = 600, extra: list[str] = ()) -> subprocess.CompletedProcess:
+def spark_submit(script: str | Path, args: Sequence[str] = (), master: str = "local[2]",
+                 conf: dict | None = None, timeout: float = 600,
+                 extra: Sequence[str] = ()) -> subprocess.CompletedProcess:
     """Run ``script`` through the real ``spark-submit``; return the finished process."""
     cmd = [spark_submit_binary(), "--master", master]
     for key, value in {**SMALL_CONF, **(conf or {})}.items():

@@ -22,7 +22,7 @@ from __future__ import annotations
 import socket
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 import kafka.errors as kafka_python_errors
 from confluent_kafka import KafkaError, KafkaException
@@ -103,9 +103,9 @@ def control_plane_settings() -> dict[str, object]:
 class PartialFailure(Exception):
     """Some parts of one call failed (``errors``: part -> exception); transient if all are."""
 
-    def __init__(self, errors: Mapping[object, BaseException]) -> None:
+    def __init__(self, errors: Mapping[Any, BaseException]) -> None:
         super().__init__(dict(errors))
-        self.errors = dict(errors)
+        self.errors: dict[Any, BaseException] = dict(errors)
 
 
 # librdkafka codes a broker outage, hang or leader move produces; transient whatever retriable()

@@ -61,7 +61,8 @@ class StringCodec:
         try:
             return data.cast(pa.string()), [None] * len(data)
         except pa.ArrowInvalid:
-            values, errors = [], []
+            values: list[str | None] = []
+            errors: list[str | None] = []
             for item in data.to_pylist():
                 try:
                     values.append(None if item is None else item.decode("utf-8"))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Collection, Mapping
+from typing import Collection, Mapping, cast
 
 
 @dataclass(frozen=True)
@@ -114,11 +114,11 @@ def judge(recorded: Mapping[str, OutputTopic], current: Mapping[str, OutputTopic
         if kind is Change.SAME:
             continue
         if kind is Change.GREW and not fixed_partitions:
-            identities[name] = now
+            identities[name] = cast(OutputTopic, now)  # GREW: compare() saw a current identity
             notes.append(f"{change.describe()}: accepted; keys now hash to other partitions "
                          "(sink option fixedPartitions=true refuses this)")
         elif name in refused_before and _restart_accepts(was, now, fixed_partitions):
-            identities[name] = now
+            identities[name] = cast(OutputTopic, now)  # _restart_accepts() refuses a None
             notes.append(f"{change.describe()}: accepted at this restart after the query stopped on it; "
                          "records committed before are not in this topic")
         else:

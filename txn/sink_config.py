@@ -76,12 +76,12 @@ def producer_violations(conf: Mapping[str, object]) -> list[ProducerViolation]:
     """Every producer setting in ``conf`` that would break the sink's guarantee."""
     found = []
     for key, (replaced_by, problem) in OWNED.items():
-        if _value(conf, key) is not None:
-            found.append(ProducerViolation(key, _value(conf, key), UNSET, problem,
+        if (value := _value(conf, key)) is not None:
+            found.append(ProducerViolation(key, value, UNSET, problem,
                                            f"remove it and set the sink's {replaced_by} instead", replaced_by))
     for key, problem in NOT_PRODUCER.items():
-        if _value(conf, key) is not None:
-            found.append(ProducerViolation(key, _value(conf, key), UNSET, problem, "remove it"))
+        if (value := _value(conf, key)) is not None:
+            found.append(ProducerViolation(key, value, UNSET, problem, "remove it"))
     idempotence = _value(conf, "enable.idempotence")
     if idempotence is not None and idempotence.strip().lower() != "true":
         found.append(ProducerViolation("enable.idempotence", idempotence, "true", "turns idempotence off: "
