@@ -47,6 +47,7 @@ class Secret:
     """A secret string: ``***`` in repr/str/format; ``reveal()`` gives the value."""
 
     __slots__ = ("_value",)
+    _value: str
 
     def __init__(self, value: str) -> None:
         object.__setattr__(self, "_value", str(value))

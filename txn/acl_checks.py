@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Future
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence, Union
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AclOperation
@@ -29,7 +29,8 @@ from kafka_eos.offsets.acl_advice import AclMissingError, MissingAcl, principal_
 
 log = logging.getLogger(__name__)
 PROBE_SUFFIX = "-validate-probe"
-Answer = object  # the resource's authorized operations (a list, or None) or the exception it raised
+# the resource's authorized operations (a list, or None) or the exception it raised
+Answer = Union[Sequence[AclOperation], BaseException, None]
 
 
 def error_code(exc: BaseException) -> int | None:

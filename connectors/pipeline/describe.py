@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Union, cast
 
 import yaml
 
@@ -43,7 +43,8 @@ def _topics(cfg: PipelineConfig) -> dict[str, Any]:
 def plan(cfg: PipelineConfig) -> dict[str, Any]:
     """The plan of ``cfg`` from the file alone (no broker, no checkpoint)."""
     s, k, t = cfg.source, cfg.sink, cfg.transform
-    slots = int(dict(k.options).get("transactional.id.slots", DEFAULT_SLOTS))
+    # cast: an option value is a Secret only under a secret-named key, and this key is not one
+    slots = int(cast(Union[str, int], dict(k.options).get("transactional.id.slots", DEFAULT_SLOTS)))
     trigger = cfg.checkpoint.trigger
     return {
         "pipeline": cfg.name or Path(cfg.origin).stem,
@@ -60,7 +61,8 @@ def plan(cfg: PipelineConfig) -> dict[str, Any]:
                       "sql": t.sql, "steps": [{st.kind: list(st.exprs)} for st in t.steps]},
         "sink": {"cluster": k.kafka.redacted(), "topic": k.topic, "topic_column": k.topic_column,
                  "columns": sink_select_exprs(cfg), "format": k.format.value, "schema": _schema(k.schema),
-                 "transactional_ids": TransactionalIdFactory(k.transactional_id_prefix, slots).describe()
+                 # cast: the factory itself refuses a missing prefix (SinkConfigError)
+                 "transactional_ids": TransactionalIdFactory(cast(str, k.transactional_id_prefix), slots).describe()
                  if cfg.exactly_once else None,
                  "transaction_timeout_ms": k.transaction_timeout_ms},
         "checkpoint": {"location": cfg.checkpoint.location, "trigger": str(trigger)},
@@ -102,7 +104,8 @@ def _start(spec: str, topic: str, partition: int, low: int, high: int) -> int | 
     if spec == "latest":
         return high
     wanted = json.loads(spec).get(topic, {}).get(str(partition))
-    return {None: "not listed (error at start)", -2: low, -1: high}.get(wanted, wanted)
+    named: dict[int | None, int | str] = {None: "not listed (error at start)", -2: low, -1: high}
+    return named.get(wanted, wanted)
 
 
 def live_offsets(cfg: PipelineConfig, timeout_s: float = 10.0) -> dict[str, Any]:
