@@ -24,7 +24,7 @@ Invariants:
 from __future__ import annotations
 
 import logging
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, cast
 
 import kafka.errors as Errors
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
@@ -71,7 +71,8 @@ class KafkaCommitter:
         return self._end(list(handles), commit=False)
 
     def _end(self, handles: list[TxnHandle], commit: bool) -> Outcomes:
-        pending = {h.transactional_id: h for h in handles if h.has_transaction}
+        # cast: has_transaction means the handle has a transactional id
+        pending = {cast(str, h.transactional_id): h for h in handles if h.has_transaction}
         outcomes: Outcomes = {}
         if not pending:
             return outcomes
@@ -111,13 +112,13 @@ class KafkaCommitter:
         moved = [tid for tid, code in codes.items() if code in _MOVED]
         if moved:
             client.forget_coordinators(moved)
-        not_ours = []
+        not_ours: list[tuple[str, TxnHandle]] = []
         for tid, code in codes.items():
             handle = pending[tid]
             if code == 0:
                 outcomes[handle.sink_partition] = COMMITTED if commit else ABORTED
             elif code in _NOT_OURS:
-                not_ours.append(handle)
+                not_ours.append((tid, handle))
                 continue
             elif code in _EXPIRED:
                 outcomes[handle.sink_partition] = self._expired(handle, code, commit)
@@ -128,13 +129,13 @@ class KafkaCommitter:
                     f"EndTxn for {tid} failed with {Errors.for_code(code).__name__} ({code}); "
                     "check the principal's TransactionalId WRITE/DESCRIBE ACLs and the broker log")
             del pending[tid]
-        for handle in not_ours:
+        for tid, handle in not_ours:  # tid is handle.transactional_id: pending's key
             outcome = self._resolve_not_ours(client, handle, commit)
             if outcome is None:  # a stale coordinator answered: the next round asks the current one
-                client.forget_coordinators([handle.transactional_id])
+                client.forget_coordinators([tid])
                 continue
             outcomes[handle.sink_partition] = outcome
-            del pending[handle.transactional_id]
+            del pending[tid]
         if pending:
             raise _RoundIncomplete()
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Collection, Iterable, Protocol
+from typing import Callable, Collection, Iterable, Protocol, cast
 
 from kafka_eos.txn.errors import OutputTopicChangedError, TransactionLostError
 from kafka_eos.txn.fault_injection import FaultInjectingCommitter, FaultInjectingHooks
@@ -90,12 +90,13 @@ class TwoPhaseCommitProtocol:
         """The production protocol of a sink (its sink log pinned to ``query_id``); with an active
         fault plan, its committer and step hooks are wrapped to pause at the plan's points."""
         sink_log = SinkLog(config.log_location, config.transactional_id_prefix, query_id)
-        committer: Committer = KafkaCommitter(config.client_conf(), config.commit_timeout_s)
+        kafka_committer = KafkaCommitter(config.client_conf(), config.commit_timeout_s)
+        committer: Committer = kafka_committer
         aborter = TransactionAborter(config.client_conf(), config.ids, config.commit_timeout_s)
         hooks = StepHooks()
         if faults is not None and faults.active:
             hooks = FaultInjectingHooks(faults)
-            committer = FaultInjectingCommitter(committer, hooks)
+            committer = FaultInjectingCommitter(kafka_committer, hooks)
         return cls(sink_log, committer, aborter, transaction_timeout_ms=config.transaction_timeout_ms, hooks=hooks,
                    topic_check=OutputTopicGuard.from_config(config).before_decision)
 
@@ -123,7 +124,8 @@ class TwoPhaseCommitProtocol:
                 last = self._end(last)
             except TransactionLostError as lost:  # recorded as lost: this replay re-writes them
                 log.warning("kafka-eos: %s", lost)
-                last = self.log.get(last.batch_id)
+                # cast: the batch was read from the log above, and a record once written stays
+                last = cast(BatchRecord, self.log.get(last.batch_id))
         return ReplayPlan(last.batch_id, frozenset(last.durable_partitions()))
 
     # -- the commit of one batch ---------------------------------------------------------

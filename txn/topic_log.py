@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
+from typing import Sequence, cast
 
 from kafka_eos.txn.errors import SinkLogConflictError, SinkLogError
 from kafka_eos.txn.log_store import LogReader, LogStore
@@ -53,7 +54,9 @@ class TopicsRecord:
         if data.get("v") != TOPICS_FORMAT:
             raise SinkLogError(f"{source}: output topics record format {data.get('v')!r} is not "
                                f"{TOPICS_FORMAT}; this kafka-eos build cannot read it (use the build that wrote it)")
-        return cls(topics={n: _identity(n, t) for n, t in data["topics"].items()},
+        # cast: to_json writes every recorded topic as an identity, never null
+        topics = cast(dict[str, OutputTopic], {n: _identity(n, t) for n, t in data["topics"].items()})
+        return cls(topics=topics,
                    refused=data.get("refused", {}), batch_id=data.get("batch"), seq=data["seq"])
 
 
@@ -75,12 +78,14 @@ class TopicLog:
         return TopicsRecord.from_json(self.store.read(name) or "{}", f"{self.store.location}/{name}")
 
     def append(self, base: TopicsRecord, topics: dict[str, OutputTopic], batch_id: int | None,
-               refused: list[TopicChange] = ()) -> TopicsRecord:
+               refused: Sequence[TopicChange] = ()) -> TopicsRecord:
         """Create the record after ``base`` (the newest this writer read)."""
         record = replace(base, topics=dict(topics), batch_id=batch_id, seq=base.seq + 1,
                          refused={c.name: {"change": c.change.value, "current": _plain(c.current)}
                                   for c in refused})
         name = record_name(record.seq)
+        if not isinstance(self.store, LogStore):
+            raise AttributeError(f"{self.store.location}: this topic log is read-only; open it with TopicLog.at to append")
         try:
             self.store.create(name, record.to_json())
         except FileExistsError:
