@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any, cast
 
 from kafka_eos.connectors.cli_dev import add_dev_commands
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError
@@ -56,7 +57,7 @@ def _stop(args: argparse.Namespace) -> int:
     from kafka_eos.config.violations import InvalidPipeline
     try:
         cfg = load_valid(args.pipeline, offline=True)
-        path = request_stop(cfg.checkpoint.location)
+        path = request_stop(cast(str, cfg.checkpoint.location))  # load_valid refuses a missing location
     except (InvalidPipeline, StopNotSupported) as exc:
         print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
         return 1
@@ -83,7 +84,8 @@ def _describe(args: argparse.Namespace) -> int:
     if not report.configs:
         print(report.render(), file=sys.stderr)
         return report.exit_code
-    cfg, details = report.configs[0], {}
+    cfg = report.configs[0]
+    details: dict[str, Any] = {}
     if report.violations:
         details["problems"] = [f"{v.path}: {v.message}" for v in report.violations]
     details["checkpoint_state"] = describe.checkpoint_offsets(cfg)

@@ -28,7 +28,7 @@ not be read.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Sequence, cast
 
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import PipelineConfig
@@ -68,7 +68,7 @@ class Verdict:
 
 
 def _scans(found: Checkpoint, cfg: PipelineConfig, wanted: PipelineShape) -> list[Verdict]:
-    before = found.shape.scans
+    before = cast(PipelineShape, found.shape).scans  # both callers pass a checkpoint with a shape
     if before is None or before == wanted.scans:
         return []
     if late_topic(cfg) is not None or before > 2:
@@ -173,7 +173,9 @@ def checkpoint_sources(location: str) -> int | None:
 def check_checkpoint(cfg: PipelineConfig) -> None:
     """Raise ``CheckpointShapeError`` when the checkpoint's source scans differ from the plan's."""
     location = cfg.checkpoint.location
-    scans = checkpoint_sources(location) if location else None
+    if not location:
+        return
+    scans = checkpoint_sources(location)
     if scans is None:
         return
     found = Checkpoint(location, PipelineShape(scans=scans, stateful=None, recorded=False))
