@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import json
 from datetime import datetime, timezone
-from typing import Callable, Iterator
+from typing import Callable, Iterator, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -57,7 +57,9 @@ class LateWatermarkError(KafkaEosError, RuntimeError):
     """The batch's late-events watermark cannot be read; the message names the file."""
 
 
-def _quoted(text: str) -> str:
+def _quoted(text: str | None) -> str:
+    if text is None:  # late_spec() sets every duration its window kind uses
+        raise AttributeError("the late-records spec lacks a window duration; build it with late_spec()")
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
@@ -162,6 +164,7 @@ def late_frame(raw: DataFrame, cfg: PipelineConfig, serde: ValueSerde) -> DataFr
     bounded = decoded.withColumn(BOUND, expr(bound_expr(spec, w.column)))
     columns = ["key", ORIGINAL_VALUE, "topic", "partition", "offset", w.column, BOUND]
     columns += ["headers"] if include_headers else []
-    previous = raw.sparkSession.conf.get(ALLOW_MULTIPLE, "true").lower() != "false"
+    # cast: given a default, conf.get returns a str (pyspark types it Optional)
+    previous = cast(str, raw.sparkSession.conf.get(ALLOW_MULTIPLE, "true")).lower() != "false"
     function = late_fn(cfg.checkpoint.location, previous, w.late_topic, w.column, spec.drops_null_time)
     return bounded.select(*columns).mapInArrow(function, dlq_spark_schema())
