@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import logging
 import time
-from typing import Iterator
+from typing import Iterator, cast
 
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition as KafkaTP
@@ -42,6 +42,11 @@ _GONE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaE
 _LOST = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE} | _GONE
 _FATAL = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError._SSL,
           KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
+
+
+def _offset(message: Message) -> int:
+    """A data message's offset (confluent-kafka types offset() Optional: None only on error events)."""
+    return cast(int, message.offset())
 
 
 def read_partition(partition: object, options: SourceOptions, schema: pa.Schema,
@@ -74,7 +79,7 @@ class RangeReader:
                 messages = self._within(messages, next_offset)
                 if messages:
                     yield from to_record_batches(messages, rng.topic, rng.partition, self.schema)
-                    next_offset, progress_at = messages[-1].offset() + 1, time.monotonic()
+                    next_offset, progress_at = _offset(messages[-1]) + 1, time.monotonic()
                 if resume is not None:  # data loss accepted (failOnDataLoss=false): jump over the gap
                     if resume >= rng.end:
                         return
@@ -97,8 +102,8 @@ class RangeReader:
         """Only messages with next_offset <= offset < end (already in offset order)."""
         if not messages:
             return messages
-        if messages[0].offset() < next_offset or messages[-1].offset() >= self.rng.end:
-            offsets = [m.offset() for m in messages]
+        if _offset(messages[0]) < next_offset or _offset(messages[-1]) >= self.rng.end:
+            offsets = cast(list[int], [m.offset() for m in messages])  # data messages: each has an offset
             return messages[bisect.bisect_left(offsets, next_offset): bisect.bisect_left(offsets, self.rng.end)]
         return messages
 
@@ -112,7 +117,7 @@ class RangeReader:
                 good.append(message)
                 continue
             if err.code() in _LOST:
-                lost_at = max(next_offset, good[-1].offset() + 1) if good else next_offset
+                lost_at = max(next_offset, _offset(good[-1]) + 1) if good else next_offset
                 return good, self._data_loss(consumer, err, lost_at)
             if err.fatal() or err.code() in _FATAL:
                 raise KafkaException(err)
