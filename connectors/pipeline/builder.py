@@ -25,7 +25,8 @@ Invariants:
 """
 from __future__ import annotations
 
-from typing import Callable
+import functools
+from typing import Callable, cast
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import col, expr
@@ -34,7 +35,7 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from kafka_eos import KafkaEosError
 from kafka_eos import connectors
-from kafka_eos.config.model import DataFormat, PipelineConfig
+from kafka_eos.config.model import DataFormat, PipelineConfig, Step
 from kafka_eos.config.spark_option_table import sink_option
 from kafka_eos.connectors.pipeline import stop
 from kafka_eos.connectors.plan_check import NonDeterministicPlanError, check_deterministic
@@ -87,8 +88,9 @@ def transform_input(decoded: DataFrame, cfg: PipelineConfig) -> DataFrame:
         df = df.withColumn("key", col("key").cast(StringType()))
     watermark = cfg.transform.watermark
     if watermark is not None:
-        if watermark.expression:
-            df = _analysed(lambda: df.withColumn(watermark.column, expr(watermark.expression)),
+        expression = watermark.expression
+        if expression:
+            df = _analysed(lambda: df.withColumn(watermark.column, expr(expression)),
                            "transform.watermark.expression", "name a timestamp column of source, e.g. value.created_at")
         df = _analysed(lambda: df.withWatermark(watermark.column, watermark.delay), "transform.watermark.column",
                        "name a timestamp column (or define it with transform.watermark.expression)")
@@ -97,21 +99,24 @@ def transform_input(decoded: DataFrame, cfg: PipelineConfig) -> DataFrame:
 
 def transform(spark: SparkSession, source: DataFrame, cfg: PipelineConfig) -> DataFrame:
     """``transform.sql`` over the view ``source``, then each step in order."""
-    df = source
-    if cfg.transform.sql:
+    df, sql = source, cfg.transform.sql
+    if sql:
         source.createOrReplaceTempView(SOURCE_VIEW)
-        df = _analysed(lambda: spark.sql(cfg.transform.sql), "transform.sql",
+        df = _analysed(lambda: spark.sql(sql), "transform.sql",
                        f"fix the query; it reads FROM {SOURCE_VIEW} with columns {source.columns}")
     for n, step in enumerate(cfg.transform.steps):
         where, current = f"transform.steps[{n}].{step.kind}", df
         fix = f"use columns of {current.columns}"
-        if step.kind == "filter":
-            df = _analysed(lambda current=current, step=step: current.where(step.exprs[0]), where, fix)
-        elif step.kind == "select":
-            df = _analysed(lambda current=current, step=step: current.selectExpr(*step.exprs), where, fix)
-        else:
-            df = _analysed(lambda current=current, step=step: current.withColumn("key", expr(step.exprs[0])), where, fix)
+        df = _analysed(functools.partial(_step_frame, current, step), where, fix)
     return df
+
+
+def _step_frame(df: DataFrame, step: Step) -> DataFrame:
+    if step.kind == "filter":
+        return df.where(step.exprs[0])
+    if step.kind == "select":
+        return df.selectExpr(*step.exprs)
+    return df.withColumn("key", expr(step.exprs[0]))
 
 
 def check_columns(df: DataFrame, cfg: PipelineConfig) -> None:
@@ -144,7 +149,8 @@ def encode(df: DataFrame, cfg: PipelineConfig, serde: ValueSerde) -> DataFrame:
 
 def dlq_rows(decoded: DataFrame, cfg: PipelineConfig) -> DataFrame:
     failed = decoded.where(f"{batch.ERROR_COLUMN} IS NOT NULL")
-    return failed.mapInArrow(batch.dlq_fn(cfg.errors.dlq_topic), dlq_spark_schema())
+    # cast: a valid pipeline with on_decode_error dlq names its DLQ topic (rule errors.dlq_topic)
+    return failed.mapInArrow(batch.dlq_fn(cast(str, cfg.errors.dlq_topic)), dlq_spark_schema())
 
 
 def build_frame(spark: SparkSession, cfg: PipelineConfig,
