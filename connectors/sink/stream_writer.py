@@ -15,7 +15,7 @@ cleanup, the output-topic check) ran before ``QueryStart.writer`` built it. Enfo
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, cast
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -39,11 +39,18 @@ class SinkCommitMessage(WriterCommitMessage):
         self.handle = handle
 
 
+def _task_context() -> TaskContext:
+    context = TaskContext.get()
+    if context is None:  # the AttributeError a None context raised on first use, named
+        raise AttributeError("the sink writer's write() runs only in a Spark task (no TaskContext here)")
+    return context
+
+
 class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, config: SinkConfig, faults: FaultPlan, query_id: str | None, plan: ReplayPlan,
-                 protocol: TwoPhaseCommitProtocol | None) -> None:
+                 protocol: TwoPhaseCommitProtocol) -> None:
         self.config, self.faults, self.query_id, self.plan = config, faults, query_id, plan
-        self._protocol = protocol  # driver only
+        self._protocol = protocol  # driver only: __getstate__ leaves it out of what tasks get
         self._task_input = task_input(faults)
 
     def __getstate__(self) -> dict:
@@ -51,8 +58,9 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
         return {k: v for k, v in self.__dict__.items() if k != "_protocol"}
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
-        context = TaskContext.get()
-        batch_id = int(context.getLocalProperty("streaming.sql.batchId"))
+        context = _task_context()
+        # cast: Spark sets the batch id on every task of a micro-batch
+        batch_id = int(cast(str, context.getLocalProperty("streaming.sql.batchId")))
         sink_partition = context.partitionId()
         if self.plan.skip(batch_id, sink_partition):
             rows = sum(batch.num_rows for batch in iterator)  # counted for the replay check, not written
