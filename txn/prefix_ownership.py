@@ -16,7 +16,7 @@ checkpoint's. The topic and the aborter are passed in (``ClaimTopic``; tests pas
 from __future__ import annotations
 
 import logging
-from typing import Callable, Protocol
+from typing import Callable, Protocol, cast
 
 from kafka_eos.txn.errors import PrefixClaimedError
 from kafka_eos.txn.prefix_claim import Claim, Verdict, judge, race_winner
@@ -48,14 +48,15 @@ def claim(store: ClaimStore, ours: Claim, abort_owner: Callable[[str | None], ob
     if verdict == Verdict.OURS:
         return verdict
     if verdict == Verdict.REFUSE:
-        raise _refusal(store, ours, current)
+        raise _refusal(store, ours, cast(Claim, current))  # judge() refuses only a latest claim
     if verdict == Verdict.TAKE_OVER:                                                 # step 3
+        theirs = cast(Claim, current)  # judge() takes over only a latest claim
         log.warning("kafka-eos: transactional.id.prefix %r was claimed by query %s of checkpoint %s (claimed %s "
                     "on %s); that checkpoint was created anew (query %s): taking the prefix over and aborting "
-                    "the old query's open transactions", ours.prefix, current.query_id, current.checkpoint,
-                    current.claimed_at, current.host, ours.query_id)
-        if current.owner != ours.owner:
-            abort_owner(current.owner)
+                    "the old query's open transactions", ours.prefix, theirs.query_id, theirs.checkpoint,
+                    theirs.claimed_at, theirs.host, ours.query_id)
+        if theirs.owner != ours.owner:
+            abort_owner(theirs.owner)
     offset = store.write(ours.prefix, ours)                                          # step 4
     between, _ = store.read(ours.prefix, end, offset)
     winner = race_winner(between, ours)
