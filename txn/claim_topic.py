@@ -21,7 +21,7 @@ Invariants enforced here:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, cast
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
@@ -123,20 +123,22 @@ class ClaimTopic:
             msg = consumer.poll(self._timeout_s)
             if msg is None:
                 raise PrefixClaimAccessError.of_topic(self.topic, "read", f"no record within {self._timeout_s} s")
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
+            error = msg.error()
+            if error:
+                if error.code() == KafkaError._PARTITION_EOF:
                     return found
-                if msg.error().code() in _NO_GROUP_NEEDED:
+                if error.code() in _NO_GROUP_NEEDED:
                     continue
-                if msg.error().code() in _DENIED or not msg.error().retriable():
-                    raise PrefixClaimAccessError.of_topic(self.topic, "read", msg.error().str())
+                if error.code() in _DENIED or not error.retriable():
+                    raise PrefixClaimAccessError.of_topic(self.topic, "read", error.str())
                 continue
-            if msg.offset() >= end:
+            offset = cast(int, msg.offset())  # a record (no error) has an offset; confluent-kafka types it Optional
+            if offset >= end:
                 return found
             if msg.key() == key:
                 value = msg.value()
-                found.append(None if value is None else Claim.from_json(value, f"{self.topic}@{msg.offset()}"))
-            if msg.offset() >= end - 1:
+                found.append(None if value is None else Claim.from_json(value, f"{self.topic}@{offset}"))
+            if offset >= end - 1:
                 return found
 
     def write(self, prefix: str, claim: Claim | None) -> int:
