@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import pyarrow as pa
 from confluent_kafka import KafkaException, Producer
@@ -90,7 +90,7 @@ class KafkaWriter:
                     self._produce_batch(batch)
             if self._producer is None:
                 return TxnHandle.empty(self.sink_partition)
-            return self._precommit()
+            return self._precommit(self._producer)
         except BaseException as exc:
             reason = self._failure() if self._producer is not None else None
             self._abandon()
@@ -157,7 +157,8 @@ class KafkaWriter:
                     f"row {row} of batch {self.batch_id} (key={keys[row]!r:.60}) has no topic: set the sink "
                     "option 'topic' or give every row a non-null 'topic' column")
             args = (topic, values[row], keys[row], partitions[row] if partitions else -1)
-            extra = {"headers": [(h["key"], h["value"]) for h in headers[row]]} if headers and headers[row] else {}
+            extra: dict[str, Any] = ({"headers": [(h["key"], h["value"]) for h in headers[row]]}
+                                     if headers and headers[row] else {})
             while True:
                 try:
                     produce(*args, **extra)  # headers by keyword: positional order varies by release
@@ -180,11 +181,11 @@ class KafkaWriter:
             return batch.column(name).to_pylist() if name in names else None
 
         # As in Spark's Kafka sink, the 'topic' option overrides a 'topic' column.
-        topics = [self.config.topic] * n if self.config.topic or "topic" not in names else column("topic")
+        topics = [self.config.topic] * n if self.config.topic or "topic" not in names else batch.column("topic").to_pylist()
         partitions = column("partition")
         if partitions is not None:
             partitions = [-1 if p is None else p for p in partitions]
-        return topics, column("key") or [None] * n, column("value"), partitions, column("headers")
+        return topics, column("key") or [None] * n, batch.column("value").to_pylist(), partitions, column("headers")
 
     def _delivered(self, err, msg) -> None:
         if err is not None and len(self._errors) < 20:
@@ -202,20 +203,20 @@ class KafkaWriter:
                 f"(found {when}); it writes nothing. A zombie or straggling attempt, nothing to fix.")
 
     # -- pre-commit: steps 4 (end) to 7 -------------------------------------------------
-    def _precommit(self) -> TxnHandle:
+    def _precommit(self, producer: Producer) -> TxnHandle:
         started = time.monotonic()
-        self._flush()                                                                 # step 4
+        self._flush(producer)                                                         # step 4
         self._abort_if_decided()                                                      # step 5
-        stats = self._next_stats()
+        stats = self._next_stats(producer)
         handle = self._handle(stats, round((time.monotonic() - started) * 1000, 1))   # step 6
         self._producer = None  # step 7: dropped without abort; the transaction stays Ongoing
         return handle
 
-    def _flush(self) -> None:
+    def _flush(self, producer: Producer) -> None:
         """Every record acknowledged, else ``KafkaWriteError``: the first failed records (delivery
         errors, a failed transaction) as soon as seen, or what is still unacknowledged at the deadline."""
         try:
-            remaining = flush_checked(self._producer.flush, self._failure, self._client_wait_s)
+            remaining = flush_checked(producer.flush, self._failure, self._client_wait_s)
         except TransactionFailed as failed:
             raise self._failed(str(failed)) from None
         if remaining:
@@ -227,11 +228,11 @@ class KafkaWriter:
             self._abandon()
             self._check_not_decided("after flush (its transaction is aborted)")
 
-    def _next_stats(self) -> dict:
+    def _next_stats(self, producer: Producer) -> dict:
         """The first librdkafka statistics emitted after the flush (within ``STATS_WAIT_S``), parsed."""
         seen, deadline = self._stats.count, time.monotonic() + STATS_WAIT_S
         while self._stats.count == seen and time.monotonic() < deadline:
-            self._producer.poll(0.005)
+            producer.poll(0.005)
         return json.loads(self._stats.latest) if self._stats.count else {}
 
     def _handle(self, stats: dict, precommit_ms: float) -> TxnHandle:
