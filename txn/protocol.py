@@ -21,8 +21,7 @@ Executors pre-commit (``KafkaWriter``); the driver then runs ``commit_batch``:
 handles the broker aborted meanwhile are recorded lost, not raised) and returns the
 ``ReplayPlan`` that tells tasks which sink partitions are already durable: the engine's replay of
 that batch re-writes exactly the others (tasks of durable partitions write nothing but count
-their rows, for step 2's check). ``abort_lingering`` is step 7 alone, for the query start once
-recovery is done (a dead run's open transactions would hold back read_committed readers).
+their rows, for step 2's check).
 ``abort_batch`` runs when the engine gives up on a batch (its job failed, or ``commit_batch``
 raised): a batch with a decision in the sink log is never aborted (it is committed, or left
 decided for the next start); otherwise every id the batch can have used is swept, twice
@@ -101,19 +100,9 @@ class TwoPhaseCommitProtocol:
                    topic_check=OutputTopicGuard.from_config(config).before_decision)
 
     # -- recovery ------------------------------------------------------------------------
-    def recover(self, query_start: bool = False) -> ReplayPlan:
-        """Finish the last decided batch; at ``query_start`` (no task of this run has started)
-        then abort lingering transactions under the prefix (best effort, step 7's cleanup)."""
-        plan = self._recover()
-        if query_start:
-            self.abort_lingering()
-        return plan
-
-    def abort_lingering(self) -> None:
-        """Step 7 alone: only when no task of this run has an open transaction to be committed."""
-        self.aborter.abort_lingering()
-
-    def _recover(self) -> ReplayPlan:
+    def recover(self) -> ReplayPlan:
+        """Finish the last decided batch (the query start's lingering-transaction abort follows it
+        there, ``connectors/sink/query_start``)."""
         last = self.log.latest()
         if last is None:
             return ReplayPlan()

@@ -83,11 +83,12 @@ def test_a_run_that_lost_the_race_to_a_decision_stops_without_overwriting(tmp_pa
     assert record.state == "committed" and record.handles[0].producer_epoch == 1
 
 
-def test_query_start_cleans_up_after_recovery_only(tmp_path):
+def test_recovery_commits_the_decided_batch_and_aborts_nothing(tmp_path):
+    # the query start's lingering abort after recovery: tests/connectors/sink/test_query_start.py
     SinkLog(str(tmp_path), "p").append(BatchRecord(9, DECIDED, 1, (handle(0),), {0: "pending"}), None)
     proto = protocol(tmp_path)
-    proto.recover(query_start=True)
-    assert proto.committer.committed == [0] and proto.aborter.calls == 1
+    proto.recover()
+    assert proto.committer.committed == [0] and proto.aborter.calls == 0
     later = protocol(tmp_path)
     later.recover()
     assert later.aborter.calls == 0
