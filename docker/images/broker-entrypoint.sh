@@ -3,21 +3,11 @@
 #   KAFKA_FOO_BAR=value  ->  foo.bar=value in server.properties (every KAFKA_* but the JVM ones)
 #   CLUSTER_ID           ->  the id the storage is formatted with (once; a formatted dir is kept)
 #   KAFKA_HEAP_OPTS      ->  JVM heap flags (default -Xmx384m -Xms64m)
-# Defaults: a combined broker+controller, node 1, data in /var/lib/kafka/data.
+# Defaults: a combined broker+controller, node 1, data in /var/lib/kafka/data. The image holds
+# $CONF/log4j2.properties: the local broker's (connectors/dev/local_kafka.LOG4J, copied by build.py).
 set -eu
 CONF=/opt/kafka/config
 mkdir -p "$CONF"
-cat >"$CONF/log4j2.properties" <<'EOF'
-status = warn
-appender.out.type = Console
-appender.out.name = OUT
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = OUT
-logger.state.name = state.change.logger
-logger.state.level = WARN
-EOF
 {
   echo "process.roles=broker,controller"
   echo "node.id=1"

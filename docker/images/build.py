@@ -145,11 +145,18 @@ def _kafka() -> tuple[str, Path]:
     return kafka_version(), Path(broker_classpath().rstrip("*"))
 
 
+def _log4j() -> str:
+    """The JVM broker's log settings (one copy, in local_kafka), for the image's broker too."""
+    from kafka_eos.connectors.dev.local_kafka import LOG4J
+    return LOG4J
+
+
 def broker_tag() -> str:
     version, jars = _kafka()
     names = sorted(p.name for p in jars.glob("*.jar"))
     entry = (HERE / "broker-entrypoint.sh").read_bytes()
-    return f"localhost/kafka-eos-broker:{version}-{_key(BROKER_FORMAT, base_key(), version, entry, *names)}"
+    key = _key(BROKER_FORMAT, base_key(), version, entry, _log4j(), *names)
+    return f"localhost/kafka-eos-broker:{version}-{key}"
 
 
 def build_broker() -> str:
@@ -162,10 +169,12 @@ def build_broker() -> str:
             ctx = Path(context)
             shutil.copytree(jars, ctx / "libs", ignore=shutil.ignore_patterns(".complete"))
             shutil.copy(HERE / "broker-entrypoint.sh", ctx / "entrypoint.sh")
+            (ctx / "log4j2.properties").write_text(_log4j())
             (ctx / "Containerfile").write_text(
                 f"FROM {base}\n"
                 "COPY libs/ /opt/kafka/libs/\n"
                 "COPY entrypoint.sh /opt/kafka/entrypoint.sh\n"
+                "COPY log4j2.properties /opt/kafka/config/log4j2.properties\n"
                 f"LABEL org.opencontainers.image.title=kafka-eos-broker kafka.version={version}\n"
                 "EXPOSE 9092\n"
                 'ENTRYPOINT ["/usr/bin/tini", "--", "/bin/sh", "/opt/kafka/entrypoint.sh"]\n')
