@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from integration_tests.kafka_tools import ongoing_transactions
 from integration_tests.providers import broker_from_environment
 from kafka_eos.config.spark_option import TEST_HOOKS_ENV
 
@@ -84,17 +85,6 @@ def iptables():
 # A query that just stopped may still be ending its transactions (the sink's release step runs
 # as the query terminates): a leak is what is still Ongoing after this grace.
 LEAK_GRACE_S = 20.0
-
-
-def ongoing_transactions(bootstrap: str) -> set[str]:
-    """Transactional ids with an Ongoing transaction on the cluster at ``bootstrap`` (ListTransactions)."""
-    from kafka import KafkaAdminClient
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        listings = admin.list_transactions(state_filters=["Ongoing"])
-    finally:
-        admin.close()
-    return {t.transactional_id for rows in listings.values() for t in rows}
 
 
 @pytest.fixture(autouse=True)

@@ -202,3 +202,14 @@ def wait_released(bootstrap: str, topic: str, bound_s: float) -> tuple[float, di
         if not held or waited >= bound_s:
             return waited, held
         time.sleep(0.25)
+
+
+def ongoing_transactions(bootstrap: str) -> set[str]:
+    """Transactional ids with an Ongoing transaction on the cluster at ``bootstrap`` (ListTransactions)."""
+    from kafka import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        listings = admin.list_transactions(state_filters=["Ongoing"])
+    finally:
+        admin.close()
+    return {t.transactional_id for rows in listings.values() for t in rows}

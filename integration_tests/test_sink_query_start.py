@@ -7,10 +7,10 @@ import json
 import time
 import uuid
 
-from kafka import KafkaAdminClient
 
 from kafka_eos import connectors
-from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, create_topic, unique
+from integration_tests.kafka_tools import (assert_exactly_once, check_exactly_once, create_topic, ongoing_transactions,
+                                           unique)
 from integration_tests.pipeline_runs import seed_input
 from integration_tests.test_txn_kafka import rows
 from kafka_eos.txn.kafka_writer import KafkaWriter
@@ -21,13 +21,7 @@ IDS = 300
 
 
 def ongoing(bootstrap: str, prefix: str) -> set[str]:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        listings = admin.list_transactions(state_filters=["Ongoing"])
-    finally:
-        admin.close()
-    return {t.transactional_id for per_broker in listings.values() for t in per_broker
-            if t.transactional_id.startswith(prefix + "-")}
+    return {tid for tid in ongoing_transactions(bootstrap) if tid.startswith(prefix + "-")}
 
 
 def test_a_dead_runs_transaction_is_aborted_before_the_first_batch_is_decided(spark, bootstrap, tmp_path):

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, create_topic, output_ids, unique
+from integration_tests.kafka_tools import (assert_exactly_once, check_exactly_once, create_topic, ongoing_transactions,
+                                           output_ids, unique)
 from integration_tests.pipeline_runs import (kill_group, run_to_completion,
                                              seed_input, start_job, tail, wait_for)
 
@@ -72,13 +73,7 @@ def open_sink_partitions(bootstrap: str, prefix: str) -> set[int]:
     """Sink partitions (``<prefix>-[<owner>-]<sink partition>-<slot>`` ids) with an Ongoing transaction."""
     import re
 
-    from kafka import KafkaAdminClient
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        listings = admin.list_transactions(state_filters=["Ongoing"])
-    finally:
-        admin.close()
-    ids = [t.transactional_id for rows in listings.values() for t in rows]
+    ids = ongoing_transactions(bootstrap)
     return {int(m[1]) for m in (re.match(rf"^{re.escape(prefix)}-(?:[0-9a-f]{{8}}-)?(\d+)-\d+$", i) for i in ids) if m}
 
 
