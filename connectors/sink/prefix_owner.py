@@ -21,6 +21,8 @@ from datetime import datetime, timezone
 from typing import Mapping
 from urllib.parse import urlparse
 
+from kafka_eos.config.spark_option_table import sink_option
+from kafka_eos.option_map import OptionMap
 from kafka_eos.txn import prefix_ownership, sink_markers
 from kafka_eos.txn.claim_topic import ClaimTopic
 from kafka_eos.txn.errors import CheckpointRetiredError, SinkConfigError
@@ -34,18 +36,16 @@ log = logging.getLogger(__name__)
 
 def checkpoint_identity(options: Mapping[str, str], log_location: str) -> str:
     """The checkpoint a claim names: ``checkpointLocation`` (a local path made absolute), else the sink log."""
-    location = {k.lower(): v for k, v in options.items()}.get("checkpointlocation") or log_location
+    location = OptionMap.of(options).get("checkpointLocation") or log_location
     location = str(location).rstrip("/")
     return os.path.abspath(location) if urlparse(location).scheme == "" else location
 
 
 def claim_settings(options: Mapping[str, str]) -> tuple[bool, str]:
     """(claim on the cluster?, the claim topic) from sink options prefixClaim / prefixClaimTopic."""
-    lowered = {k.lower(): str(v) for k, v in options.items()}
-    mode = lowered.get("prefixclaim", "broker").strip().lower()
-    if mode not in ("broker", "off"):
-        raise SinkConfigError(f"sink option prefixClaim={mode!r}: use broker (the default) or off")
-    return mode == "broker", lowered.get("prefixclaimtopic") or DEFAULT_CLAIM_TOPIC
+    mode = sink_option("prefixClaim").read(options, SinkConfigError)
+    topic = str(sink_option("prefixClaimTopic").read(options, SinkConfigError) or DEFAULT_CLAIM_TOPIC)  # a text option
+    return mode == "broker", topic
 
 
 def new_claim(config: SinkConfig, checkpoint: str, query_id: str | None) -> Claim:

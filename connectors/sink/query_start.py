@@ -43,6 +43,7 @@ from kafka_eos.connectors.sink.prefix_owner import owned_config
 from kafka_eos.connectors.sink.sink_queries import SINK_QUERIES, SinkQueries
 from kafka_eos.connectors.sink.startup_checks import check_acls, check_schema, check_timeouts
 from kafka_eos.connectors.sink.stream_writer import KafkaEosStreamWriter
+from kafka_eos.option_map import OptionMap
 from kafka_eos.txn import sink_markers
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_log import DECIDED, PENDING, BatchRecord, SinkLogReader, check_binding
@@ -68,7 +69,7 @@ def writer_role(argv: Sequence[str] | None = None) -> WriterRole:
 
 def checkpoint_query_id(options: Mapping[str, str]) -> str | None:
     """The query id Spark keeps in ``<checkpointLocation>/metadata`` ({"id": ...}), if any."""
-    location = {k.lower(): v for k, v in options.items()}.get("checkpointlocation")
+    location = OptionMap.of(options).get("checkpointLocation")
     return CheckpointReader(str(location)).query_id() if location else None
 
 
