@@ -6,6 +6,8 @@ Invariants:
 - Every lookup answers for exactly the partitions asked, or raises ``KafkaLookupError``
   naming them. An answer without an offset (librdkafka's ``OFFSET_INVALID``, seen while a
   partition's leader is down) is no answer: it is asked again, never returned as an offset.
+  Likewise librdkafka's _NOENT "No leaders found" (its metadata has leader -1 for every partition
+  asked: a single broker fenced after a pause, or restarting) is LEADER_NOT_AVAILABLE, retried.
   Each retry of every lookup uses a new AdminClient, so it asks the partition's current leader
   through a broker that answers (librdkafka's client kept asking a dead leader, or a hung broker
   whose connection stays up, until the lookup's deadline). One request waits at most
@@ -77,6 +79,19 @@ def named_listing(answers: Mapping[str, Sequence[int] | KafkaError], conf: Mappi
 T = TypeVar("T")
 _NO_OFFSET = "ListOffsets answered OFFSET_INVALID (no offset) for the partition"
 _FAILED = (KafkaException, TimeoutError, FutureTimeout, ConnectionError)
+_NO_LEADER = ("no partition asked has a leader now (librdkafka: {}); a broker being fenced or restarted "
+              "leaves its partitions leaderless until it is back")
+
+
+def _no_leader(exc: BaseException) -> BaseException:
+    """librdkafka's ListOffsets answers _NOENT ("Failed to query partition leaders: No leaders
+    found") when its metadata names no leader for any partition asked (leader -1: a single
+    broker fenced after a pause longer than its session timeout, the leaders' brokers down).
+    That is LEADER_NOT_AVAILABLE for every partition, so it is retried like it."""
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    if isinstance(error, KafkaError) and error.code() == KafkaError._NOENT:
+        return KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, _NO_LEADER.format(error.str())))
+    return exc
 
 
 class KafkaOffsets:
@@ -198,7 +213,7 @@ class KafkaOffsets:
             try:
                 offset = future.result(seconds + 1.0).offset
             except _FAILED as exc:
-                errors[tp] = exc
+                errors[tp] = _no_leader(exc)
                 continue
             if offset == OFFSET_INVALID:  # answered without an offset (its leader just went down): ask again
                 errors[tp] = KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, _NO_OFFSET))

@@ -121,3 +121,25 @@ def test_a_timestamp_lookup_with_no_record_after_the_time_is_none_not_retried():
     admin = FakeAdmin([-1])  # OFFSET_END: no record at or after the timestamp
     assert offsets_with(admin).for_times({("in", 0): 1_000}) == {("in", 0): None}
     assert admin.calls == 1
+
+
+NO_LEADERS = KafkaException(KafkaError(KafkaError._NOENT, "Failed to query partition leaders: No leaders found"))
+
+
+def test_no_leaders_found_is_retried_on_a_new_client():
+    # The paused-broker container run: a single broker frozen longer than its session timeout is
+    # fenced at unpause, leaving every partition leader -1 until it is unfenced. A client whose
+    # metadata says so fails ListOffsets at once with _NOENT "No leaders found" (no ListOffsets
+    # request is sent); taken as non-transient, it stopped the query.
+    admin = FakeAdmin([NO_LEADERS, NO_LEADERS, 42])
+    built = []
+    kafka = KafkaOffsets({"bootstrap.servers": "x:1"}, 10.0, new_admin=lambda conf: built.append(conf) or admin)
+    assert kafka.latest([("in", 0), ("in", 1)]) == {("in", 0): 42, ("in", 1): 42}
+    assert admin.calls == 3 and len(built) == 3
+
+
+def test_no_leaders_found_until_the_deadline_names_the_partitions_and_the_leaders():
+    kafka = offsets_with(FakeAdmin([NO_LEADERS]), timeout_s=0.5)
+    with pytest.raises(KafkaLookupError, match=r"in-0|in\[0\]|partition") as info:
+        kafka.earliest([("in", 0)])
+    assert "LEADER_NOT_AVAILABLE" in str(info.value) and "No leaders found" in str(info.value)
