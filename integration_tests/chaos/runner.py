@@ -12,6 +12,10 @@ With --brokers 3 the faults include network faults of one broker (``network_faul
 (SIGSTOP), black hole (every packet to and from it dropped) and lossy link (7% dropped), each for
 18-60 s and then healed; the query must ride them out.
 
+With --container the broker is a container and ``container_faults`` replace broker kills: paused
+(fenced at the unpause) or cut off its network for 18-60 s, then healed; the query must ride them
+out. Where no container engine answers, the run stops at once naming the reason.
+
 Exit status 1 on any lost, duplicated, aborted-input or out-of-order record, an unplanned query
 stop (the job exiting when no fault killed the driver: it is restarted, but counted), or an output
 partition whose last stable offset is still below its high watermark ``RELEASE_BOUND_S`` after the
@@ -33,7 +37,7 @@ from pathlib import Path
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
 from kafka_eos.connectors.dev.standalone_spark import StandaloneSpark
 from integration_tests import network_faults
-from integration_tests.chaos import injector
+from integration_tests.chaos import container_faults, injector
 from integration_tests.chaos.generator import generate
 from integration_tests.kafka_tools import (ExactlyOnceReport, check_exactly_once, committed_input_ids, create_topic,
                                           unique, wait_released)
@@ -53,16 +57,26 @@ class ChaosSettings:
     standalone: bool = False
     partitions: int = 3
     live_start: bool = False  # startingOffsets=latest while the input is being written
+    container: bool = False  # the one broker is a container: container faults instead of broker kills
+
+    def __post_init__(self) -> None:
+        if self.container and self.brokers > 1:
+            raise ValueError("a container run has one broker (the container): brokers=1")
 
     def kinds(self) -> tuple[str, ...]:
-        return (("driver", "python_worker", "broker") + (("spark_worker",) if self.standalone else ())
+        broker = container_faults.KINDS if self.container else ("broker",)
+        return (("driver", "python_worker") + broker + (("spark_worker",) if self.standalone else ())
                 + (injector.NETWORK_KINDS if self.brokers > 1 else ()))
 
 
 class ChaosRun:
     def __init__(self, settings: ChaosSettings, workdir: Path, stack: ExitStack) -> None:
         self.s, self.workdir = settings, workdir
-        self.kafka = stack.enter_context(LocalKafkaCluster(ClusterSettings(nodes=settings.brokers)))
+        if settings.container:  # one broker container (ContainerUnavailable names why not)
+            self.broker, self.network = stack.enter_context(container_faults.networked_broker())
+        else:
+            self.kafka = stack.enter_context(LocalKafkaCluster(ClusterSettings(nodes=settings.brokers)))
+        self.bootstrap = self.broker.bootstrap if settings.container else self.kafka.bootstrap
         self.spark = stack.enter_context(StandaloneSpark(workers=2)) if settings.standalone else None
         self.input, self.output = unique("chaos-in"), unique("chaos-out")
         self.prefix = unique("chaos")
@@ -76,7 +90,7 @@ class ChaosRun:
             network_faults.remove_stale_rules()
 
     def args(self, streaming: bool) -> list[str]:
-        args = ["--bootstrap", self.kafka.bootstrap, "--input", self.input, "--output", self.output,
+        args = ["--bootstrap", self.bootstrap, "--input", self.input, "--output", self.output,
                 "--checkpoint", str(self.workdir / "checkpoint"), "--prefix", self.prefix,
                 "--max-offsets", str(max(500, self.s.records // 40)), "--transaction-timeout-ms", "60000",
                 "--starting-offsets", "latest" if self.s.live_start else "earliest"]
@@ -123,6 +137,8 @@ class ChaosRun:
             return f"broker {node} SIGKILL + restart" + (" (transaction coordinator)" if self.s.brokers > 1 else "")
         if fault.kind in injector.NETWORK_KINDS:
             return self.network_fault(fault)
+        if fault.kind in container_faults.KINDS:
+            return container_faults.hold(self.broker, self.network, fault.kind, injector.hold_s(fault))
         n = fault.target % 2 + 1
         self.spark.kill_worker(n)
         self.spark.start_worker(n)
@@ -150,7 +166,7 @@ class ChaosRun:
     def coordinator(self) -> int:
         from kafka.protocol.metadata import CoordinatorType
         from kafka_eos.txn.control_plane import control_plane
-        client = control_plane({"bootstrap.servers": self.kafka.bootstrap})
+        client = control_plane({"bootstrap.servers": self.bootstrap})
         try:
             return client._manager.run(client._find_coordinator_id, f"{self.prefix}-0-0", CoordinatorType.TRANSACTION)
         except Exception:  # noqa: BLE001 - unknown yet: any node
@@ -160,13 +176,13 @@ class ChaosRun:
         """Write the input at once, or (live start) in a thread spread over most of the fault phase."""
         rng = random.Random(self.s.seed)
         if not self.s.live_start:
-            generate(self.kafka.bootstrap, self.input, self.s.records, self.s.partitions, rng)
+            generate(self.bootstrap, self.input, self.s.records, self.s.partitions, rng)
             return None
-        create_topic(self.kafka.bootstrap, self.input, partitions=self.s.partitions)
+        create_topic(self.bootstrap, self.input, partitions=self.s.partitions)
         chunks = max(1, self.s.records // 1050)  # the generator's mean chunk size
         pause = (JOB_START_S + 0.8 * sum(f.after_s for f in faults)) / chunks
         writer = threading.Thread(target=generate, daemon=True, name="chaos-input",
-                                  args=(self.kafka.bootstrap, self.input, self.s.records, self.s.partitions, rng),
+                                  args=(self.bootstrap, self.input, self.s.records, self.s.partitions, rng),
                                   kwargs={"pause_s": pause, "create": False, "started": self.query_started})
         writer.start()
         time.sleep(min(3.0, 4 * pause))  # some input exists before the query resolves 'latest'
@@ -178,7 +194,7 @@ class ChaosRun:
 
     def held_after_stop(self) -> dict[int, tuple[int, int]]:
         """Output partitions an open transaction still holds back ``RELEASE_BOUND_S`` after the stop."""
-        waited, held = wait_released(self.kafka.bootstrap, self.output, RELEASE_BOUND_S)
+        waited, held = wait_released(self.bootstrap, self.output, RELEASE_BOUND_S)
         print(f"[chaos seed={self.s.seed}] after the stop: " + (
             f"partitions held (LSO, high watermark): {held}" if held else f"no partition held ({waited:.1f} s)"),
             flush=True)
@@ -188,7 +204,7 @@ class ChaosRun:
         if not self.s.live_start:
             return None
         start = planned_start(self.workdir / "checkpoint")
-        return committed_input_ids(self.kafka.bootstrap, self.input, start)
+        return committed_input_ids(self.bootstrap, self.input, start)
 
     def run(self) -> ExactlyOnceReport:
         faults = injector.plan(self.s.seed, self.s.faults, self.s.kinds())
@@ -205,7 +221,7 @@ class ChaosRun:
             kill_group(self.job)
         self.restarts += 1
         run_to_completion(self.args(streaming=False), self.log, timeout=900)
-        report = check_exactly_once(self.kafka.bootstrap, self.output, self.s.records, self.expected(), ordered=True)
+        report = check_exactly_once(self.bootstrap, self.output, self.s.records, self.expected(), ordered=True)
         report = replace(report, held=len(self.held_after_stop()), unplanned_stops=self.unplanned_stops)
         print(f"[chaos seed={self.s.seed}] {self.s.records} in, {report.line()}; {len(faults)} faults, "
               f"{self.restarts} pipeline restarts", flush=True)
@@ -229,9 +245,12 @@ def main() -> None:
     p.add_argument("--standalone", action="store_true", help="a Spark standalone cluster (Master + 2 Workers)")
     p.add_argument("--live-start", action="store_true",
                    help="start the query with startingOffsets=latest while the input is being written")
+    p.add_argument("--container", action="store_true",
+                   help="the broker is a container: pause and network-disconnect faults instead of broker kills")
     a = p.parse_args()
     print(f"[chaos] seed={a.seed} (replay with --seed {a.seed})", flush=True)
-    report = run(ChaosSettings(a.records, a.faults, a.seed, a.brokers, a.standalone, live_start=a.live_start))
+    report = run(ChaosSettings(a.records, a.faults, a.seed, a.brokers, a.standalone, live_start=a.live_start,
+                               container=a.container))
     sys.exit(0 if report.ok else 1)
 
 

@@ -6,6 +6,7 @@ import os
 import pytest
 
 from integration_tests.chaos.runner import ChaosSettings, run
+from integration_tests.containers import engine_unavailable_reason
 from integration_tests.kafka_tools import assert_exactly_once
 
 SEED = int(os.environ.get("CHAOS_SEED", "11"))
@@ -30,3 +31,13 @@ def test_long_chaos_run_started_at_latest_while_input_arrives(tmp_path):
 def test_long_chaos_run_three_brokers_and_standalone_spark(tmp_path):
     assert_exactly_once(run(ChaosSettings(records=200_000, faults=20, seed=SEED + 1, brokers=3,
                                           standalone=True), tmp_path))
+
+
+@pytest.mark.chaos
+def test_chaos_run_on_a_broker_container_paused_and_disconnected(tmp_path):
+    """Driver and task kills with the broker container paused and cut off its network (no engine
+    in CI: `make chaos` where docker/engine.sh gives one)."""
+    reason = engine_unavailable_reason()
+    if reason:
+        pytest.skip(f"no container engine (run docker/engine.sh): {reason}")
+    assert_exactly_once(run(ChaosSettings(records=20_000, faults=6, seed=SEED + 3, container=True), tmp_path))

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from integration_tests.chaos import injector
 from integration_tests.chaos.runner import ChaosRun, ChaosSettings
 from integration_tests.kafka_tools import ExactlyOnceReport
@@ -52,3 +54,12 @@ def test_python_worker_faults_hit_task_workers_not_the_drivers_data_source_runne
     for role in ("plan_data_source_read", "write_into_data_source", "lookup_data_sources"):
         runner = f"{daemon} pyspark.sql.worker.{role} "
         assert not is_task_worker(runner, runner)
+
+
+def test_container_runs_draw_pause_and_disconnect_instead_of_broker_kills():
+    kinds = ChaosSettings(container=True).kinds()
+    assert {"pause", "disconnect"} <= set(kinds) and "broker" not in kinds
+    assert not {"pause", "disconnect"} & set(ChaosSettings().kinds())
+    assert {"pause", "disconnect"} <= {f.kind for f in injector.plan(3, 6, kinds)}
+    with pytest.raises(ValueError, match="one broker"):
+        ChaosSettings(container=True, brokers=3)
