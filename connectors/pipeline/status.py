@@ -21,6 +21,7 @@ from kafka_eos import KafkaEosError
 from kafka_eos.config.live import ClusterProblem, reachable
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
+from kafka_eos.config.violations import INVALID
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.spark_options import sink_options, source_options
 from kafka_eos.connectors.pipeline.status_facts import attention, decision_facts, open_facts
@@ -98,8 +99,9 @@ def _reach(cfg: PipelineConfig, timeout_s: float) -> str | None:
             try:
                 reachable(cluster, path, timeout_s)
             except ClusterProblem as exc:
-                return (f"{path}: {exc.violation.message} - fix: start the cluster, or correct "
-                        f"{path}.bootstrap_servers and its security settings")
+                fix = (exc.violation.fix if exc.violation.kind == INVALID else
+                       f"start the cluster, or correct {path}.bootstrap_servers and its security settings")
+                return f"{path}: {exc.violation.message} - fix: {fix}"
     return None
 
 
