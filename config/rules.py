@@ -60,7 +60,7 @@ def client_settings(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
         try:
             check_client_settings(cluster.client_conf(), control_plane)
         except ClientSettingsError as exc:
-            found.append(Violation(f'{path}.properties["{exc.key}"]', str(exc), exc.fix))
+            found.append(Violation(f'{path}.properties["{exc.key}"]', exc.reason, exc.fix))
     return found
 
 

@@ -13,8 +13,6 @@ from typing import Mapping
 
 from confluent_kafka import KafkaError
 
-FIX = ("check sasl.username and sasl.password (or the ${VARS} they are read from) against the user's "
-       "credential on the brokers, e.g. kafka-configs --describe --entity-type users --entity-name <user>")
 
 
 class AuthWatch:
@@ -28,9 +26,13 @@ class AuthWatch:
             self.last = error.str()
 
 
-def failure(conf: Mapping[str, object], detail: str) -> str:
-    """What failed, for librdkafka's ``detail`` of an authentication error under ``conf``."""
+def failure(conf: Mapping[str, object], detail: str) -> tuple[str, str]:
+    """(what failed, the fix) for librdkafka's ``detail`` of an authentication error under ``conf``."""
     user = conf.get("sasl.username") or "(no sasl.username)"
     mechanism = str(conf.get("sasl.mechanism") or conf.get("sasl.mechanisms") or "GSSAPI").upper()
-    return (f"authentication failed for user {user!r} with SASL mechanism {mechanism} "
+    what = (f"authentication failed for user {user!r} with SASL mechanism {mechanism} "
             f"(security.protocol {conf.get('security.protocol', 'PLAINTEXT')}): {detail}")
+    fix = (f"check sasl.username and sasl.password (or the ${{VARS}} they are read from) against the user's "
+           f"{mechanism} credential on the brokers, e.g. kafka-configs --bootstrap-server <host:port> --describe "
+           f"--entity-type users --entity-name {user}")
+    return what, fix

@@ -28,7 +28,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_expone
 from kafka_eos import KafkaEosError, client_factory
 from kafka_eos.client_factory import AdminFactory, Noise
 from kafka_eos.kafka_clients import admin_settings, is_transient, request_s
-from kafka_eos.txn.auth_errors import FIX, AuthWatch, failure
+from kafka_eos.txn.auth_errors import AuthWatch, failure
 
 TRANSACTION_MAX_TIMEOUT_MS = "transaction.max.timeout.ms"
 # each admin client of ``admin_client``: its error callback and the settings it logs in with
@@ -57,7 +57,10 @@ class ClusterUnreachable(BrokerConfigError):
 
 class AuthenticationFailed(BrokerConfigError):
     """The brokers refused the client's login; ``detail`` names the user and mechanism, ``fix`` what to check."""
-    fix = FIX
+
+    def __init__(self, detail: str, fix: str) -> None:
+        super().__init__(detail)
+        self.fix = fix
 
 
 class DescribeConfigsFailed(BrokerConfigError):
@@ -97,7 +100,7 @@ def _raise_if_authentication(admin: AdminClient) -> None:
     if watch is not None:
         admin.poll(0)  # serves the error callbacks queued while the request waited
         if watch.last:
-            raise AuthenticationFailed(failure(conf, watch.last))
+            raise AuthenticationFailed(*failure(conf, watch.last))
 
 
 def broker_config(conf: Mapping[str, str], key: str, timeout_s: float = request_s("checks.broker_config"),

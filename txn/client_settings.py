@@ -69,24 +69,25 @@ logger = logging.getLogger(__name__)
 
 
 class ClientSettingsError(SinkConfigError):
-    """A client setting the driver's control plane cannot honour; names the key (``key``) and the fix (``fix``)."""
+    """A client setting the driver's control plane cannot honour: ``reason`` names the key (``key``),
+    the message adds the fix (``fix``)."""
 
-    def __init__(self, message: str, key: str = "", fix: str = "") -> None:
-        super().__init__(message)
-        self.key, self.fix = key, fix
+    def __init__(self, reason: str, key: str = "", fix: str = "") -> None:
+        super().__init__(f"{reason}: {fix}" if fix else reason)
+        self.reason, self.key, self.fix = reason, key, fix
 
 
 def _refuse(key: str, value: str, fix: str) -> ClientSettingsError:
     shown = "***" if is_secret_key(key) else repr(value)
     return ClientSettingsError(
         f"client setting {key}={shown} cannot be carried to the kafka-eos driver's transaction control "
-        f"plane (kafka-python), and dropping it would change how it connects: {fix}", key, fix)
+        f"plane (kafka-python), and dropping it would change how it connects", key, fix)
 
 
 def _keystore_refused(problem: keystores.KeystoreProblem, conf: Mapping[str, str]) -> ClientSettingsError:
     shown = "***" if is_secret_key(problem.key) else repr(conf.get(problem.key, ""))
-    return ClientSettingsError(f"client setting {problem.key}={shown} cannot be used: {problem.problem}; "
-                               f"fix: {problem.fix}", problem.key, problem.fix)
+    return ClientSettingsError(f"client setting {problem.key}={shown} cannot be used: {problem.problem}",
+                               problem.key, problem.fix)
 
 
 def check_client_settings(conf: Mapping[str, str], control_plane: bool = True) -> None:

@@ -24,8 +24,9 @@ def test_the_watch_keeps_authentication_errors_only():
 
 
 def test_the_failure_names_user_and_mechanism_never_the_password():
-    text = failure(CONF, "SASL authentication error")
+    text, fix = failure(CONF, "SASL authentication error")
     assert "user 'etl'" in text and "SASL mechanism SCRAM-SHA-512" in text and "Pw-Never-Shown-7" not in text
+    assert "--entity-name etl" in fix and "Pw-Never-Shown-7" not in fix
 
 
 class Admin:
