@@ -72,14 +72,14 @@ def test_a_local_master_run_listens_on_loopback_only(bootstrap, tmp_path, pipeli
     run = LocalRun(["run", str(path), "--master", "local[2]", "--verbose", "--spark-ui"], bootstrap, tmp_path)
     seen: list[tuple[str, int, str]] = []
     try:
-        run.wait_for_batches("orders-json", 1)
+        run.wait_for_batches("orders-json", 1, timeout=600)
         for _ in range(6):  # the driver, its Python workers and the UI, sampled while batches run
             seen += listening(job_pids(run.proc.pid))
             time.sleep(0.5)
     finally:
-        stop = kafka_eos(["stop", str(path)], bootstrap, tmp_path, timeout=120)
+        stop = kafka_eos(["stop", str(path)], bootstrap, tmp_path, timeout=300)
         assert stop.code == 0, stop.log()
-        assert run.finish(timeout=180) == 0, run.log()
+        assert run.finish(timeout=600) == 0, run.log()
     assert seen, "the job listens on some port (the driver's RPC at least)"
     ui = [l for l in run.out + run.err if "SparkUI" in l and "http://" in l]
     assert ui and all("127.0.0.1" in l for l in ui), f"the UI was asked for, on loopback: {ui}"

@@ -44,7 +44,7 @@ def with_properties(path: Path, properties: dict[str, str]) -> None:
 
 def cli(cluster, command: str, path: Path, tmp_path: Path, *args: str):
     env = {"KAFKA_USERNAME": "etl", "KAFKA_PASSWORD": ETL_PASSWORD, "KEYSTORE_PASSWORD": KEYSTORE_PASSWORD}
-    return kafka_eos([command, str(path), *args], cluster.bootstrap, tmp_path / "checkpoints", env=env)
+    return kafka_eos([command, str(path), *args], cluster.bootstrap, tmp_path / "checkpoints", timeout=900, env=env)
 
 
 def transactional_ids(cluster, prefix: str) -> dict[str, str]:
