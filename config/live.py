@@ -6,7 +6,8 @@ Invariants:
   cluster for its metadata.
 - A cluster that does not answer within ``timeout_s`` (or refuses DescribeConfigs) is an
   UNREACHABLE violation (exit 2), not an invalid setting; client settings librdkafka rejects
-  are INVALID (exit 1). Each violation names the YAML path of the cluster.
+  are INVALID (exit 1), and so is a refused login (wrong password, unknown user: the user and
+  SASL mechanism named, never the password). Each violation names the YAML path of the cluster.
 - On a cluster that answered, the pipeline principal's ACLs are asked (``kafka_eos.txn.acl_checks``:
   Read on the source topics and its named consumer group; for the exactly-once sink Write on the sink
   and DLQ topics and Write on the transactional-id prefix, probed with a real ``init_transactions``,
@@ -23,8 +24,8 @@ from kafka_eos.config.model import KafkaCluster, PipelineConfig
 from kafka_eos.config.violations import UNREACHABLE, Context, Violation
 from kafka_eos.offsets.acl_advice import MissingAcl
 from kafka_eos.txn import acl_checks, broker_configs
-from kafka_eos.txn.broker_configs import (BrokerConfigError, ClusterUnreachable, DescribeConfigsFailed,
-                                          SettingsRefused)
+from kafka_eos.txn.broker_configs import (AuthenticationFailed, BrokerConfigError, ClusterUnreachable,
+                                          DescribeConfigsFailed, SettingsRefused)
 
 
 @dataclass
@@ -36,6 +37,8 @@ def _violation(exc: BrokerConfigError, cluster: KafkaCluster, path: str, timeout
     if isinstance(exc, SettingsRefused):
         return Violation(f"{path}.properties", f"the Kafka client refuses these settings: {exc.detail}",
                          "use librdkafka setting names (see CONFIGURATION.md of librdkafka)")
+    if isinstance(exc, AuthenticationFailed):
+        return Violation(f"{path}.properties", f"{exc.detail} (at {cluster.bootstrap_servers})", exc.fix)
     if isinstance(exc, ClusterUnreachable) and exc.no_brokers:
         return Violation(f"{path}.bootstrap_servers", "the cluster answered with no live brokers",
                          "wait for the brokers to start, or validate with --offline", kind=UNREACHABLE)

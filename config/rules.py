@@ -18,6 +18,7 @@ from kafka_eos.config.rules_safety import SAFETY_RULES
 from kafka_eos.config.spark_option_table import yaml_keys
 from kafka_eos.config.violations import Backstop, Context, Rule, Violation
 from kafka_eos.option_map import OptionMap
+from kafka_eos.txn.client_settings import ClientSettingsError, check_client_settings
 
 SQL_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 # what makes Spark keep state across batches: an aggregation (GROUP BY, a time window), a
@@ -48,6 +49,19 @@ def _cluster(cluster: KafkaCluster, path: str) -> list[Violation]:
 
 def clusters(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     return _cluster(cfg.source.kafka, "source.kafka") + _cluster(cfg.sink.kafka, "sink.kafka")
+
+
+def client_settings(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
+    """The one rule of ``txn.client_settings`` (keystores; on the exactly-once sink's cluster, what
+    the transaction control plane carries), so no setting is refused once the run started."""
+    found = []
+    for path, cluster, control_plane in (("source.kafka", cfg.source.kafka, False),
+                                         ("sink.kafka", cfg.sink.kafka, cfg.exactly_once)):
+        try:
+            check_client_settings(cluster.client_conf(), control_plane)
+        except ClientSettingsError as exc:
+            found.append(Violation(f'{path}.properties["{exc.key}"]', exc.reason, exc.fix))
+    return found
 
 
 def subscription(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
@@ -233,5 +247,5 @@ def check(cfg: PipelineConfig, ctx: Context = Context(), backstops: Sequence[Bac
     return found + [v for backstop in backstops for v in backstop(cfg, found)]
 
 
-RULES: list[Rule] = [clusters, subscription, schemas, sink_target, decode_errors, no_loops, transform,
+RULES: list[Rule] = [clusters, client_settings, subscription, schemas, sink_target, decode_errors, no_loops, transform,
                      late_records, option_conflicts, metrics]

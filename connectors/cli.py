@@ -28,8 +28,9 @@ def _run(args: argparse.Namespace) -> int:
     """Validate (exit 1/2 with every violation), then run in-process or through spark-submit."""
     from kafka_eos.config.redact import install
     from kafka_eos.config.violations import InvalidPipeline, exit_code
+    from kafka_eos.connectors.pipeline.spark_security import bind_local
     from kafka_eos.connectors.pipeline.validation import load_valid
-    conf = _conf(args.conf)
+    conf = {**bind_local(args.master or "local[*]", args.spark_ui), **_conf(args.conf)}
     try:
         cfg = load_valid(args.pipeline, timeout_s=args.timeout)
     except InvalidPipeline as exc:
@@ -79,6 +80,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _describe(args: argparse.Namespace) -> int:
     from kafka_eos.connectors.pipeline import describe
+    from kafka_eos.connectors.pipeline.spark_security import security_facts
     from kafka_eos.connectors.pipeline.validation import validate_files
     report = validate_files([args.pipeline], offline=True)
     if not report.configs:
@@ -89,6 +91,7 @@ def _describe(args: argparse.Namespace) -> int:
     if report.violations:
         details["problems"] = [f"{v.path}: {v.message}" for v in report.violations]
     details["checkpoint_state"] = describe.checkpoint_offsets(cfg)
+    details["spark_security"] = security_facts(args.master, _conf(args.conf))
     if not args.offline:
         try:
             details["live_offsets"] = describe.live_offsets(cfg, args.timeout)
@@ -181,6 +184,8 @@ def _add_pipeline_commands(sub) -> None:
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     run.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker when validating")
     run.add_argument("--verbose", action="store_true", help="show Spark's and Java's own log lines and progress bar")
+    run.add_argument("--spark-ui", action="store_true", help="with a local master: serve the Spark UI (on "
+                     "127.0.0.1 only, like every port of a local run); off by default")
     run.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on "
                      "PORT/metrics (records read/written/to DLQ, batch duration, last batch, lag); over the "
                      "file's metrics.port, on its metrics.host (default 127.0.0.1)")
@@ -200,6 +205,10 @@ def _add_pipeline_commands(sub) -> None:
     describe.add_argument("--offline", action="store_true", help="do not ask the broker for offsets")
     describe.add_argument("--timeout", type=float, default=10.0)
     describe.add_argument("--json", action="store_true", help="JSON instead of YAML")
+    describe.add_argument("--master", help="the master a run would use (default: in this process, local[*]): "
+                          "spark_security shows what Spark listens on and which of its security settings are on")
+    describe.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                          help="a Spark setting the run would get (repeatable)")
     describe.set_defaults(func=_describe)
 
 

@@ -12,11 +12,13 @@ Invariants:
   value reported includes the broker's defaults.
 - DescribeConfigs is retried on transient errors (``kafka_clients.is_transient``) until ``timeout_s``.
 - Failures are typed: ``SettingsRefused`` (the client refuses the settings),
-  ``ClusterUnreachable`` (no metadata within ``timeout_s``, or no live broker),
+  ``AuthenticationFailed`` (the brokers refused the SASL login: ``txn.auth_errors``, user and
+  mechanism named), ``ClusterUnreachable`` (no metadata within ``timeout_s``, or no live broker),
   ``DescribeConfigsFailed``; callers decide what each means to them.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Mapping
 
 from confluent_kafka import KafkaException
@@ -26,8 +28,11 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_expone
 from kafka_eos import KafkaEosError, client_factory
 from kafka_eos.client_factory import AdminFactory, Noise
 from kafka_eos.kafka_clients import admin_settings, is_transient, request_s
+from kafka_eos.txn.auth_errors import AuthWatch, failure
 
 TRANSACTION_MAX_TIMEOUT_MS = "transaction.max.timeout.ms"
+# each admin client of ``admin_client``: its error callback and the settings it logs in with
+WATCHES: weakref.WeakKeyDictionary[AdminClient, tuple[AuthWatch, Mapping[str, str]]] = weakref.WeakKeyDictionary()
 
 
 class BrokerConfigError(KafkaEosError):
@@ -50,6 +55,14 @@ class ClusterUnreachable(BrokerConfigError):
         self.no_brokers = no_brokers
 
 
+class AuthenticationFailed(BrokerConfigError):
+    """The brokers refused the client's login; ``detail`` names the user and mechanism, ``fix`` what to check."""
+
+    def __init__(self, detail: str, fix: str) -> None:
+        super().__init__(detail)
+        self.fix = fix
+
+
 class DescribeConfigsFailed(BrokerConfigError):
     """DescribeConfigs on ``broker_id`` failed or did not answer in time."""
 
@@ -60,10 +73,13 @@ class DescribeConfigsFailed(BrokerConfigError):
 
 def admin_client(conf: Mapping[str, str]) -> AdminClient:
     """A silent metadata-path AdminClient; ``SettingsRefused`` if librdkafka refuses ``conf``."""
+    watch = AuthWatch()
     try:
-        return client_factory.admin(admin_settings(conf), Noise.SILENT)
+        admin = client_factory.admin({**admin_settings(conf), "error_cb": watch}, Noise.SILENT)
     except (KafkaException, ValueError, TypeError) as exc:
         raise SettingsRefused(str(exc)) from None
+    WATCHES[admin] = (watch, conf)  # read by broker_ids when the metadata request fails
+    return admin
 
 
 def broker_ids(admin: AdminClient, timeout_s: float) -> list[int]:
@@ -71,10 +87,20 @@ def broker_ids(admin: AdminClient, timeout_s: float) -> list[int]:
     try:
         brokers = admin.list_topics(timeout=timeout_s).brokers
     except KafkaException as exc:
+        _raise_if_authentication(admin)
         raise ClusterUnreachable(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)) from None
     if not brokers:
         raise ClusterUnreachable("the cluster answered with no live brokers", no_brokers=True)
     return sorted(brokers)
+
+
+def _raise_if_authentication(admin: AdminClient) -> None:
+    """``AuthenticationFailed`` if librdkafka's error callback saw the login refused."""
+    watch, conf = WATCHES.get(admin, (None, {}))
+    if watch is not None:
+        admin.poll(0)  # serves the error callbacks queued while the request waited
+        if watch.last:
+            raise AuthenticationFailed(*failure(conf, watch.last))
 
 
 def broker_config(conf: Mapping[str, str], key: str, timeout_s: float = request_s("checks.broker_config"),

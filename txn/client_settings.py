@@ -4,12 +4,17 @@ Invariants:
 - Every security-related setting (a key containing ``sasl`` or ``ssl``, or starting with
   ``security.``) is either carried with the same meaning or refused with a
   ``ClientSettingsError`` naming the key and the fix; none is silently dropped.
-- TLS is carried as one ``ssl.SSLContext`` built in memory (an inline ``ssl.ca.pem`` never
-  touches the disk); hostname verification follows ``ssl.endpoint.identification.algorithm``
-  (librdkafka's default ``https``: on) and ``enable.ssl.certificate.verification``.
+- TLS is carried as one ``ssl.SSLContext`` built in memory (an inline ``ssl.ca.pem`` and a PKCS12
+  keystore's key never touch the disk: ``kafka_eos.txn.keystores``); hostname verification
+  follows ``ssl.endpoint.identification.algorithm`` (librdkafka's default ``https``: on) and
+  ``enable.ssl.certificate.verification``.
 - SASL mechanisms carried: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. GSSAPI and OAUTHBEARER are refused.
 - Other settings are client tuning of the producers and consumers; the control plane ignores them.
 - Error messages never contain a setting's value when the key holds a secret.
+- One function decides whether a cluster's settings are usable: ``check_client_settings``. The
+  live and offline ``validate`` (``config.rules.client_settings``), the sink's query start (step
+  1, before any transaction) and the control plane (``kafka_python_settings``) all call it, so no
+  setting is refused once a run has started.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from pathlib import Path
 from typing import Mapping
 
 from kafka_eos.secrets import is_secret_key
+from kafka_eos.txn import keystores
 from kafka_eos.txn.errors import SinkConfigError
 
 PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
@@ -58,18 +64,47 @@ _FIXES = {
 }
 
 
+CARRIED |= keystores.KEYS  # a PKCS12 keystore: librdkafka reads it, the control plane loads it in memory
 logger = logging.getLogger(__name__)
 
 
 class ClientSettingsError(SinkConfigError):
-    """A client setting the driver's control plane cannot honour; names the key and the fix."""
+    """A client setting the driver's control plane cannot honour: ``reason`` names the key (``key``),
+    the message adds the fix (``fix``)."""
+
+    def __init__(self, reason: str, key: str = "", fix: str = "") -> None:
+        super().__init__(f"{reason}: {fix}" if fix else reason)
+        self.reason, self.key, self.fix = reason, key, fix
 
 
 def _refuse(key: str, value: str, fix: str) -> ClientSettingsError:
     shown = "***" if is_secret_key(key) else repr(value)
     return ClientSettingsError(
         f"client setting {key}={shown} cannot be carried to the kafka-eos driver's transaction control "
-        f"plane (kafka-python), and dropping it would change how it connects: {fix}")
+        f"plane (kafka-python), and dropping it would change how it connects", key, fix)
+
+
+def _keystore_refused(problem: keystores.KeystoreProblem, conf: Mapping[str, str]) -> ClientSettingsError:
+    shown = "***" if is_secret_key(problem.key) else repr(conf.get(problem.key, ""))
+    return ClientSettingsError(f"client setting {problem.key}={shown} cannot be used: {problem.problem}",
+                               problem.key, problem.fix)
+
+
+def check_client_settings(conf: Mapping[str, str], control_plane: bool = True) -> None:
+    """The one rule: raise ``ClientSettingsError`` (key and fix named) for a setting that would
+    fail a run once started. ``control_plane``: the exactly-once sink's cluster, whose settings the
+    driver's transaction control plane must carry too; else only what no client can use (keystores)."""
+    conf = {k: str(v) for k, v in conf.items()}
+    try:
+        keystores.check(conf)
+    except keystores.KeystoreProblem as problem:
+        raise _keystore_refused(problem, conf) from None
+    if control_plane:
+        try:
+            kafka_python_settings({"bootstrap.servers": "", **conf})
+        except (ssl.SSLError, OSError) as exc:  # a certificate, key or CRL file that does not load
+            raise ClientSettingsError(f"the TLS files of these client settings do not load: {exc}", "ssl.*",
+                                      "check the ssl.*.location files and ssl.key.password") from None
 
 
 def is_security_key(key: str) -> bool:
@@ -79,8 +114,9 @@ def is_security_key(key: str) -> bool:
 def _check_keys(conf: Mapping[str, str]) -> None:
     for key, value in conf.items():
         if is_security_key(key) and key not in CARRIED:
-            raise _refuse(key, value, _FIXES.get(key, f"remove {key} or use a setting the control plane carries "
-                                                      f"({', '.join(sorted(k for k in CARRIED if is_security_key(k)))})"))
+            fixes = {**_FIXES, **keystores.FIXES}
+            raise _refuse(key, value, fixes.get(key, f"remove {key} or use a setting the control plane carries "
+                                                     f"({', '.join(sorted(k for k in CARRIED if is_security_key(k)))})"))
 
 
 def _mechanism(conf: Mapping[str, str]) -> str | None:
@@ -136,6 +172,11 @@ def _client_certificate(conf: Mapping[str, str], context: ssl.SSLContext) -> Non
         raise _refuse("ssl.key.location", key or "", "also set ssl.certificate.location (mutual TLS needs both)")
     if certificate:
         context.load_cert_chain(certificate, key, conf.get("ssl.key.password"))
+    if keystores.LOCATION in conf:
+        try:
+            keystores.load_into(context, conf)
+        except keystores.KeystoreProblem as problem:
+            raise _keystore_refused(problem, conf) from None
 
 
 def kafka_python_settings(conf: Mapping[str, str]) -> dict[str, object]:

@@ -5,9 +5,10 @@ position (the end of the last committed batch) and the lag to the read_committed
 the sink log's last decision and its state (``txn.sink_status``); the Ongoing transactions under
 the sink's transactional-id prefix (every owner's) with their age against ``transaction.timeout.ms``
 and their ids' owner; the prefix's owner as its claim says (``txn.prefix_claim``).
-Exit codes: 0 healthy, 1 something needs attention (one line each, with the fix), 2 a broker
-is unreachable. Invariant: status reads only (checkpoint, sink log, broker); it never commits,
-aborts or writes anything, and its output is redacted (``render``).
+Exit codes: 0 healthy, 1 something needs attention (one line each, with the fix; a login the
+brokers refuse is one, naming the user and mechanism), 2 a broker is unreachable. Invariant:
+status reads only (checkpoint, sink log, broker); it never commits, aborts or writes anything,
+and its output is redacted (``render``).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from kafka_eos import KafkaEosError
 from kafka_eos.config.live import ClusterProblem, reachable
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
+from kafka_eos.config.violations import INVALID
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.spark_options import sink_options, source_options
 from kafka_eos.connectors.pipeline.status_facts import attention, decision_facts, open_facts
@@ -89,8 +91,9 @@ def _source(cfg: PipelineConfig, positions: model.Offsets | None, timeout_s: flo
     return {"partitions": rows, "total_lag": sum(known) if positions else None}
 
 
-def _reach(cfg: PipelineConfig, timeout_s: float) -> str | None:
-    """Why the source or sink cluster cannot be asked (None: both answer)."""
+def _reach(cfg: PipelineConfig, timeout_s: float) -> tuple[str | None, bool]:
+    """(why the source or sink cluster cannot be asked (None: both answer), whether it is the
+    settings' fault, e.g. a refused login, rather than the cluster's)."""
     asked = set()
     for path, cluster in (("source.kafka", cfg.source.kafka), ("sink.kafka", cfg.sink.kafka)):
         if cluster.bootstrap_servers and cluster.bootstrap_servers not in asked:
@@ -98,9 +101,11 @@ def _reach(cfg: PipelineConfig, timeout_s: float) -> str | None:
             try:
                 reachable(cluster, path, timeout_s)
             except ClusterProblem as exc:
+                if exc.violation.kind == INVALID:
+                    return f"{path}: {exc.violation.message} - fix: {exc.violation.fix}", True
                 return (f"{path}: {exc.violation.message} - fix: start the cluster, or correct "
-                        f"{path}.bootstrap_servers and its security settings")
-    return None
+                        f"{path}.bootstrap_servers and its security settings"), False
+    return None, False
 
 
 def _open(sink: SinkConfig, report: Report) -> list[OpenTransaction] | None:
@@ -160,7 +165,11 @@ def gather(cfg: PipelineConfig, timeout_s: float = 10.0) -> Report:
             report.facts["sink_log"] = {"location": sink.log_location, "state": "unreadable"}
             report.attention.append(f"sink log {sink.log_location} cannot be read: {exc} - fix: run the "
                                     "kafka-eos build that wrote it")
-    report.unreachable = _reach(cfg, timeout_s)
+    problem, refused = _reach(cfg, timeout_s)
+    if refused:  # e.g. the login: the file's settings, not the cluster, need fixing
+        report.attention.append(problem or "")
+        return report
+    report.unreachable = problem
     if report.unreachable:
         return report
     try:

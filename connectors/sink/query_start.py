@@ -6,7 +6,8 @@ which pickles the writer into the batch's tasks, and again for every commit or a
 worker module (``pyspark.sql.worker.python_streaming_sink_runner``) whose fresh writer is never
 pickled. pyspark keeps its Python workers per module, so a process builds writers of one role
 only (``writer_role``). ``KafkaEosDataSource.streamWriter`` calls ``QueryStart.writer``, which runs:
-  1. logging to stderr; the schema check (local);
+  1. logging to stderr; the schema check and the client settings' one rule
+     (``txn.client_settings.check_client_settings``, what ``validate`` runs too; local);
   2. the cluster checks: transaction.timeout.ms against the broker's maximum, the ACLs
      (``startup_checks``; asked once per process and connection settings);
   3. the sink log's binding to the checkpoint's query id, creating nothing: a sink log of
@@ -45,6 +46,7 @@ from kafka_eos.connectors.sink.startup_checks import check_acls, check_schema, c
 from kafka_eos.connectors.sink.stream_writer import KafkaEosStreamWriter
 from kafka_eos.option_map import OptionMap
 from kafka_eos.txn import sink_markers
+from kafka_eos.txn.client_settings import check_client_settings
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_log import DECIDED, PENDING, BatchRecord, SinkLogReader, check_binding
 from kafka_eos.txn.topic_guard import OutputTopicGuard
@@ -116,6 +118,7 @@ class QueryStart:
         config, faults = sink_config(options), fault_plan(options)
         log_to_stderr(batch_log(options))                                             # step 1
         check_schema(schema, config)
+        check_client_settings(config.client_conf(), config.exactly_once)
         self.cluster_checks(config)                                                   # step 2
         query_id = checkpoint_query_id(options)
         self.binding_check(config, query_id)                                          # step 3

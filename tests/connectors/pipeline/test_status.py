@@ -86,3 +86,21 @@ def test_open_transactions_show_their_owner_and_the_prefix_owner_is_rendered(tmp
     assert "open transaction t-eos-0a1b2c3d-0-1: open 4 s of 300 s (transaction.timeout.ms), owner 0a1b2c3d" in text
     assert "prefix owner (_claims): checkpoint /cp/a (query q1, ids owner 0a1b2c3d" in text
     assert "this checkpoint's ids owner: 0a1b2c3d" in text
+
+
+def test_a_refused_login_needs_attention_with_its_fix_not_unreachable(tmp_path, monkeypatch):
+    from kafka_eos.config.live import ClusterProblem
+    from kafka_eos.config.violations import Violation
+
+    def refused(cluster, path, timeout_s):
+        raise ClusterProblem(Violation(f"{path}.properties", "authentication failed for user 'etl' with SASL "
+                                       "mechanism SCRAM-SHA-512", "check sasl.username and sasl.password"))
+    monkeypatch.setattr(status, "reachable", refused)
+    data = valid(tmp_path)
+    data["guarantee"] = "at_least_once"
+    cfg, found = load(tmp_path, data)
+    assert cfg is not None, found
+    report = status.gather(cfg, 1.0)
+    assert report.exit_code == status.ATTENTION and report.unreachable is None
+    assert report.attention == ["source.kafka: authentication failed for user 'etl' with SASL mechanism "
+                                "SCRAM-SHA-512 - fix: check sasl.username and sasl.password"]

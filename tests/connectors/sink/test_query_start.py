@@ -154,3 +154,17 @@ def test_release_sweeps_the_ids_its_sink_log_recorded(tmp_path):
     scheme = sink_markers.id_scheme(location, "0a1b2c3d")
     release_sink(opts, SinkQueries(build=build))
     assert [c.id_owner for c in seen] == [scheme.id_owner] and scheme.id_owner == "0a1b2c3d"
+
+
+def test_a_refused_client_setting_stops_the_start_before_any_cluster_call(tmp_path):
+    from kafka_eos.txn.client_settings import ClientSettingsError
+    called = []
+    jks = tmp_path / "client.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed" + b"\0" * 32)
+    start_ = QueryStart(role=WriterRole.TASKS, queries=SinkQueries(build=built),
+                        cluster_checks=lambda c: called.append("cluster"), binding_check=lambda c, q: called.append(1),
+                        claim=lambda c, o, q: c, topic_guard=lambda c: Guard())
+    refused = {**options(tmp_path), "kafka.security.protocol": "SSL", "kafka.ssl.keystore.location": str(jks)}
+    with pytest.raises(ClientSettingsError, match="keytool -importkeystore"):
+        start_.writer(refused, SCHEMA)
+    assert called == [], "refused at step 1: no broker asked, no transaction opened"

@@ -1,0 +1,102 @@
+"""Client keystores on the SASL_SSL cluster: a PKCS12 keystore (what a Spark ``kafka`` source user
+has, made with ``keytool``) runs exactly once; a JKS keystore and every other setting the run
+could not use fail ``validate`` (exit 1, the key and the fix named) and are refused by ``run``
+before any transaction is opened."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from integration_tests.kafka_tools import assert_exactly_once
+from integration_tests.pipeline_cli import kafka_eos, progress_lines
+from integration_tests.secured import (ETL_PASSWORD, check_exactly_once_as_admin, secured_broker, secured_pipeline,
+                                       seed_orders)
+from kafka_eos.txn.acl_checks import PROBE_SUFFIX
+from kafka_eos.txn.control_plane import control_plane
+
+__all__ = ["secured_broker"]
+KEYSTORE_PASSWORD = "keystore-Pw-5c1"
+ORDERS = 2000
+
+
+def keytool_keystore(directory: Path, store_type: str) -> Path:
+    """A client key pair and self-signed certificate in a new ``store_type`` keystore (keytool)."""
+    path = directory / f"client.{'p12' if store_type == 'PKCS12' else 'jks'}"
+    subprocess.run(["keytool", "-genkeypair", "-alias", "etl", "-keyalg", "EC", "-groupname", "secp256r1",
+                    "-dname", "CN=etl,O=kafka-eos test", "-validity", "2", "-storetype", store_type,
+                    "-keystore", str(path), "-storepass:env", "KS_PASSWORD", "-keypass:env", "KS_PASSWORD"],
+                   env={**os.environ, "KS_PASSWORD": KEYSTORE_PASSWORD}, check=True, capture_output=True)
+    return path
+
+
+def with_properties(path: Path, properties: dict[str, str]) -> None:
+    """The pipeline file with ``properties`` added to both clusters' settings."""
+    doc = yaml.safe_load(path.read_text())
+    for side in ("source", "sink"):
+        doc[side]["kafka"]["properties"].update(properties)
+    path.write_text(yaml.safe_dump(doc))
+
+
+def cli(cluster, command: str, path: Path, tmp_path: Path, *args: str):
+    env = {"KAFKA_USERNAME": "etl", "KAFKA_PASSWORD": ETL_PASSWORD, "KEYSTORE_PASSWORD": KEYSTORE_PASSWORD}
+    return kafka_eos([command, str(path), *args], cluster.bootstrap, tmp_path / "checkpoints", timeout=900, env=env)
+
+
+def transactional_ids(cluster, prefix: str) -> dict[str, str]:
+    """Every transactional id under ``prefix`` the cluster knows, with its state (as admin)."""
+    listings = control_plane(cluster.admin_conf()).list_transactions()
+    return {t.transactional_id: t.transaction_state for rows in listings.values() for t in rows
+            if t.transactional_id.startswith(prefix)}
+
+
+def test_a_pkcs12_keystore_from_keytool_runs_exactly_once(secured_broker, tmp_path):
+    path, names = secured_pipeline(secured_broker, tmp_path)
+    keystore = keytool_keystore(tmp_path, "PKCS12")
+    with_properties(path, {"ssl.keystore.location": str(keystore), "ssl.keystore.password": "${KEYSTORE_PASSWORD}"})
+    seed_orders(secured_broker, names["input"], "p12", ORDERS)
+    validate = cli(secured_broker, "validate", path, tmp_path)
+    assert validate.code == 0, validate.log()
+    run = cli(secured_broker, "run", path, tmp_path, "--once")
+    assert run.code == 0, run.log()
+    assert progress_lines(run, "orders-json"), run.stdout
+    assert_exactly_once(check_exactly_once_as_admin(secured_broker, names["output"],
+                                                    expected={f"p12-{i}" for i in range(ORDERS)},
+                                                    id_of=lambda m: json.loads(m.value())["order_id"]))
+    output = validate.stdout + validate.stderr + run.stdout + run.stderr
+    assert KEYSTORE_PASSWORD not in output and ETL_PASSWORD not in output
+
+
+REFUSED = {  # properties -> (the key named, a piece of the fix)
+    "jks keystore": (lambda d: {"ssl.keystore.location": str(keytool_keystore(d, "JKS")),
+                                "ssl.keystore.password": "${KEYSTORE_PASSWORD}"},
+                     "ssl.keystore.location", "keytool -importkeystore -srckeystore"),
+    "wrong keystore password": (lambda d: {"ssl.keystore.location": str(keytool_keystore(d, "PKCS12")),
+                                           "ssl.keystore.password": "not-the-keystore-Pw"},
+                                "ssl.keystore.location", "set the keystore's password in ssl.keystore.password"),
+    "java truststore": (lambda d: {"ssl.truststore.location": str(d / "truststore.jks")},
+                        "ssl.truststore.location", "set ssl.ca.location=ca.pem"),
+    "inline private key": (lambda d: {"ssl.key.pem": "-----BEGIN PRIVATE KEY-----"},
+                           "ssl.key.pem", "put the private key in a file readable only by its owner"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_a_setting_the_run_cannot_use_fails_validate_and_opens_no_transaction(secured_broker, tmp_path, case):
+    make, key, fix = REFUSED[case]
+    path, names = secured_pipeline(secured_broker, tmp_path)
+    with_properties(path, make(tmp_path))
+    seed_orders(secured_broker, names["input"], "refused", 50)
+    validate = cli(secured_broker, "validate", path, tmp_path)
+    assert validate.code == 1, validate.log()
+    assert f'sink.kafka.properties["{key}"]' in validate.stderr and fix in validate.stderr, validate.log()
+    run = cli(secured_broker, "run", path, tmp_path, "--once")
+    assert run.code == 1 and "nothing was started" in run.stderr and fix in run.stderr, run.log()
+    assert not (tmp_path / "checkpoints").exists() or not any((tmp_path / "checkpoints").rglob("commits/*"))
+    opened = transactional_ids(secured_broker, names["prefix"])
+    assert set(opened) <= {names["prefix"] + PROBE_SUFFIX}, f"a transaction was opened: {opened}"
+    assert "not-the-keystore-Pw" not in validate.stderr + run.stderr

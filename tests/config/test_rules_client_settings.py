@@ -1,0 +1,51 @@
+"""The client settings' one rule as a validation rule: refused settings are violations naming the
+key and the fix, offline (before anything connects)."""
+from __future__ import annotations
+
+from kafka_eos.connectors.dev.tls import generate
+from tests.factories import problems, valid
+
+
+def mutate_problems(tmp_path, change):
+    data = valid(tmp_path)
+    change(data)
+    return problems(tmp_path, data)
+
+SASL = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "etl",
+        "sasl.password": "Pw-Never-Shown-1"}
+
+
+def with_sink(**properties):
+    return lambda d: d["sink"]["kafka"].update(properties={**SASL, **properties})
+
+
+def test_a_pkcs12_keystore_is_valid(tmp_path):
+    tls = generate(tmp_path / "tls", "ks-Pw-2")
+    found = mutate_problems(tmp_path, with_sink(**{"ssl.ca.location": str(tls.ca_file),
+                                                   "ssl.keystore.location": str(tls.keystore),
+                                                   "ssl.keystore.password": tls.keystore_password}))
+    assert found == []
+
+
+def test_a_jks_keystore_is_an_invalid_setting_with_the_keytool_command(tmp_path):
+    jks = tmp_path / "client.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed" + b"\0" * 32)
+    found = mutate_problems(tmp_path, with_sink(**{"ssl.keystore.location": str(jks),
+                                                   "ssl.keystore.password": "ks-Pw-3"}))
+    assert [v.path for v in found] == ['sink.kafka.properties["ssl.keystore.location"]']
+    assert "keytool -importkeystore" in found[0].fix and found[0].kind == "invalid"
+    assert "ks-Pw-3" not in str(found[0]) and "Pw-Never-Shown-1" not in str(found[0])
+
+
+def test_what_the_control_plane_cannot_carry_is_refused_on_the_exactly_once_sink_only(tmp_path):
+    pem = {"ssl.key.pem": "-----BEGIN PRIVATE KEY-----"}
+    found = mutate_problems(tmp_path, lambda d: (d["sink"]["kafka"].update(properties=pem),
+                                                 d["source"]["kafka"].update(properties=pem)))
+    assert [v.path for v in found] == ['sink.kafka.properties["ssl.key.pem"]']
+    assert "ssl.key.location" in found[0].fix
+
+
+def test_a_java_truststore_is_refused_with_the_pem_to_use_instead(tmp_path):
+    found = mutate_problems(tmp_path, with_sink(**{"ssl.truststore.location": "/etc/kafka/truststore.jks"}))
+    assert [v.path for v in found] == ['sink.kafka.properties["ssl.truststore.location"]']
+    assert "ssl.ca.location" in found[0].fix

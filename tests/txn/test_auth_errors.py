@@ -1,0 +1,55 @@
+"""A refused SASL login is named as such (user and mechanism, never the password), not as a
+network fault; the admin client's error callback is where librdkafka reports it."""
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from kafka_eos.txn import broker_configs
+from kafka_eos.txn.auth_errors import AuthWatch, failure
+
+CONF = {"bootstrap.servers": "b:9093", "security.protocol": "SASL_SSL", "sasl.mechanism": "scram-sha-512",
+        "sasl.username": "etl", "sasl.password": "Pw-Never-Shown-7"}
+SASL_ERROR = KafkaError(KafkaError._AUTHENTICATION, "sasl_ssl://b:9093/bootstrap: SASL authentication error: "
+                        "Authentication failed during authentication due to invalid credentials with SASL "
+                        "mechanism SCRAM-SHA-512")
+
+
+def test_the_watch_keeps_authentication_errors_only():
+    watch = AuthWatch()
+    watch(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
+    assert watch.last is None
+    watch(SASL_ERROR)
+    assert watch.last is not None and "invalid credentials" in watch.last
+
+
+def test_the_failure_names_user_and_mechanism_never_the_password():
+    text, fix = failure(CONF, "SASL authentication error")
+    assert "user 'etl'" in text and "SASL mechanism SCRAM-SHA-512" in text and "Pw-Never-Shown-7" not in text
+    assert "--entity-name etl" in fix and "Pw-Never-Shown-7" not in fix
+
+
+class Admin:
+    """The metadata call fails like librdkafka's on a refused login; the callback fires on poll."""
+
+    def __init__(self, watch, conf, error=SASL_ERROR):
+        self.watch, self.error = watch, error
+        broker_configs.WATCHES[self] = (watch, conf)  # as admin_client registers a real one
+
+    def list_topics(self, timeout):
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Failed to get metadata: Broker transport failure"))
+
+    def poll(self, timeout):
+        if self.error is not None:
+            self.watch(self.error)
+
+
+def test_a_refused_login_is_an_authentication_failure_not_unreachable():
+    with pytest.raises(broker_configs.AuthenticationFailed) as failed:
+        broker_configs.broker_ids(Admin(AuthWatch(), CONF), 0.1)
+    assert "authentication failed for user 'etl'" in failed.value.detail and "kafka-configs" in failed.value.fix
+
+
+def test_a_transport_failure_without_an_authentication_error_stays_unreachable():
+    with pytest.raises(broker_configs.ClusterUnreachable, match="transport failure"):
+        broker_configs.broker_ids(Admin(AuthWatch(), CONF, error=None), 0.1)
