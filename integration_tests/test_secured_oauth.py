@@ -16,6 +16,7 @@ from typing import Iterator
 
 import pytest
 import yaml
+from kafka.errors import KafkaError
 
 from integration_tests.kafka_tools import assert_exactly_once, unique
 from integration_tests.pipeline_cli import CliRun, kafka_eos, progress_lines
@@ -133,7 +134,7 @@ def job_args(names, tmp_path: Path, max_offsets: int) -> list[str]:
             "--prefix", names["prefix"], "--max-offsets", str(max_offsets)]
 
 
-def finish(proc: subprocess.Popen, log: Path, timeout: float = 600) -> None:
+def finish(proc: subprocess.Popen, log: Path, timeout: float = 900) -> None:
     try:
         rc = proc.wait(timeout)
     except Exception:
@@ -147,7 +148,7 @@ def test_driver_killed_after_the_decision_recovers_exactly_once_over_oauthbearer
     (tmp_path / "faults").mkdir()
     proc = start_oauth_job(oauth_broker, oauth, args + ["--fault", "after_decision@1", "--fault-dir",
                                                         str(tmp_path / "faults")], log)
-    wait_for((tmp_path / "faults", "after_decision.*"), proc, 300, log)
+    wait_for((tmp_path / "faults", "after_decision.*"), proc, 600, log)
     kill_group(proc)
     finish(start_oauth_job(oauth_broker, oauth, args, log), log)
     assert_exactly_once(check_exactly_once_as_admin(oauth_broker, names["output"], ids=IDS))
@@ -180,5 +181,32 @@ def test_tokens_expiring_mid_run_are_refreshed_without_a_stop(oauth_broker, oaut
     # driver + executors fetched new tokens as theirs neared expiry (one run, no restart) ...
     assert oauth.issued(CLIENT) - before >= 4, oauth.issued(CLIENT) - before
     # ... and the broker does end sessions whose token expired: the client that kept its token is out
-    with pytest.raises(Exception):
+    with pytest.raises(KafkaError):
         stale.describe_cluster()
+
+
+TOKEN_URL: list[str] = []  # where ``fetch_token`` asks (set by the test; the callback runs in this process)
+
+
+def fetch_token(config: str) -> tuple[str, float]:
+    """A token callback (confluent-kafka's oauth_cb contract), as a user's AWS MSK IAM signer would be."""
+    tokens = ClientCredentialsTokens(TOKEN_URL[0], CLIENT, Secret(CLIENT_SECRET))
+    return tokens.token(), time.time() + LIFETIME_S
+
+
+def test_a_token_callback_serves_librdkafka_clients_and_the_control_plane(oauth_broker, oauth):
+    from kafka_eos.client_factory import Noise, admin, producer
+    TOKEN_URL[:] = [oauth.token_url]
+    conf = {"bootstrap.servers": oauth_broker.bootstrap, "security.protocol": "SASL_SSL",
+            "ssl.ca.location": str(oauth_broker.security.tls.ca_file), "sasl.mechanism": "OAUTHBEARER",
+            "kafka_eos.oauthbearer.callback": f"{__name__}:fetch_token"}
+    before = oauth.issued(CLIENT)
+    assert admin(conf, Noise.ERRORS).list_topics(timeout=30).brokers
+    writer = producer(conf, Noise.ERRORS)
+    topic = unique("cb")
+    create_topics(oauth_broker, {topic: 1})
+    grant(oauth_broker, [], [topic], unique("cb"))
+    writer.produce(topic, b"v")
+    assert writer.flush(30) == 0
+    assert control_plane_client(kafka_python_settings(conf)).describe_cluster()["brokers"]
+    assert oauth.issued(CLIENT) - before >= 3  # admin, producer, control plane: each through the callback
