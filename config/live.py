@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import KafkaCluster, PipelineConfig
 from kafka_eos.config.violations import UNREACHABLE, Context, Violation
+from kafka_eos.oauth_tokens import token_problem
 from kafka_eos.offsets.acl_advice import MissingAcl
 from kafka_eos.txn import acl_checks, broker_configs
 from kafka_eos.txn.broker_configs import (AuthenticationFailed, BrokerConfigError, ClusterUnreachable,
@@ -42,6 +43,9 @@ def _violation(exc: BrokerConfigError, cluster: KafkaCluster, path: str, timeout
     if isinstance(exc, ClusterUnreachable) and exc.no_brokers:
         return Violation(f"{path}.bootstrap_servers", "the cluster answered with no live brokers",
                          "wait for the brokers to start, or validate with --offline", kind=UNREACHABLE)
+    oauth = token_problem(cluster.client_conf()) if isinstance(exc, ClusterUnreachable) else None
+    if oauth is not None:  # librdkafka reports a refused OAuth client only as an unreachable cluster
+        return Violation(f"{path}.properties", str(oauth), "fix the OAuth client settings named", kind=UNREACHABLE)
     if isinstance(exc, DescribeConfigsFailed):
         return Violation(f"{path}.bootstrap_servers", f"DescribeConfigs on broker {exc.broker_id} failed: {exc.detail}",
                          "grant DescribeConfigs on the cluster, or validate with --offline", kind=UNREACHABLE)

@@ -16,6 +16,9 @@ Invariants:
 - Settings are taken as given: the caller chooses the metadata- or data-path defaults
   (``kafka_clients.admin_settings`` / ``data_settings``); ``lookup_admin`` is the driver's
   lookup client with the metadata-path defaults. Nothing here connects before a call is made.
+- ``kafka_eos.oauthbearer.callback=module:function`` (not a librdkafka setting) becomes
+  confluent-kafka's ``oauth_cb`` for every librdkafka client, and the control plane's token
+  provider (``kafka_eos.oauth_tokens``): one function serves the executors and the driver.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from confluent_kafka.admin import AdminClient
 
 from kafka_eos.control_plane_client import ControlPlaneClient
 from kafka_eos.kafka_clients import admin_settings, control_plane_settings
+from kafka_eos.oauth_tokens import CALLBACK_KEY, load_callback
 
 log = logging.getLogger(__name__)
 Settings = Mapping[str, Any]
@@ -56,7 +60,10 @@ _LOG_LEVEL = {Noise.ERRORS: 3, Noise.SILENT: 0}
 
 
 def with_noise(conf: Settings, noise: Noise) -> dict[str, Any]:
-    """``conf`` with the log settings of ``noise`` (they win over the caller's)."""
+    """``conf`` with the log settings of ``noise`` (they win over the caller's), and the OAuth
+    callback setting as ``oauth_cb``."""
+    if CALLBACK_KEY in conf:
+        conf = {**{k: v for k, v in conf.items() if k != CALLBACK_KEY}, "oauth_cb": load_callback(conf[CALLBACK_KEY])}
     if noise is Noise.DEBUG:
         return {**conf, "logger": _DebugLog()}
     if noise in _LOG_LEVEL:

@@ -8,7 +8,9 @@ Invariants:
   keystore's key never touch the disk: ``kafka_eos.txn.keystores``); hostname verification
   follows ``ssl.endpoint.identification.algorithm`` (librdkafka's default ``https``: on) and
   ``enable.ssl.certificate.verification``.
-- SASL mechanisms carried: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. GSSAPI and OAUTHBEARER are refused.
+- SASL mechanisms carried: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (``oauth_provider``:
+  the client-credentials grant of ``sasl.oauthbearer.method=oidc``, or the
+  ``kafka_eos.oauthbearer.callback`` function). GSSAPI is refused (``_FIXES`` says why).
 - Other settings are client tuning of the producers and consumers; the control plane ignores them.
 - Error messages never contain a setting's value when the key holds a secret.
 - One function decides whether a cluster's settings are usable: ``check_client_settings``. The
@@ -24,15 +26,18 @@ from pathlib import Path
 from typing import Mapping
 
 from kafka_eos.secrets import is_secret_key
+from kafka_eos.oauth_tokens import OAUTH_KEYS, OAuthTokenError, oauth_provider
 from kafka_eos.txn import keystores
 from kafka_eos.txn.errors import SinkConfigError
 
 PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
-MECHANISMS = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+MECHANISMS = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
 CARRIED = {"bootstrap.servers", "client.id", "security.protocol", "sasl.mechanism", "sasl.mechanisms",
            "sasl.username", "sasl.password", "ssl.ca.location", "ssl.ca.pem", "ssl.crl.location",
            "ssl.endpoint.identification.algorithm", "enable.ssl.certificate.verification",
            "ssl.certificate.location", "ssl.key.location", "ssl.key.password", "ssl.cipher.suites"}
+CARRIED |= OAUTH_KEYS
+CARRIED |= keystores.KEYS  # a PKCS12 keystore: librdkafka reads it, the control plane loads it in memory
 # Tuning of producers/consumers that does not change how the control plane connects or who it is.
 IGNORED = {"linger.ms", "queue.buffering.max.ms", "batch.num.messages", "batch.size",
            "queue.buffering.max.messages", "queue.buffering.max.kbytes", "compression.type",
@@ -52,10 +57,13 @@ IGNORED = {"linger.ms", "queue.buffering.max.ms", "batch.num.messages", "batch.s
            "topic.metadata.refresh.interval.ms", "metadata.max.age.ms", "statistics.interval.ms",
            "api.version.request", "api.version.request.timeout.ms", "broker.address.family",
            "client.dns.lookup", "log_level", "debug", "log.connection.close", "log.queue", "log.thread.name"}
+GSSAPI_REFUSED = (
+    "Kerberos (GSSAPI) is not available: the confluent-kafka wheel's librdkafka is built without libsasl2 (its "
+    "build options: PLAIN SASL_SCRAM OAUTHBEARER), so no executor could log in; use SCRAM-SHA-512, SCRAM-SHA-256 "
+    "or OAUTHBEARER, or install confluent-kafka built from source against a librdkafka with libsasl2 of at least "
+    "confluent-kafka's own version (see the README's Secured clusters)")
 _FIXES = {
-    "GSSAPI": "Kerberos is not carried to the driver's control plane; use SCRAM-SHA-512 or SCRAM-SHA-256",
-    "OAUTHBEARER": "OAuth tokens are not carried to the driver's control plane; use SCRAM-SHA-512 or "
-                   "SCRAM-SHA-256 for this pipeline's user",
+    "GSSAPI": GSSAPI_REFUSED,
     "ssl.certificate.pem": "put the client certificate in a file readable only by its owner and set "
                            "ssl.certificate.location",
     "ssl.key.pem": "put the private key in a file readable only by its owner and set ssl.key.location "
@@ -64,7 +72,6 @@ _FIXES = {
 }
 
 
-CARRIED |= keystores.KEYS  # a PKCS12 keystore: librdkafka reads it, the control plane loads it in memory
 logger = logging.getLogger(__name__)
 
 
@@ -195,10 +202,15 @@ def kafka_python_settings(conf: Mapping[str, str]) -> dict[str, object]:
     mechanism = _mechanism(conf)
     if protocol.startswith("SASL_"):
         if mechanism is None:
-            raise _refuse("security.protocol", protocol, "set sasl.mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512); "
-                                                         "librdkafka's default GSSAPI is not carried")
+            raise _refuse("security.protocol", protocol, "set sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or "
+                                                         "OAUTHBEARER); librdkafka's default GSSAPI is not carried")
         settings.update(sasl_mechanism=mechanism, sasl_plain_username=conf.get("sasl.username"),
                         sasl_plain_password=conf.get("sasl.password"))
+        if mechanism == "OAUTHBEARER":
+            try:
+                settings["sasl_oauth_token_provider"] = oauth_provider(conf)
+            except OAuthTokenError as exc:
+                raise _refuse("sasl.mechanism", mechanism, str(exc)) from None
     if protocol in ("SSL", "SASL_SSL"):
         context = ssl_context(conf)
         settings.update(ssl_context=context, ssl_check_hostname=context.check_hostname)

@@ -54,6 +54,7 @@ class ClusterSettings:
     extra: tuple[tuple[str, str], ...] = ()
     security: str = "plaintext"
     passwords: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # sasl_ssl users; else env or generated
+    jvm_properties: tuple[tuple[str, str], ...] = ()  # -Dkey=value of each node's JVM (e.g. security.oauth_jvm)
 
     def __post_init__(self) -> None:
         if self.security not in SECURITY_MODES:
@@ -202,7 +203,8 @@ class LocalKafkaCluster:
         fast_start = ["-XX:TieredStopAtLevel=1"] if os.environ.get("KAFKA_EOS_FAST_JVM") else []
         return [java, f"-Xmx{self.settings.heap}", "-Xms64m", "-XX:+UseSerialGC", *fast_start,
                 f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
-                "-Djava.awt.headless=true", "-cp", classpath]
+                "-Djava.awt.headless=true", *(f"-D{k}={v}" for k, v in self.settings.jvm_properties),
+                "-cp", classpath]
 
     def _format(self, java: str, classpath: str, node: Node) -> None:
         node.directory.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""SASL_SSL (SCRAM-SHA-512) for the local broker: users, listener settings, ACLs.
+"""SASL_SSL (SCRAM-SHA-512, and OAUTHBEARER on request) for the local broker: users, listener settings, ACLs.
 
 Invariants:
 - Clients connect to one SASL_SSL listener; brokers talk to each other over that same
@@ -10,6 +10,11 @@ Invariants:
   (``grant_pipeline`` gives a pipeline's).
 - Passwords come from ``KAFKA_EOS_DEV_<USER>_PASSWORD`` when set, else are generated; they are
   held as ``Secret`` and written only to owner-only (0600) files.
+- OAUTHBEARER (``oauth_listener``, ``oauth_jvm``): the same SASL_SSL listener also takes JWTs,
+  checked by Kafka's ``OAuthBearerValidatorCallbackHandler`` against a JWKS endpoint (signature,
+  ``exp``, issuer and audience of ``connectors/dev/oauth_server``); the token's ``sub`` is the
+  principal, so ACLs are the SCRAM user's of that name. With ``reauth_ms`` the broker closes an
+  OAuth session at its token's expiry unless the client re-authenticates (KIP-368).
 """
 from __future__ import annotations
 
@@ -19,11 +24,40 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_eos.connectors.dev.local_kafka import ADMIN, ETL
+from kafka_eos.connectors.dev.oauth_server import AUDIENCE, ISSUER
 from kafka_eos.connectors.dev.tls import TlsFiles, generate, write_private
 from kafka_eos.secrets import Secret
 
 MECHANISM = "SCRAM-SHA-512"
 LISTENER = "SASL_SSL"
+OAUTH_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+OAUTH_ALLOWED_URLS = "org.apache.kafka.sasl.oauthbearer.allowed.urls"  # Kafka 4: JVM property, URLs it may fetch
+
+
+def oauth_listener(jwks_url: str, reauth_ms: int = 0) -> tuple[tuple[str, str], ...]:
+    """server.properties entries (``ClusterSettings.extra``) adding OAUTHBEARER beside SCRAM-SHA-512."""
+    prefix = f"listener.name.{LISTENER.lower()}.oauthbearer"
+    return (("sasl.enabled.mechanisms", f"{MECHANISM},OAUTHBEARER"),
+            (f"{prefix}.sasl.jaas.config", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                                           "required;"),
+            (f"{prefix}.sasl.server.callback.handler.class", OAUTH_VALIDATOR),
+            (f"{prefix}.connections.max.reauth.ms", str(reauth_ms)),
+            ("sasl.oauthbearer.jwks.endpoint.url", jwks_url),
+            ("sasl.oauthbearer.expected.audience", AUDIENCE),
+            ("sasl.oauthbearer.expected.issuer", ISSUER),
+            ("sasl.oauthbearer.clock.skew.seconds", "2"))  # an expired token is refused at once (default 30 s)
+
+
+def oauth_jvm(*urls: str) -> tuple[tuple[str, str], ...]:
+    """``ClusterSettings.jvm_properties`` letting the broker fetch ``urls`` (the JWKS endpoint)."""
+    return ((OAUTH_ALLOWED_URLS, ",".join(urls)),)
+
+
+def oauth_client_conf(ca_file: str, token_url: str, client_id: str, secret: str) -> dict[str, str]:
+    """librdkafka settings (no bootstrap) of an OIDC client-credentials client of the SASL_SSL listener."""
+    return {"security.protocol": "SASL_SSL", "ssl.ca.location": ca_file, "sasl.mechanism": "OAUTHBEARER",
+            "sasl.oauthbearer.method": "oidc", "sasl.oauthbearer.client.id": client_id,
+            "sasl.oauthbearer.client.secret": secret, "sasl.oauthbearer.token.endpoint.url": token_url}
 
 
 def password_for(user: str) -> Secret:

@@ -7,6 +7,7 @@ import pytest
 
 from kafka_eos import KafkaEosError
 from kafka_eos.connectors.dev.tls import generate
+from kafka_eos.oauth_tokens import ClientCredentialsTokens
 from kafka_eos.txn.client_settings import ClientSettingsError, kafka_python_settings
 from kafka_eos.txn.control_plane import control_plane
 
@@ -83,9 +84,10 @@ def test_mutual_tls_certificate_and_key_are_loaded(tmp_path):
 
 
 @pytest.mark.parametrize("key, value, fix", [
-    ("sasl.mechanism", "GSSAPI", "Kerberos is not carried"),
-    ("sasl.mechanism", "OAUTHBEARER", "OAuth tokens are not carried"),
-    ("sasl.oauthbearer.method", "oidc", "remove sasl.oauthbearer.method"),
+    ("sasl.mechanism", "GSSAPI", "built without libsasl2"),
+    ("sasl.mechanism", "OAUTHBEARER", "needs a token source"),
+    ("sasl.oauthbearer.grant.type", "urn:ietf:params:oauth:grant-type:jwt-bearer",
+     "remove sasl.oauthbearer.grant.type"),
     ("sasl.kerberos.keytab", "/etc/k.keytab", "remove sasl.kerberos.keytab"),
     ("ssl.key.pem", "-----BEGIN PRIVATE KEY-----", "set ssl.key.location"),
     ("ssl.certificate.pem", "-----BEGIN CERTIFICATE-----", "set ssl.certificate.location"),
@@ -102,6 +104,16 @@ def test_security_settings_it_cannot_carry_are_refused_naming_the_key_and_the_fi
         kafka_python_settings({**SCRAM, key: value})
     assert f"client setting {key}=" in str(refused.value) and fix in str(refused.value)
     assert isinstance(refused.value, KafkaEosError)
+
+
+def test_oauthbearer_with_oidc_carries_a_client_credentials_token_provider():
+    conf = {**BOOT, "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc",
+            "sasl.oauthbearer.client.id": "etl-app", "sasl.oauthbearer.client.secret": "cs-1",
+            "sasl.oauthbearer.token.endpoint.url": "https://idp.example/token", "sasl.oauthbearer.scope": "kafka"}
+    settings = kafka_python_settings(conf)
+    provider = settings["sasl_oauth_token_provider"]
+    assert settings["sasl_mechanism"] == "OAUTHBEARER" and isinstance(provider, ClientCredentialsTokens)
+    assert (provider.endpoint, provider.client_id, provider.scope) == ("https://idp.example/token", "etl-app", "kafka")
 
 
 def test_a_refused_secret_is_never_shown():
