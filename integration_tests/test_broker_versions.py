@@ -20,6 +20,7 @@ from integration_tests.kafka_tools import assert_exactly_once, check_exactly_onc
 from integration_tests.pipeline_runs import kill_group, run_to_completion, seed_input, start_job, wait_for
 from integration_tests.providers import local_broker
 from integration_tests.test_sink_crash_matrix import batch_records, job_args
+from integration_tests.test_sink_e2e import run_query
 from integration_tests.test_sink_e2e import test_end_to_end_each_id_exactly_once as end_to_end_proof
 from integration_tests.test_sink_query_start import (
     test_a_dead_runs_transaction_is_aborted_before_the_first_batch_is_decided as lingering_abort_proof)
@@ -44,6 +45,7 @@ CELLS = [Cell("kafka-3.7", (3, 7), 0, ClusterSettings(kafka_version="3.7.2")),
          Cell("kafka-3.9", (3, 9), 0, ClusterSettings(kafka_version="3.9.1")),
          Cell("kafka-4-tv0", (4, 2), 0, ClusterSettings(transaction_version=0)),
          Cell("kafka-4-tv2", (4, 2), 2, None)]
+OLDER = "3.6.2"  # refused at the query start
 
 
 def fast(cell: Cell):
@@ -100,7 +102,7 @@ def test_driver_killed_then_restarted_is_exactly_once(on_cell, point, tmp_path):
     (tmp_path / "faults").mkdir()
     args, log = job_args(bootstrap, tmp_path, names), tmp_path / "job.log"
     proc = start_job(args + ["--fault", f"{point}@1", "--fault-dir", str(tmp_path / "faults")], log)
-    wait_for((tmp_path / "faults", f"{point}.*"), proc, 300, log)
+    wait_for((tmp_path / "faults", f"{point}.*"), proc, 900, log)  # a chaos case: room for a loaded machine
     visible = output_ids(bootstrap, names["output"])
     assert sum(visible.values()) == batch_records(tmp_path, 0)  # batch 1 pre-committed, not committed
     kill_group(proc)
@@ -132,3 +134,16 @@ def test_broker_timeout_abort_is_reported_lost_and_rewritten(on_cell, tmp_path):
 @cells(slow)
 def test_a_dead_runs_transaction_is_aborted_at_the_query_start(on_cell, spark, tmp_path):
     lingering_abort_proof(spark, on_cell[1], tmp_path)
+
+
+@pytest.mark.chaos  # a broker start of its own: `make chaos`
+def test_a_broker_older_than_3_7_is_refused_at_the_query_start(spark, tmp_path):
+    with local_broker(ClusterSettings(kafka_version=OLDER)) as broker:
+        source, out = unique("in"), unique("out")
+        seed_input(broker.bootstrap, source, 10)
+        query = run_query(spark, broker.bootstrap, source, out, tmp_path / "ck", unique("old"))
+        assert query.exception() is not None
+        message = str(query.exception())
+        assert "Kafka broker 1 is Kafka 3.6 (by its ApiVersions)" in message, message
+        assert "upgrade the cluster to 3.7 or later" in message
+        assert sum(output_ids(broker.bootstrap, out).values()) == 0
