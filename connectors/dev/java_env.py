@@ -2,7 +2,8 @@
 
 Invariants:
 - Jars are resolved once from Maven Central with ``mvn dependency:copy-dependencies`` into a
-  per-version cache directory outside the repository (``$KAFKA_EOS_CACHE``, default
+  per-version cache directory (the pinned ``<kafka.version>`` of pom.xml, or any version a
+  caller names: ``-Dkafka.version`` overrides the property) outside the repository (``$KAFKA_EOS_CACHE``, default
   ``~/.cache/kafka-eos``); ``$KAFKA_EOS_MAVEN_ARGS`` adds Maven flags (mirrors, offline); a
   ``.complete`` marker is written only after a full copy, so an interrupted download is retried,
   never half-used.
@@ -114,15 +115,17 @@ def find_java(major: int, needed_by: str) -> str:
         f"Install a JDK {major}+ (any vendor) or point JAVA_HOME at one.")
 
 
-def broker_classpath() -> str:
-    """Return the classpath of the Kafka broker jars, downloading them on first use."""
-    jars = cache_root() / "jars" / f"kafka-{kafka_version()}"
+def broker_classpath(version: str | None = None) -> str:
+    """Return the classpath of the Kafka ``version`` broker jars (default: the pinned
+    ``kafka_version()``), downloading them on first use."""
+    version = version or kafka_version()
+    jars = cache_root() / "jars" / f"kafka-{version}"
     if not (jars / ".complete").exists():
-        _download(jars)
+        _download(jars, version)
     return str(jars / "*")
 
 
-def _download(target: Path) -> None:
+def _download(target: Path, version: str) -> None:
     mvn = shutil.which("mvn")
     if not mvn:
         raise BrokerEnvironmentError(
@@ -131,15 +134,15 @@ def _download(target: Path) -> None:
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     cmd = [mvn, "-B", "-q", "-f", str(POM), "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies",
-           f"-DoutputDirectory={target}", "-DincludeScope=runtime",
+           f"-DoutputDirectory={target}", "-DincludeScope=runtime", f"-Dkafka.version={version}",
            *os.environ.get("KAFKA_EOS_MAVEN_ARGS", "").split()]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise BrokerEnvironmentError(
-            f"Maven could not fetch the Kafka {kafka_version()} broker jars "
+            f"Maven could not fetch the Kafka {version} broker jars "
             f"({_failed_artifact(proc.stdout + proc.stderr)}). Check access to Maven Central "
             f"(proxy settings in ~/.m2/settings.xml). Maven said:\n{_tail(proc.stdout + proc.stderr)}")
-    (target / ".complete").write_text(kafka_version())
+    (target / ".complete").write_text(version)
 
 
 def _failed_artifact(output: str) -> str:

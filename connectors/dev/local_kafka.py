@@ -8,6 +8,11 @@ Invariants:
 - ``transaction.max.timeout.ms`` is a setting of the cluster (tests use a short one for the
   broker-aborts-on-timeout case).
 - Each node's output goes to ``<workdir>/node-N/broker.log``; ``log_tail()`` shows it.
+- ``kafka_version`` picks the broker jars (default: the pinned one, ``java_env.kafka_version()``);
+  3.7+ and 4.x alike log through slf4j 2 to log4j2 (pom.xml's pins win over 3.x's slf4j 1.7), one
+  log4j2.properties for every version.
+- ``transaction_version`` (4.0+ only) is formatted into the storage (``--feature
+  transaction.version=N``: 0 = transactions v1 only, 2 = KIP-890 v2); None keeps the version's default.
 - ``security="sasl_ssl"``: clients and brokers use a SASL_SSL (SCRAM-SHA-512) listener with ACLs
   enforced (``kafka_eos.connectors.dev.security``); its users exist from storage format on.
 """
@@ -25,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
+from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary, kafka_version
 from kafka_eos.connectors.dev.processes import stop_process
 
 ADMIN, ETL = "admin", "etl"  # the users of a sasl_ssl cluster (kafka_eos.connectors.dev.security)
@@ -53,12 +58,24 @@ class ClusterSettings:
     workdir: Path | None = None
     extra: tuple[tuple[str, str], ...] = ()
     security: str = "plaintext"
+    kafka_version: str | None = None       # None: the pinned version (java_env.kafka_version())
+    transaction_version: int | None = None  # the transaction.version feature (4.0+); None: the default
     passwords: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # sasl_ssl users; else env or generated
     jvm_properties: tuple[tuple[str, str], ...] = ()  # -Dkey=value of each node's JVM (e.g. security.oauth_jvm)
 
     def __post_init__(self) -> None:
         if self.security not in SECURITY_MODES:
             raise BrokerEnvironmentError(f"security={self.security!r}: use one of {', '.join(SECURITY_MODES)}")
+        if self.transaction_version is not None and self.major() < 4:
+            raise BrokerEnvironmentError(
+                f"transaction_version={self.transaction_version} needs a Kafka 4.0+ broker; Kafka "
+                f"{self.version()} has no transaction.version feature (its transactions are v1): drop the setting")
+
+    def version(self) -> str:
+        return self.kafka_version or kafka_version()
+
+    def major(self) -> int:
+        return int(self.version().split(".")[0])
 
 
 def new_cluster_id() -> str:
@@ -130,7 +147,7 @@ class LocalKafkaCluster:
         return self.client_conf(ADMIN)
 
     def start(self, timeout_s: float = 90.0) -> "LocalKafkaCluster":
-        java, classpath = java_binary(), broker_classpath()
+        java, classpath = java_binary(), broker_classpath(self.settings.kafka_version)
         if not self.nodes:
             self.nodes = [Node(i + 1, free_port(), free_port(), self.workdir / f"node-{i + 1}")
                           for i in range(self.settings.nodes)]
@@ -147,7 +164,7 @@ class LocalKafkaCluster:
         node = self.node(node_id)
         for port in (node.port, node.controller_port):
             check_port_free(port)
-        cmd = self._java(java or java_binary(), classpath or broker_classpath(), node)
+        cmd = self._java(java or java_binary(), classpath or broker_classpath(self.settings.kafka_version), node)
         cmd += ["kafka.Kafka", str(node.directory / "server.properties")]
         with open(node.log, "ab") as log:
             node.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
@@ -217,9 +234,12 @@ class LocalKafkaCluster:
             "-c", str(node.directory / "server.properties")]
         if self.security:
             cmd += self.security.scram_arguments()
+        if self.settings.transaction_version is not None:
+            cmd += ["--feature", f"transaction.version={self.settings.transaction_version}"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise BrokerEnvironmentError(f"formatting Kafka storage failed:\n{proc.stdout}\n{proc.stderr}")
+            raise BrokerEnvironmentError(
+                f"formatting Kafka {self.settings.version()} storage failed:\n{proc.stdout}\n{proc.stderr}")
 
     def _properties(self, node: Node) -> str:
         n = len(self.nodes)

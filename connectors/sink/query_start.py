@@ -8,7 +8,7 @@ pickled. pyspark keeps its Python workers per module, so a process builds writer
 only (``writer_role``). ``KafkaEosDataSource.streamWriter`` calls ``QueryStart.writer``, which runs:
   1. logging to stderr; the schema check and the client settings' one rule
      (``txn.client_settings.check_client_settings``, what ``validate`` runs too; local);
-  2. the cluster checks: transaction.timeout.ms against the broker's maximum, the ACLs
+  2. the cluster checks: every broker Kafka 3.7+, transaction.timeout.ms against the broker's maximum, the ACLs
      (``startup_checks``; asked once per process and connection settings);
   3. the sink log's binding to the checkpoint's query id, creating nothing: a sink log of
      another checkpoint is refused as that, before any claim;
@@ -42,7 +42,7 @@ from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.sink.options import batch_log, fault_plan, sink_config
 from kafka_eos.connectors.sink.prefix_owner import owned_config
 from kafka_eos.connectors.sink.sink_queries import SINK_QUERIES, SinkQueries
-from kafka_eos.connectors.sink.startup_checks import check_acls, check_schema, check_timeouts
+from kafka_eos.connectors.sink.startup_checks import check_acls, check_brokers, check_schema, check_timeouts
 from kafka_eos.connectors.sink.stream_writer import KafkaEosStreamWriter
 from kafka_eos.option_map import OptionMap
 from kafka_eos.txn import sink_markers
@@ -94,6 +94,7 @@ def log_to_stderr(batches: bool) -> None:
 
 
 def check_cluster(config: SinkConfig) -> None:
+    check_brokers(config)
     check_timeouts(config)
     check_acls(config)
 

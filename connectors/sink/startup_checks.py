@@ -14,6 +14,9 @@ process and connection settings, at the query start's step 2, before recovery op
 transaction: a missing one fails the start with ``AclMissingError`` naming the ``kafka-acls``
 command to add it.
 
+Every live broker must be Kafka 3.7+ and offer the requests the driver sends
+(``kafka_eos.txn.broker_support``, ApiVersions; asked once per process and connection settings).
+
 The broker's ``transaction.max.timeout.ms`` is read once per process and connection settings
 (``kafka_eos.txn.broker_configs``, DescribeConfigs); a broker that cannot be asked fails the start.
 """
@@ -23,7 +26,7 @@ import functools
 
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
 
-from kafka_eos.txn import acl_checks, broker_configs
+from kafka_eos.txn import acl_checks, broker_configs, broker_support
 from kafka_eos.txn.errors import SinkConfigError
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.timeouts import check_transaction_timeout
@@ -50,6 +53,17 @@ def check_schema(schema: StructType, config: SinkConfig) -> None:
 def broker_max_timeout_ms(conf_key: tuple) -> int | None:
     """The broker's transaction.max.timeout.ms, or None if it does not say."""
     return broker_configs.transaction_max_timeout_ms(dict(conf_key), BROKER_TIMEOUT_S)
+
+
+@functools.lru_cache(maxsize=16)
+def _brokers_checked(conf_key: tuple) -> bool:
+    broker_support.check_brokers(dict(conf_key), BROKER_TIMEOUT_S)
+    return True
+
+
+def check_brokers(config: SinkConfig) -> None:
+    """Raise ``UnsupportedBrokerError`` for a broker the sink is not proven on (name, version, fix)."""
+    _brokers_checked(tuple(sorted(config.client_conf().items())))
 
 
 def check_timeouts(config: SinkConfig) -> None:
