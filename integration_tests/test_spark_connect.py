@@ -114,6 +114,7 @@ def _wait_for_sink_record(sink_log: Path, client: subprocess.Popen, server: Conn
         time.sleep(0.1)
 
 
+@pytest.mark.chaos  # two server starts and two client runs: the longer case (make test keeps the run above)
 def test_server_driver_killed_mid_run_then_restarted_exactly_once(server: ConnectServer, bootstrap: str,
                                                                    tmp_path: Path):
     ids, topic, out = 4000, unique("connect-in"), unique("connect-out")
