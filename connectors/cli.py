@@ -37,14 +37,21 @@ def _run(args: argparse.Namespace) -> int:
         print(f"kafka-eos: {args.pipeline}: nothing was started; {exc}", file=sys.stderr)
         return exit_code(exc.violations)
     redactor = install(cfg.secrets())
+    if args.master and args.remote:
+        print("kafka-eos run: --master and --remote exclude each other (the Spark Connect server has its own "
+              "master); give one", file=sys.stderr)
+        return 2
     if args.master:
         from kafka_eos.connectors.pipeline.submit import submit
         return submit(args.pipeline, args.master, redactor, args.once, conf, name=f"kafka-eos {cfg.name}",
                       verbose=args.verbose, metrics_port=args.metrics_port)
-    from kafka_eos.connectors.pipeline.runner import PipelineFailed, run_local
+    from kafka_eos.connectors.pipeline.runner import PipelineFailed, run_local, run_remote
+    emit = lambda line: print(line, flush=True)  # noqa: E731
     try:
-        run_local(cfg, args.once, conf=conf, emit=lambda line: print(line, flush=True), verbose=args.verbose,
-                  metrics_port=args.metrics_port)
+        if args.remote:
+            run_remote(cfg, args.remote, args.once, conf=conf, emit=emit, metrics_port=args.metrics_port)
+        else:
+            run_local(cfg, args.once, conf=conf, emit=emit, verbose=args.verbose, metrics_port=args.metrics_port)
     except PipelineFailed as exc:
         print(f"kafka-eos: {exc}", file=sys.stderr)
         return 1
@@ -179,6 +186,9 @@ def _add_pipeline_commands(sub) -> None:
     run.add_argument("pipeline", metavar="pipeline.yaml")
     run.add_argument("--master", help="Spark master URL (spark://host:7077, yarn, k8s://..., local[4]): "
                      "run through spark-submit with kafka-eos shipped as a zip; default: in this process")
+    run.add_argument("--remote", metavar="sc://HOST:PORT", help="run through a Spark Connect server (this "
+                     "process is its client; the server's Python needs kafka-eos and the checkpoint location must be "
+                     "reachable from both); not with --master")
     run.add_argument("--once", action="store_true", help="process the records available now, then stop "
                      "(availableNow trigger)")
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")

@@ -40,6 +40,8 @@ from kafka_eos.secrets import spark_redaction_conf
 # Spark hides the settings and data source options named by kafka_eos.secrets in plans, the UI
 # and event logs; the runner prints its own line per batch instead of Spark's progress bar.
 RUN_CONF = {**spark_redaction_conf(), "spark.ui.showConsoleProgress": "false"}
+# What a Spark Connect client may set (SQL settings); the server's own settings are its operator's.
+REMOTE_CONF = {k: v for k, v in RUN_CONF.items() if k.startswith("spark.sql.")}
 POLL_S = 1.0
 RELEASE_BOUND_S = 10.0  # stop -> every output partition's LSO == high watermark (brokers up)
 STOPPING_POLL_S = 0.1  # while a stop waits for the query to be idle between batches
@@ -81,9 +83,14 @@ def error_summary(text: str, max_lines: int = 6) -> str:
     return "\n".join(found[-max_lines:])
 
 
+def is_connect(spark) -> bool:
+    """A Spark Connect client session (``SparkSession.builder.remote``): no SparkContext here."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def _skipped_counter(spark, cfg: PipelineConfig):
-    if cfg.errors.on_decode_error is not OnDecodeError.SKIP:
-        return None, None
+    if cfg.errors.on_decode_error is not OnDecodeError.SKIP or is_connect(spark):
+        return None, None  # over Spark Connect there are no accumulators: skipped records are not counted
     accumulator = spark.sparkContext.accumulator(0)
     return accumulator.add, (lambda: accumulator.value)
 
@@ -176,3 +183,33 @@ def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
         if metrics is not None:
             metrics.close()
         spark.stop()
+
+
+def run_remote(cfg: PipelineConfig, url: str, once: bool = False, conf: dict[str, str] | None = None,
+               emit: Callable[[str], None] = print, metrics_port: int | None = None) -> RunResult:
+    """Run through a Spark Connect server (``kafka-eos run --remote sc://host:port``): this process
+    is the client; the query's driver is the server, whose Python must have kafka-eos installed.
+    Only SQL settings can be set from a client (``REMOTE_CONF`` and ``conf``); the checkpoint
+    location must be reachable from here and from the server (the stop marker, the shape record)."""
+    from pyspark.sql import SparkSession
+    builder = SparkSession.builder.remote(url)
+    for key, value in {**REMOTE_CONF, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.create()
+    try:
+        return _serve_and_run(spark, cfg, once, emit, metrics_port)
+    finally:
+        spark.stop()  # closes this client's session; the server runs on
+
+
+def _serve_and_run(spark, cfg: PipelineConfig, once: bool, emit: Callable[[str], None],
+                   metrics_port: int | None) -> RunResult:
+    from kafka_eos.connectors.pipeline.metrics import serve
+    metrics = serve(cfg, metrics_port, emit)
+    try:
+        result = run_query(spark, cfg, once, emit, listeners=[metrics] if metrics else None)
+        emit(result.summary())
+        return result
+    finally:
+        if metrics is not None:
+            metrics.close()

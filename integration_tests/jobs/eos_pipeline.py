@@ -34,9 +34,11 @@ def main() -> None:
                    help="kafka: Spark's built-in Kafka sink (needs its jars; for comparisons)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark setting for the session (repeatable), e.g. spark.speculation=true")
+    p.add_argument("--remote", default="", help="sc://host:port: run as a client of this Spark Connect server "
+                   "(with plain python, not spark-submit)")
     a = p.parse_args()
 
-    builder = SparkSession.builder
+    builder = SparkSession.builder.remote(a.remote) if a.remote else SparkSession.builder
     for setting in a.conf:
         key, _, value = setting.partition("=")
         builder = builder.config(key, value)

@@ -100,6 +100,27 @@ def test_zip_holds_the_packages_without_bytecode(tmp_path):
     assert not [n for n in names if n.startswith(("kafka_eos/connectors/dev/", "kafka_eos/connectors/demo"))]
 
 
+def test_zip_from_an_installed_layout_holds_the_nested_packages(tmp_path, monkeypatch):
+    """Installed from a wheel, kafka_eos.config & co. are folders inside kafka_eos/ (not beside it,
+    as in the checkout): each is still shipped under its dotted name."""
+    from kafka_eos.connectors.pipeline import submit
+    site = tmp_path / "site-packages"
+    for package in ("kafka_eos", "kafka_eos.config", "kafka_eos.connectors"):
+        folder = site.joinpath(*package.split("."))
+        folder.mkdir(parents=True)
+        (folder / "__init__.py").write_text("")
+        (folder / "mod.py").write_text("")
+    (site / "kafka_eos" / "config" / "example.yaml").write_text("version: 1")
+    monkeypatch.setattr(submit, "package_dir", lambda package: site.joinpath(*package.split(".")))
+    out = tmp_path / "out"
+    out.mkdir()
+    with zipfile.ZipFile(build_zip(out, ("kafka_eos", "kafka_eos.config", "kafka_eos.connectors"))) as archive:
+        names = sorted(archive.namelist())
+    assert names == ["kafka_eos/__init__.py", "kafka_eos/config/__init__.py", "kafka_eos/config/example.yaml",
+                     "kafka_eos/config/mod.py", "kafka_eos/connectors/__init__.py", "kafka_eos/connectors/mod.py",
+                     "kafka_eos/mod.py"]
+
+
 def test_zip_imports_without_the_checkout(tmp_path):
     """The zip alone (as executors get it) imports the sink writer and the source reader."""
     import subprocess
