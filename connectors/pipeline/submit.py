@@ -63,9 +63,10 @@ def build_zip(directory: Path, packages: Iterable[str] = PACKAGES) -> Path:
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for package in packages:
             root, prefix = package_dir(package), Path(*package.split("."))
-            nested = {package_dir(p) for p in packages if p != package}
+            # the other packages below this one's folder (installed: kafka_eos/config inside kafka_eos/)
+            nested = {d for d in (package_dir(p) for p in packages if p != package) if root in d.parents}
             for path in sorted(root.rglob("*")):
-                if any(n == path or n in path.parents for n in nested if n != root):
+                if any(n == path or n in path.parents for n in nested):
                     continue
                 if _shipped(package, root, path):
                     archive.write(path, (prefix / path.relative_to(root)).as_posix())
