@@ -1,4 +1,5 @@
-"""docker/compose.yaml as shipped, run by podman-compose on images built here (the file's image
+"""docker/compose.yaml as shipped, run by podman-compose (or ``KAFKA_EOS_COMPOSE_CLI``, e.g.
+``docker compose`` against the engine's Docker API) on images built here (the file's image
 variables name them): the broker, the Spark master and worker, the job running the orders-json
 example and Prometheus come up; orders produced through the published port come out exactly once
 (counted by order id) with the poison records in the DLQ; the driver's /metrics answers with the
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -34,9 +36,24 @@ ORDERS, POISON = 3000, 5
 PIPELINE = 'pipeline="orders-json"'
 
 
-def compose_cli() -> str | None:
+def compose_cli() -> list[str] | None:
+    """``KAFKA_EOS_COMPOSE_CLI`` (e.g. ``docker compose``, against the engine's Docker API), else
+    podman-compose (beside this Python, or on PATH)."""
+    if os.environ.get("KAFKA_EOS_COMPOSE_CLI"):
+        return shlex.split(os.environ["KAFKA_EOS_COMPOSE_CLI"])
     beside_python = Path(sys.executable).parent / "podman-compose"
-    return str(beside_python) if beside_python.exists() else shutil.which("podman-compose")
+    found = str(beside_python) if beside_python.exists() else shutil.which("podman-compose")
+    return [found] if found else None
+
+
+def leftovers(project: str) -> list[str]:
+    """Containers and volumes of ``project`` (podman-compose's or Docker compose's label)."""
+    found = []
+    for label in ("io.podman.compose.project", "com.docker.compose.project"):
+        for kind in (["ps", "-a"], ["volume", "ls"]):
+            found += subprocess.run(["podman", *kind, "-q", "--filter", f"label={label}={project}"],
+                                    capture_output=True, text=True).stdout.split()
+    return found
 
 
 def build(target: str) -> str:
@@ -94,7 +111,7 @@ def stack() -> Iterator[Stack]:
     ports = {name: str(free_port()) for name in ("KAFKA_PORT", "SPARK_UI_PORT", "PROMETHEUS_PORT")}
     project = unique("kafka-eos-compose")
     env = {**os.environ, **images, **ports}
-    stack = Stack([cli, "-p", project, "-f", str(COMPOSE_FILE)], env,
+    stack = Stack([*cli, "-p", project, "-f", str(COMPOSE_FILE)], env,
                   f"127.0.0.1:{ports['KAFKA_PORT']}", f"http://127.0.0.1:{ports['PROMETHEUS_PORT']}")
     try:
         up = stack.compose("up", "-d")
@@ -102,11 +119,8 @@ def stack() -> Iterator[Stack]:
         yield stack
     finally:
         down = stack.compose("down", "-v")
-        left = subprocess.run(["podman", "ps", "-a", "-q", "--filter", f"label=io.podman.compose.project={project}"],
-                              capture_output=True, text=True).stdout.split()
-        volumes = subprocess.run(["podman", "volume", "ls", "-q", "--filter", f"label=io.podman.compose.project={project}"],
-                                 capture_output=True, text=True).stdout.split()
-        assert down.returncode == 0 and not left and not volumes, f"down -v left {left} {volumes}: {down.stderr[-2000:]}"
+        left = leftovers(project)
+        assert down.returncode == 0 and not left, f"down -v left {left}: {down.stderr[-2000:]}"
 
 
 def wait_for(what: str, check, timeout_s: float, describe=lambda: ""):  # noqa: ANN001
