@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test unit lint chaos bench kafka-up kafka-down clean engine images
+.PHONY: setup run test unit lint chaos bench kafka-up kafka-down clean engine images compose
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,7 +28,12 @@ images: setup engine
 	-$(BIN)/python docker/images/build.py broker
 
 test: setup lint engine images
-	$(BIN)/pytest -q -m "not chaos" --durations=30
+	$(BIN)/pytest -q -m "not chaos" --ignore=integration_tests/test_compose.py --durations=30
+
+# docker/compose.yaml end to end with podman-compose on the images built here (broker, job,
+# prometheus): minutes of image builds when cold and ~5 JVMs at once, so not part of `make test`.
+compose: setup engine
+	$(BIN)/pytest -q integration_tests/test_compose.py
 
 # ruff and mypy on the production packages; mypy reads them as the installed namespace
 # kafka_eos.<folder> through a tree of links under build/lint.

@@ -3,6 +3,7 @@ to each other consistently, the job runs an example pipeline the image contains,
 scrapes the job's metrics endpoint. (No Docker engine runs here; nothing is built.)"""
 from __future__ import annotations
 
+import ast
 import base64
 import re
 import shlex
@@ -16,7 +17,15 @@ from kafka_eos.config.model import DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"
-COMPOSE = yaml.safe_load((DOCKER / "compose.yaml").read_text())
+
+
+def with_defaults(text: str) -> str:
+    """The compose file as compose reads it with none of its variables set: ``${NAME:-default}``
+    -> default, ``$$`` -> ``$``."""
+    return re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", text).replace("$$", "$")
+
+
+COMPOSE = yaml.safe_load(with_defaults((DOCKER / "compose.yaml").read_text()))
 SERVICES = COMPOSE["services"]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
@@ -25,6 +34,25 @@ def instructions(path: Path) -> list[tuple[str, str]]:
     """(INSTRUCTION, arguments) of a Dockerfile, continuation lines joined, comments dropped."""
     text = re.sub(r"\\\n", " ", "\n".join(l for l in path.read_text().splitlines() if not l.lstrip().startswith("#")))
     return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in text.splitlines() if line.strip()]
+
+
+def job_script() -> str:
+    """The job's shell command: creates the topics, then execs ``kafka-eos run``."""
+    (script,) = SERVICES["job"]["command"]
+    assert SERVICES["job"]["entrypoint"][-2:] == ["/bin/sh", "-c"]
+    return script
+
+
+def job_run_args() -> list[str]:
+    """The arguments the job execs once the topics exist."""
+    (line,) = [text for text in job_script().splitlines() if "exec kafka-eos run" in text]
+    return shlex.split(line.split("exec ", 1)[1])
+
+
+def job_topics() -> dict[str, int]:
+    created = re.search(r'create_topics\("kafka:9092", (\{[^}]*\})\)', job_script())
+    assert created, "the job creates its topics on the internal listener"
+    return ast.literal_eval(created.group(1))
 
 
 def job_services() -> dict[str, dict]:
@@ -110,12 +138,28 @@ def test_kafka_is_kraft_and_listeners_match_the_clients():
     kafka = SERVICES["kafka"]
     env = kafka["environment"]
     assert kafka["image"] == "apache/kafka:4.2.1" and "controller" in env["KAFKA_PROCESS_ROLES"]
+    assert advertised_external_port(env) == kafka["ports"][0].split(":")[0] == "9094"
     assert len(base64.urlsafe_b64decode(env["CLUSTER_ID"] + "==")) == 16
     advertised = dict(item.split("://") for item in env["KAFKA_ADVERTISED_LISTENERS"].split(","))
     internal = advertised[env["KAFKA_INTER_BROKER_LISTENER_NAME"]]
     assert SERVICES["job"]["environment"]["KAFKA_BOOTSTRAP_SERVERS"] == internal
-    assert "kafka:9092" in SERVICES["kafka-init"]["command"][0] and internal == "kafka:9092"
+    assert job_topics() and internal == "kafka:9092"
     assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == 1
+
+
+def advertised_external_port(env: dict) -> str:
+    """The host port the EXTERNAL listener advertises: the one the kafka service publishes."""
+    raw = (DOCKER / "compose.yaml").read_text()
+    assert "EXTERNAL://localhost:${KAFKA_PORT:-9094}" in raw and '"${KAFKA_PORT:-9094}:9094"' in raw
+    return env["KAFKA_ADVERTISED_LISTENERS"].split("EXTERNAL://localhost:")[1].split(",")[0]
+
+
+def test_images_are_variables_defaulting_to_registry_images():
+    raw = yaml.safe_load((DOCKER / "compose.yaml").read_text())
+    images = {name: s.get("image") for name, s in raw["services"].items()}
+    assert images["kafka"] == "${KAFKA_IMAGE:-apache/kafka:4.2.1}"
+    assert images["prometheus"] == "${PROMETHEUS_IMAGE:-prom/prometheus:v3.5.0}"
+    assert {images[n] for n in job_services()} == {"${JOB_IMAGE:-kafka-eos-job:latest}"}
 
 
 def test_spark_master_url_matches_the_master_service():
@@ -123,7 +167,7 @@ def test_spark_master_url_matches_the_master_service():
     host, port = master[master.index("--host") + 1], master[master.index("--port") + 1]
     url = f"spark://{host}:{port}"
     assert host in SERVICES and SERVICES[host]["hostname"] == host
-    assert url in SERVICES["spark-worker"]["command"] and url in SERVICES["job"]["command"]
+    assert url in SERVICES["spark-worker"]["command"] and url == job_run_args()[job_run_args().index("--master") + 1]
     assert set(job_services()) == {"spark-master", "spark-worker", "job"}
 
 
@@ -147,7 +191,7 @@ def test_prometheus_scrapes_the_jobs_metrics_on_the_documented_default_port():
     (target,) = [t for group in scrape["static_configs"] for t in group["targets"]]
     host, port = target.rsplit(":", 1)
     assert int(port) == DEFAULT_METRICS_PORT == 9464
-    command = job["command"]
+    command = job_run_args()
     assert command[command.index("--metrics-port") + 1] == port, "the job serves where Prometheus scrapes"
     # the driver binds loopback by default: Prometheus reaches it from inside the job's network namespace
     assert host == DEFAULT_METRICS_HOST and prometheus["network_mode"] == "service:job"
@@ -160,7 +204,7 @@ def test_prometheus_scrapes_the_jobs_metrics_on_the_documented_default_port():
 
 def test_job_runs_an_example_pipeline_shipped_in_the_image(tmp_path):
     job = SERVICES["job"]
-    command = job["command"]
+    command = job_run_args()
     assert command[0] in PYPROJECT["project"]["scripts"], "the job runs the kafka-eos console script"
     container_pipeline = next(a for a in command if a.endswith(".yaml"))
     files = image_files()
@@ -168,8 +212,7 @@ def test_job_runs_an_example_pipeline_shipped_in_the_image(tmp_path):
     env = {**job["environment"], "KAFKA_EOS_CHECKPOINTS": str(tmp_path)}
     cfg, problems = load_file(files[container_pipeline], env=env)
     assert problems == [] and cfg.source.kafka.bootstrap_servers == "kafka:9092"
-    created = set(re.search(r"for topic in ([^;]+);", SERVICES["kafka-init"]["command"][0]).group(1).split())
-    assert {*cfg.source.topics, cfg.sink.topic, cfg.errors.dlq_topic} <= created
+    assert {*cfg.source.topics, cfg.sink.topic, cfg.errors.dlq_topic} <= set(job_topics())
     checkpoint_mount = {v.split(":")[1] for v in job["volumes"]}
     assert job["environment"]["KAFKA_EOS_CHECKPOINTS"] in checkpoint_mount
     assert checkpoint_mount <= {v.split(":")[1] for v in SERVICES["spark-worker"]["volumes"]}

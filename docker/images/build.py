@@ -14,8 +14,10 @@ name, renamed when complete). Each build prints what it built and how long it to
 
 - ``job``: ``docker/Dockerfile`` with ``BASE`` = the base above, also tagged ``kafka-eos-job:latest``
   (the name docker/compose.yaml uses).
+- ``prometheus``: ``images/prometheus.Containerfile`` on the base: Debian's ``prometheus`` package,
+  entrypoint the binary like ``prom/prometheus`` -> ``localhost/kafka-eos-prometheus:<key>``.
 
-Usage: ``python docker/images/build.py base|broker|job`` prints the image's tag as its last line.
+Usage: ``python docker/images/build.py base|broker|prometheus|job`` prints the image's tag as its last line.
 The engine CLI is ``podman`` where installed, else ``docker`` (``KAFKA_EOS_ENGINE_CLI`` overrides).
 """
 from __future__ import annotations
@@ -182,6 +184,26 @@ def build_broker() -> str:
     return _timed("broker", tag, build)
 
 
+# ---- prometheus: base + Debian's prometheus package (images/prometheus.Containerfile) ----
+
+PROMETHEUS_FILE = HERE / "prometheus.Containerfile"
+
+
+def prometheus_tag() -> str:
+    return f"localhost/kafka-eos-prometheus:{_key(base_key(), PROMETHEUS_FILE.read_bytes())}"
+
+
+def build_prometheus() -> str:
+    tag = prometheus_tag()
+
+    def build() -> None:
+        base = build_base()
+        with tempfile.TemporaryDirectory(prefix="kafka-eos-prometheus-") as context:
+            _run([engine_cli(), "build", "-q", "-t", tag, "-f", str(PROMETHEUS_FILE), "--build-arg", f"BASE={base}",
+                  context], "build prometheus image")
+    return _timed("prometheus", tag, build)
+
+
 # ---- job: docker/Dockerfile on the base built here ----
 
 REPO = HERE.parents[1]
@@ -230,7 +252,7 @@ def build_job() -> str:
     return _timed("job", tag, build)
 
 
-BUILDERS = {"base": build_base, "broker": build_broker, "job": build_job}
+BUILDERS = {"base": build_base, "broker": build_broker, "prometheus": build_prometheus, "job": build_job}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in BUILDERS:
