@@ -30,7 +30,9 @@ def _run(args: argparse.Namespace) -> int:
     from kafka_eos.config.violations import InvalidPipeline, exit_code
     from kafka_eos.connectors.pipeline.spark_security import bind_local
     from kafka_eos.connectors.pipeline.validation import load_valid
-    conf = {**bind_local(args.master or "local[*]", args.spark_ui), **_conf(args.conf)}
+    # a Spark Connect server (--remote) runs the driver elsewhere: nothing of this process to bind
+    binding = {} if args.remote else bind_local(args.master or "local[*]", args.spark_ui)
+    conf = {**binding, **_conf(args.conf)}
     try:
         cfg = load_valid(args.pipeline, timeout_s=args.timeout)
     except InvalidPipeline as exc:
