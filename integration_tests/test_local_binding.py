@@ -70,7 +70,7 @@ class LocalRun(Run):
             os.environ.update(saved)
 
 
-def test_a_local_master_run_listens_on_loopback_only(bootstrap, tmp_path, pipeline):
+def test_a_local_master_run_listens_on_loopback_only(bootstrap, tmp_path, pipeline):  # noqa: F811
     path, source, sink = pipeline
     create_topics(bootstrap, {source: 2, sink: 2})
     produce_orders(bootstrap, source, 400, poison=0, aborted_every=400, aborted_size=5)
@@ -86,8 +86,8 @@ def test_a_local_master_run_listens_on_loopback_only(bootstrap, tmp_path, pipeli
         assert stop.code == 0, stop.log()
         assert run.finish(timeout=600) == 0, run.log()
     assert seen, "the job listens on some port (the driver's RPC at least)"
-    ui = [l for l in run.out + run.err if "SparkUI" in l and "http://" in l]
-    assert ui and all("127.0.0.1" in l for l in ui), f"the UI was asked for, on loopback: {ui}"
+    ui = [line for line in run.out + run.err if "SparkUI" in line and "http://" in line]
+    assert ui and all("127.0.0.1" in line for line in ui), f"the UI was asked for, on loopback: {ui}"
     outside = sorted({a for a, _, _ in seen if not is_loopback(a)})
     assert outside == [], f"listening beyond loopback: {outside} (all: {sorted(set(seen))})"
     assert len(read_committed(bootstrap, sink)) == 400, "the run itself went through"
