@@ -44,9 +44,14 @@ def job_pids(root: int) -> set[int]:
         return set()
 
 
-def host_of(address: str) -> str:
-    host = address.rsplit(":", 1)[0].strip("[]")
-    return host.split("%")[0]
+def is_loopback(address: str) -> bool:
+    """``ss``'s local address (``127.0.0.1:4040``, ``[::1]:80``, ``[::ffff:127.0.0.1]:4040``, ``*:80``)."""
+    host = address.rsplit(":", 1)[0].strip("[]").split("%")[0]
+    if host == "*":
+        return False
+    ip = ipaddress.ip_address(host)
+    mapped = getattr(ip, "ipv4_mapped", None)  # a Java socket's IPv4 address seen through IPv6
+    return (mapped or ip).is_loopback
 
 
 class LocalRun(Run):
@@ -65,7 +70,7 @@ class LocalRun(Run):
             os.environ.update(saved)
 
 
-def test_a_local_master_run_listens_on_loopback_only(bootstrap, tmp_path, pipeline):
+def test_a_local_master_run_listens_on_loopback_only(bootstrap, tmp_path, pipeline):  # noqa: F811
     path, source, sink = pipeline
     create_topics(bootstrap, {source: 2, sink: 2})
     produce_orders(bootstrap, source, 400, poison=0, aborted_every=400, aborted_size=5)
@@ -81,8 +86,8 @@ def test_a_local_master_run_listens_on_loopback_only(bootstrap, tmp_path, pipeli
         assert stop.code == 0, stop.log()
         assert run.finish(timeout=600) == 0, run.log()
     assert seen, "the job listens on some port (the driver's RPC at least)"
-    ui = [l for l in run.out + run.err if "SparkUI" in l and "http://" in l]
-    assert ui and all("127.0.0.1" in l for l in ui), f"the UI was asked for, on loopback: {ui}"
-    outside = sorted({a for a, _, _ in seen if not ipaddress.ip_address(host_of(a)).is_loopback})
+    ui = [line for line in run.out + run.err if "SparkUI" in line and "http://" in line]
+    assert ui and all("127.0.0.1" in line for line in ui), f"the UI was asked for, on loopback: {ui}"
+    outside = sorted({a for a, _, _ in seen if not is_loopback(a)})
     assert outside == [], f"listening beyond loopback: {outside} (all: {sorted(set(seen))})"
     assert len(read_committed(bootstrap, sink)) == 400, "the run itself went through"
