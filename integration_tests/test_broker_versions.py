@@ -7,7 +7,7 @@ broker). One broker per cell, started from the same local-cluster code (``Cluste
 Proofs per cell: the end-to-end run; the driver killed before and after the decision, then
 restarted; a decided transaction aborted by the broker's timeout and re-written; a dead run's
 lingering transaction aborted at the query start. ``make test`` keeps one case per extra broker
-(the end-to-end run); the rest run under ``make chaos``.
+(the query-start run: the cheapest whole query, counted exactly once); the rest run under ``make chaos``.
 """
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ OLDER = "3.6.2"  # refused at the query start
 
 
 def fast(cell: Cell):
-    """The cell's end-to-end case stays in `make test` for an extra broker; the session broker runs
-    it already in test_sink_e2e."""
+    """The cell's `make test` case, for an extra broker; the session broker runs it already in
+    test_sink_query_start."""
     return pytest.param(cell, id=cell.name, marks=[pytest.mark.chaos] if cell.settings is None else [])
 
 
@@ -86,11 +86,9 @@ def described(bootstrap: str) -> tuple[tuple[int, int], int]:
         admin.close()
 
 
-@cells(fast)
+@cells(slow)
 def test_end_to_end_each_id_exactly_once(on_cell, spark, tmp_path):
-    cell, bootstrap = on_cell
-    assert described(bootstrap) == (cell.version, cell.transaction_version)
-    end_to_end_proof(spark, bootstrap, tmp_path)
+    end_to_end_proof(spark, on_cell[1], tmp_path)
 
 
 @cells(slow)
@@ -131,9 +129,13 @@ def test_broker_timeout_abort_is_reported_lost_and_rewritten(on_cell, tmp_path):
     assert ids_in(bootstrap, topic) == list(range(20))
 
 
-@cells(slow)
+@cells(fast)
 def test_a_dead_runs_transaction_is_aborted_at_the_query_start(on_cell, spark, tmp_path):
-    lingering_abort_proof(spark, on_cell[1], tmp_path)
+    """The cell's `make test` case: a whole query (start checks, lingering abort, 2PC batch) counted
+    exactly once, on the broker the cell claims."""
+    cell, bootstrap = on_cell
+    assert described(bootstrap) == (cell.version, cell.transaction_version)
+    lingering_abort_proof(spark, bootstrap, tmp_path)
 
 
 @pytest.mark.chaos  # a broker start of its own: `make chaos`
