@@ -143,6 +143,7 @@ def finish(proc: subprocess.Popen, log: Path, timeout: float = 900) -> None:
     assert rc == 0, f"job failed ({rc}):\n{tail(log)}"
 
 
+@pytest.mark.chaos  # a driver kill and restart through spark-submit, ~2-5 min: `make chaos`
 def test_driver_killed_after_the_decision_recovers_exactly_once_over_oauthbearer(oauth_broker, oauth, names, tmp_path):
     args, log = job_args(names, tmp_path, 1000), tmp_path / "job.log"
     (tmp_path / "faults").mkdir()
@@ -167,6 +168,7 @@ class OneToken(_CachedTokens):
         return self._one, time.time() + 3600
 
 
+@pytest.mark.chaos  # runs past two 30 s token lifetimes by design: `make chaos`
 def test_tokens_expiring_mid_run_are_refreshed_without_a_stop(oauth_broker, oauth, names, tmp_path):
     conf = oauth_conf(oauth_broker, oauth)
     stale = control_plane_client({**kafka_python_settings(conf), "sasl_oauth_token_provider": OneToken(
