@@ -7,7 +7,8 @@ Invariants:
 - A cluster that does not answer within ``timeout_s`` (or refuses DescribeConfigs) is an
   UNREACHABLE violation (exit 2), not an invalid setting; client settings librdkafka rejects
   are INVALID (exit 1), and so is a refused login (wrong password, unknown user: the user and
-  SASL mechanism named, never the password). Each violation names the YAML path of the cluster.
+  SASL mechanism named, never the password; an OAuth client the token endpoint refuses: its
+  answer, asked once more, never the secret). Each violation names the YAML path of the cluster.
 - On a cluster that answered, the pipeline principal's ACLs are asked (``kafka_eos.txn.acl_checks``:
   Read on the source topics and its named consumer group; for the exactly-once sink Write on the sink
   and DLQ topics and Write on the transactional-id prefix, probed with a real ``init_transactions``,
@@ -38,14 +39,14 @@ def _violation(exc: BrokerConfigError, cluster: KafkaCluster, path: str, timeout
     if isinstance(exc, SettingsRefused):
         return Violation(f"{path}.properties", f"the Kafka client refuses these settings: {exc.detail}",
                          "use librdkafka setting names (see CONFIGURATION.md of librdkafka)")
+    oauth = token_problem(cluster.client_conf()) if isinstance(exc, (AuthenticationFailed, ClusterUnreachable)) else None
+    if oauth is not None:  # librdkafka reports a refused OAuth client as a bare authentication error or no answer
+        return Violation(f"{path}.properties", str(oauth), "fix the OAuth client settings named")
     if isinstance(exc, AuthenticationFailed):
         return Violation(f"{path}.properties", f"{exc.detail} (at {cluster.bootstrap_servers})", exc.fix)
     if isinstance(exc, ClusterUnreachable) and exc.no_brokers:
         return Violation(f"{path}.bootstrap_servers", "the cluster answered with no live brokers",
                          "wait for the brokers to start, or validate with --offline", kind=UNREACHABLE)
-    oauth = token_problem(cluster.client_conf()) if isinstance(exc, ClusterUnreachable) else None
-    if oauth is not None:  # librdkafka reports a refused OAuth client only as an unreachable cluster
-        return Violation(f"{path}.properties", str(oauth), "fix the OAuth client settings named", kind=UNREACHABLE)
     if isinstance(exc, DescribeConfigsFailed):
         return Violation(f"{path}.bootstrap_servers", f"DescribeConfigs on broker {exc.broker_id} failed: {exc.detail}",
                          "grant DescribeConfigs on the cluster, or validate with --offline", kind=UNREACHABLE)
