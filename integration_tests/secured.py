@@ -71,6 +71,19 @@ def seed_orders(cluster: LocalKafkaCluster, topic: str, run: str, orders: int, c
         produce(cluster, topic, [order(f"{run}-aborted", i) for i in range(start, start + 20)], commit=False)
 
 
+def seeded_topics(cluster: LocalKafkaCluster, tag: str, ids: int) -> dict[str, str]:
+    """Input and output topics (3 partitions) and a prefix, granted to the pipeline user; the input
+    holds ids 0..ids-1 committed, with 20 aborted records after each 500."""
+    names = {"input": unique("in"), "output": unique("out"), "prefix": unique(tag)}
+    create_topics(cluster, {names["input"]: 3, names["output"]: 3})
+    grant(cluster, [names["input"]], [names["output"]], names["prefix"])
+    for start in range(0, ids, 500):
+        produce(cluster, names["input"], [(str(i).encode(), str(i).encode()) for i in range(start, start + 500)])
+        produce(cluster, names["input"], [(b"x", f"aborted-{start + i}".encode()) for i in range(20)],
+                commit=False)
+    return names
+
+
 def read_committed(cluster: LocalKafkaCluster, topic: str) -> list:
     """Every committed record of ``topic``, read as admin."""
     return read_all(cluster.bootstrap, topic, conf=cluster.admin_conf(), timeout_s=120)

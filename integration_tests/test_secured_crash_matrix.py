@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from integration_tests.kafka_tools import assert_exactly_once, unique
+from integration_tests.kafka_tools import assert_exactly_once
 from integration_tests.pipeline_runs import kill_group, tail, wait_for
-from integration_tests.secured import (check_exactly_once_as_admin, create_topics, grant, produce,
-                                       secured_broker, start_secured_job)
+from integration_tests.secured import (check_exactly_once_as_admin, secured_broker, seeded_topics, start_secured_job)
 
 __all__ = ["secured_broker"]
 IDS = 3000
@@ -17,14 +16,7 @@ IDS = 3000
 
 @pytest.fixture
 def names(secured_broker):
-    names = {"input": unique("in"), "output": unique("out"), "prefix": unique("crash")}
-    create_topics(secured_broker, {names["input"]: 3, names["output"]: 3})
-    grant(secured_broker, [names["input"]], [names["output"]], names["prefix"])
-    for start in range(0, IDS, 500):
-        produce(secured_broker, names["input"], [(str(i).encode(), str(i).encode()) for i in range(start, start + 500)])
-        produce(secured_broker, names["input"], [(b"x", f"aborted-{start + i}".encode()) for i in range(20)],
-                commit=False)
-    return names
+    return seeded_topics(secured_broker, "crash", IDS)
 
 
 def run(cluster, args, log, timeout: float = 400) -> None:

@@ -22,8 +22,8 @@ from integration_tests.kafka_tools import assert_exactly_once, unique
 from integration_tests.pipeline_cli import CliRun, kafka_eos, progress_lines
 from integration_tests.pipeline_runs import kill_group, tail, wait_for
 from integration_tests.secured import (ADMIN_PASSWORD, ETL_PASSWORD, SECURED_JOB, SECURITY_ENV,
-                                       check_exactly_once_as_admin, create_topics, grant, produce, secured_pipeline,
-                                       seed_orders)
+                                       check_exactly_once_as_admin, create_topics, grant, secured_pipeline,
+                                       seed_orders, seeded_topics)
 from kafka_eos.client_factory import control_plane_client
 from kafka_eos.connectors.dev import security
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
@@ -107,14 +107,7 @@ def test_validate_names_a_refused_client_secret_as_an_oauth_authentication_failu
 
 @pytest.fixture
 def names(oauth_broker):
-    names = {"input": unique("in"), "output": unique("out"), "prefix": unique("oauth")}
-    create_topics(oauth_broker, {names["input"]: 3, names["output"]: 3})
-    grant(oauth_broker, [names["input"]], [names["output"]], names["prefix"])
-    for start in range(0, IDS, 500):
-        produce(oauth_broker, names["input"], [(str(i).encode(), str(i).encode()) for i in range(start, start + 500)])
-        produce(oauth_broker, names["input"], [(b"x", f"aborted-{start + i}".encode()) for i in range(20)],
-                commit=False)
-    return names
+    return seeded_topics(oauth_broker, "oauth", IDS)
 
 
 def start_oauth_job(cluster, oauth, args: list[str], log: Path) -> subprocess.Popen:

@@ -172,16 +172,9 @@ def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
     user = conf or {}
     spark = local_session(master, app=f"kafka-eos {cfg.name}",
                           conf={**RUN_CONF, **user, **console_conf(verbose, user)})
-    metrics = None
     try:
-        from kafka_eos.connectors.pipeline.metrics import serve
-        metrics = serve(cfg, metrics_port, emit)
-        result = run_query(spark, cfg, once, emit, listeners=[metrics] if metrics else None)
-        emit(result.summary())
-        return result
+        return _serve_and_run(spark, cfg, once, emit, metrics_port)
     finally:
-        if metrics is not None:
-            metrics.close()
         spark.stop()
 
 
