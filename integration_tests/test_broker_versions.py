@@ -11,12 +11,11 @@ lingering transaction aborted at the query start. ``make test`` keeps one case p
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import pytest
 
-from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, create_topic, output_ids, unique
+from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, output_ids, unique
 from integration_tests.pipeline_runs import kill_group, run_to_completion, seed_input, start_job, wait_for
 from integration_tests.providers import local_broker
 from integration_tests.test_sink_crash_matrix import batch_records, job_args
@@ -24,13 +23,8 @@ from integration_tests.test_sink_e2e import run_query
 from integration_tests.test_sink_e2e import test_end_to_end_each_id_exactly_once as end_to_end_proof
 from integration_tests.test_sink_query_start import (
     test_a_dead_runs_transaction_is_aborted_before_the_first_batch_is_decided as lingering_abort_proof)
-from integration_tests.test_txn_kafka import config, ids_in, rows
+from integration_tests.test_txn_kafka import timeout_abort_is_reported_lost_and_rewritten
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings
-from kafka_eos.txn.errors import TransactionLostError
-from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.kafka_committer import KafkaCommitter
-from kafka_eos.txn.kafka_writer import KafkaWriter
-from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 
 
 @dataclass(frozen=True)
@@ -110,23 +104,7 @@ def test_driver_killed_then_restarted_is_exactly_once(on_cell, point, tmp_path):
 
 @cells(slow)
 def test_broker_timeout_abort_is_reported_lost_and_rewritten(on_cell, tmp_path):
-    """The producers' transaction.timeout.ms (3 s) is far below the broker's maximum: the broker
-    aborts partition 1's decided transaction while the "driver" stalls; the replay re-writes it."""
-    _, bootstrap = on_cell
-    topic = create_topic(bootstrap, unique("out"), partitions=2)
-    cfg = config(bootstrap, topic, tmp_path, transaction_timeout_ms=3000, batch_margin_ms=0)
-    handles = [KafkaWriter(cfg, 0, k).write([rows(range(k * 10, k * 10 + 10))]) for k in range(2)]
-    protocol = TwoPhaseCommitProtocol.from_config(cfg)
-    KafkaCommitter(cfg.client_conf()).commit(handles[:1])
-    time.sleep(7)  # > transaction.timeout.ms + the broker's abort check interval (1 s)
-    with pytest.raises(TransactionLostError, match=r"sink partitions \[1\] \(10 records\)"):
-        protocol.commit_batch(0, handles)
-    plan = TwoPhaseCommitProtocol.from_config(cfg).recover()
-    assert plan.skip(0, 0) and not plan.skip(0, 1)
-    replay = [KafkaWriter(cfg, 0, 1).write([rows(range(10, 20))]) if not plan.skip(0, k) else
-              TxnHandle.empty(k, skipped=True, records=10) for k in range(2)]
-    assert TwoPhaseCommitProtocol.from_config(cfg).commit_batch(0, replay).state == "committed"
-    assert ids_in(bootstrap, topic) == list(range(20))
+    timeout_abort_is_reported_lost_and_rewritten(on_cell[1], tmp_path)
 
 
 @cells(fast)

@@ -6,9 +6,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from kafka_eos.connectors.dev.local_kafka import ClusterSettings
 from integration_tests.kafka_tools import committed_end_offsets, create_topic, read_all, unique
-from integration_tests.providers import local_broker
 from kafka_eos.txn.errors import TransactionLostError
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.kafka_committer import COMMITTED, LOST, KafkaCommitter
@@ -96,25 +94,29 @@ def test_protocol_commits_a_batch_and_skips_its_replay(bootstrap, tmp_path):
     assert ids_in(bootstrap, topic) == list(range(20))
 
 
-def test_broker_timeout_abort_is_reported_lost_and_replayed(tmp_path):
-    with local_broker(ClusterSettings(transaction_max_timeout_ms=4000)) as broker:
-        bootstrap = broker.bootstrap
-        topic = create_topic(bootstrap, unique("out"), partitions=2)
-        cfg = config(bootstrap, topic, tmp_path, transaction_timeout_ms=3000, batch_margin_ms=0)
-        handles = [KafkaWriter(cfg, 0, k).write([rows(range(k * 10, k * 10 + 10))]) for k in range(2)]
-        protocol = TwoPhaseCommitProtocol.from_config(cfg)
-        KafkaCommitter(cfg.client_conf()).commit(handles[:1])  # partition 0 makes it, then the "driver" stalls
-        time.sleep(7)  # > transaction.timeout.ms: the broker aborts partition 1's transaction
-        with pytest.raises(TransactionLostError, match=r"sink partitions \[1\] \(10 records\)"):
-            protocol.commit_batch(0, handles)
-        plan = TwoPhaseCommitProtocol.from_config(cfg).recover()
-        assert plan.skip(0, 0) and not plan.skip(0, 1)
-        # as the engine's replay does: a durable partition's task writes nothing but counts its rows
-        replay = [KafkaWriter(cfg, 0, 1).write([rows(range(10, 20))]) if not plan.skip(0, k) else
-                  TxnHandle.empty(k, skipped=True, records=10) for k in range(2)]
-        record = TwoPhaseCommitProtocol.from_config(cfg).commit_batch(0, replay)
-        assert record.state == "committed"
-        assert ids_in(bootstrap, topic) == list(range(20))
+def timeout_abort_is_reported_lost_and_rewritten(bootstrap: str, tmp_path) -> None:
+    """The producers' transaction.timeout.ms (3 s) is far below the broker's maximum: the broker
+    aborts partition 1's decided transaction while the "driver" stalls; the commit reports it lost
+    and the replay re-writes it. The scenario each tested broker runs (test_broker_versions too)."""
+    topic = create_topic(bootstrap, unique("out"), partitions=2)
+    cfg = config(bootstrap, topic, tmp_path, transaction_timeout_ms=3000, batch_margin_ms=0)
+    handles = [KafkaWriter(cfg, 0, k).write([rows(range(k * 10, k * 10 + 10))]) for k in range(2)]
+    protocol = TwoPhaseCommitProtocol.from_config(cfg)
+    KafkaCommitter(cfg.client_conf()).commit(handles[:1])  # partition 0 makes it, then the "driver" stalls
+    time.sleep(7)  # > transaction.timeout.ms + the broker's abort check interval (1 s)
+    with pytest.raises(TransactionLostError, match=r"sink partitions \[1\] \(10 records\)"):
+        protocol.commit_batch(0, handles)
+    plan = TwoPhaseCommitProtocol.from_config(cfg).recover()
+    assert plan.skip(0, 0) and not plan.skip(0, 1)
+    # as the engine's replay does: a durable partition's task writes nothing but counts its rows
+    replay = [KafkaWriter(cfg, 0, 1).write([rows(range(10, 20))]) if not plan.skip(0, k) else
+              TxnHandle.empty(k, skipped=True, records=10) for k in range(2)]
+    assert TwoPhaseCommitProtocol.from_config(cfg).commit_batch(0, replay).state == "committed"
+    assert ids_in(bootstrap, topic) == list(range(20))
+
+
+def test_broker_timeout_abort_is_reported_lost_and_replayed(bootstrap, tmp_path):
+    timeout_abort_is_reported_lost_and_rewritten(bootstrap, tmp_path)
 
 
 def test_at_least_once_writes_are_visible_without_commit(bootstrap, tmp_path):
