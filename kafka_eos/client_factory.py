@@ -89,8 +89,10 @@ def quiet(build: Callable[..., Any], noise: Noise) -> Callable[[Settings], Any]:
 
 
 def lookup_admin(conf: Settings) -> AdminClient:
-    """The driver's lookup client: metadata-path defaults, librdkafka's own log."""
-    return admin(admin_settings(conf))
+    """The driver's lookup client: metadata-path defaults, librdkafka's own log; a callback in
+    ``conf`` (``error_cb``) is kept as given."""
+    callbacks = {k: v for k, v in conf.items() if callable(v)}
+    return admin({**admin_settings({k: v for k, v in conf.items() if k not in callbacks}), **callbacks})
 
 
 def control_plane_client(settings: Mapping[str, object]) -> ControlPlaneClient:
