@@ -45,7 +45,9 @@ def test_what_the_control_plane_cannot_carry_is_refused_on_the_exactly_once_sink
     assert "ssl.key.location" in found[0].fix
 
 
-def test_a_java_truststore_is_refused_with_the_pem_to_use_instead(tmp_path):
-    found = mutate_problems(tmp_path, with_sink(**{"ssl.truststore.location": "/etc/kafka/truststore.jks"}))
+def test_a_jks_truststore_is_refused_with_the_keytool_command(tmp_path):
+    jks = tmp_path / "truststore.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed" + b"\0" * 32)
+    found = mutate_problems(tmp_path, with_sink(**{"ssl.truststore.location": str(jks)}))
     assert [v.path for v in found] == ['sink.kafka.properties["ssl.truststore.location"]']
-    assert "ssl.ca.location" in found[0].fix
+    assert "-deststoretype PKCS12, then set ssl.truststore.location=" in found[0].fix
