@@ -6,8 +6,9 @@ Invariants:
 - Every lookup answers for exactly the partitions asked, or raises ``KafkaLookupError``
   naming them. An answer without an offset (librdkafka's ``OFFSET_INVALID``, seen while a
   partition's leader is down) is no answer: it is asked again, never returned as an offset.
-  Likewise librdkafka's _NOENT "No leaders found" (its metadata has leader -1 for every partition
-  asked: a single broker fenced after a pause, or restarting) is LEADER_NOT_AVAILABLE, retried.
+  Likewise librdkafka's _NOENT "No leaders found" for partitions the metadata has (leader -1: a
+  single broker fenced after a pause, or restarting) is LEADER_NOT_AVAILABLE, retried; for
+  partitions it does not have (a deleted topic or partition) it is UNKNOWN_TOPIC_OR_PART, at once.
   Each retry of every lookup uses a new AdminClient, so it asks the partition's current leader
   through a broker that answers (librdkafka's client kept asking a dead leader, or a hung broker
   whose connection stays up, until the lookup's deadline). One request waits at most
@@ -98,15 +99,18 @@ _NO_LEADER = ("no partition asked has a leader now (librdkafka: {}); a broker be
               "leaves its partitions leaderless until it is back")
 
 
-def _no_leader(exc: BaseException) -> BaseException:
+def _no_leaders(exc: BaseException) -> bool:
     """librdkafka's ListOffsets answers _NOENT ("Failed to query partition leaders: No leaders
-    found") when its metadata names no leader for any partition asked (leader -1: a single
-    broker fenced after a pause longer than its session timeout, the leaders' brokers down).
-    That is LEADER_NOT_AVAILABLE for every partition, so it is retried like it."""
+    found"), without sending a request, when its metadata names no leader for any partition asked:
+    partitions that do not exist (a deleted topic or partition), or that exist with leader -1 (a
+    single broker fenced after a pause longer than its session timeout, the leaders' brokers down).
+    ``_missing`` tells the two apart."""
     error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    if isinstance(error, KafkaError) and error.code() == KafkaError._NOENT:
-        return KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, _NO_LEADER.format(error.str())))
-    return exc
+    return isinstance(error, KafkaError) and error.code() == KafkaError._NOENT
+
+
+def _unknown(tp: TopicPartition) -> KafkaException:
+    return KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, f"{describe(tp)} does not exist"))
 
 
 class KafkaOffsets:
@@ -249,12 +253,24 @@ class KafkaOffsets:
             try:
                 offset = future.result(seconds + 1.0).offset
             except _FAILED as exc:
-                errors[tp] = _no_leader(exc)
+                errors[tp] = exc
                 continue
             if offset == OFFSET_INVALID:  # answered without an offset (its leader just went down): ask again
                 errors[tp] = KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, _NO_OFFSET))
                 continue
             out[tp] = offset
             pending.pop(tp, None)
+        leaderless = [tp for tp, exc in errors.items() if _no_leaders(exc)]
+        if leaderless:
+            missing = self._missing(leaderless, seconds)
+            errors.update({tp: _unknown(tp) if tp in missing else KafkaException(KafkaError(
+                KafkaError.LEADER_NOT_AVAILABLE, _NO_LEADER.format(errors[tp]))) for tp in leaderless})
         if errors:
             raise PartialFailure(errors)
+
+    def _missing(self, asked: Sequence[TopicPartition], seconds: float) -> set[TopicPartition]:
+        """The partitions of ``asked`` the cluster's metadata does not have: UNKNOWN_TOPIC_OR_PART,
+        not retried (a no-leader answer for existing ones is LEADER_NOT_AVAILABLE, retried)."""
+        topics = self._admin.list_topics(timeout=seconds).topics
+        return {(t, p) for t, p in asked if t not in topics or p not in topics[t].partitions
+                or (topics[t].error is not None and topics[t].error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)}

@@ -32,10 +32,11 @@ class FakeAdmin:
     a per-partition callable, or an offset; list_topics likewise."""
 
     def __init__(self, offsets: list, topics: list | None = None) -> None:
-        self.offsets, self.topics, self.calls = list(offsets), list(topics or []), 0
+        self.offsets, self.topics, self.calls, self.offset_calls = list(offsets), list(topics or [None]), 0, 0
 
     def list_offsets(self, request, **kwargs):
         self.calls += 1
+        self.offset_calls += 1
         item = self.offsets.pop(0) if len(self.offsets) > 1 else self.offsets[0]
         if isinstance(item, BaseException) and not isinstance(item, KafkaException):
             raise item
@@ -135,7 +136,17 @@ def test_no_leaders_found_is_retried_on_a_new_client():
     built = []
     kafka = KafkaOffsets({"bootstrap.servers": "x:1"}, 10.0, new_admin=lambda conf: built.append(conf) or admin)
     assert kafka.latest([("in", 0), ("in", 1)]) == {("in", 0): 42, ("in", 1): 42}
-    assert admin.calls == 3 and len(built) == 3
+    assert admin.offset_calls == 3 and len(built) == 3
+
+
+def test_no_leaders_found_for_a_partition_that_does_not_exist_fails_at_once():
+    # librdkafka answers a deleted (or never created) topic's ListOffsets with the same _NOENT "No
+    # leaders found": retried as a fenced broker's, every lookup of it waited out lookupTimeoutMs
+    # (120 s) before failing; the metadata (topic "in", partitions 0 and 1) says it is gone.
+    admin = FakeAdmin([NO_LEADERS])
+    with pytest.raises(KafkaLookupError, match="UNKNOWN_TOPIC_OR_PART") as info:
+        offsets_with(admin, timeout_s=30.0).latest([("gone", 0), ("in", 5)])
+    assert admin.offset_calls == 1 and "gone" in str(info.value)
 
 
 def test_no_leaders_found_until_the_deadline_names_the_partitions_and_the_leaders():
