@@ -1,9 +1,10 @@
 """Validate pipeline files: load, rules, live broker checks, and checks across the files given.
 
-Invariant: every violation of every file is collected before anything is reported;
+Invariants: every violation of every file is collected before anything is reported;
 ``exit_code`` turns them into 0 valid / 1 invalid / 2 unreachable. ``backstops`` (see
 ``kafka_eos.config.rules.check``) come from the caller: the connectors' layer passes the check
-that its source and sink accept the file.
+that its source and sink accept the file. The live checks do not run while a client setting is
+refused (``rules.client_settings``): a client that cannot be built is not asked.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Mapping, Sequence
 from kafka_eos.config.loader import load_file
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
-from kafka_eos.config.rules import check
+from kafka_eos.config.rules import check, client_settings
 from kafka_eos.config.rules_safety import across_pipelines
 from kafka_eos.config.violations import Backstop, Context, InvalidPipeline, Violation, exit_code
 
@@ -46,7 +47,7 @@ def validate_config(cfg: PipelineConfig, offline: bool, timeout_s: float = 10.0,
                     backstops: Sequence[Backstop] = ()) -> list[Violation]:
     ctx: Context = Context()
     problems: list[Violation] = []
-    if not offline:
+    if not offline and not client_settings(cfg, ctx):  # a client that cannot be built is not asked
         from kafka_eos.config.live import live_context
         ctx, problems = live_context(cfg, timeout_s)
     return [replace(v, file=cfg.origin) for v in problems + check(cfg, ctx, backstops)]

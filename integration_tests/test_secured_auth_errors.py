@@ -1,12 +1,15 @@
 """A refused login on the SASL_SSL cluster (wrong password, unknown user) reads as an authentication
 failure naming the user and the mechanism, never the password, in ``validate``, ``status`` and at
-the start of ``run``; not as "cannot reach Kafka ... Broker transport failure"."""
+the start of ``run``, and through the Spark source used directly (``spark.read.format("kafka-eos")``);
+not as "cannot reach Kafka ... Broker transport failure"."""
 from __future__ import annotations
 
 import pytest
 
+from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_cli import kafka_eos
 from integration_tests.secured import secured_broker, secured_pipeline
+from kafka_eos.connectors import register
 
 __all__ = ["secured_broker"]
 WRONG = "Wrong-Pw-9f2e"
@@ -28,3 +31,19 @@ def test_a_refused_login_is_named_in_validate_status_and_run(secured_broker, tmp
     assert runs["validate"].code == 1 and f"--entity-name {user}" in runs["validate"].stderr
     assert runs["run"].code == 1 and "nothing was started" in runs["run"].stderr
     assert runs["status"].code != 0
+
+
+def test_a_refused_login_on_the_spark_source_is_named(spark, secured_broker):
+    """The source's first lookup (its topics' partitions) reports the refused login, not a transport
+    failure; the deadline is short so a lookup that retried until it would still end the test."""
+    register(spark)
+    reader = (spark.read.format("kafka-eos").option("subscribe", unique("orders"))
+              .option("lookupTimeoutMs", "20000"))
+    for key, value in {**secured_broker.client_conf("etl"), "sasl.password": WRONG}.items():
+        reader = reader.option(f"kafka.{key}", value)
+    with pytest.raises(Exception) as failed:
+        reader.load().collect()
+    text = str(failed.value)
+    assert "authentication failed for user 'etl' with SASL mechanism SCRAM-SHA-512" in text, text
+    assert "brokers are reachable" not in text and "Broker transport failure" not in text, text
+    assert WRONG not in text, text

@@ -1,7 +1,8 @@
-"""Client keystores on the SASL_SSL cluster: a PKCS12 keystore (what a Spark ``kafka`` source user
-has, made with ``keytool``) runs exactly once; a JKS keystore and every other setting the run
-could not use fail ``validate`` (exit 1, the key and the fix named) and are refused by ``run``
-before any transaction is opened."""
+"""Client keystores and truststores on the SASL_SSL cluster: a PKCS12 keystore and a PKCS12
+truststore (what a Spark ``kafka`` source user has, made with ``keytool``; no ``ssl.ca.location``)
+run exactly once; a JKS keystore or truststore and every other setting the run could not use fail
+``validate`` (exit 1, the key and the fix named) and are refused by ``run`` before any transaction
+is opened."""
 from __future__ import annotations
 
 import json
@@ -21,6 +22,7 @@ from kafka_eos.txn.control_plane import control_plane
 
 __all__ = ["secured_broker"]
 KEYSTORE_PASSWORD = "keystore-Pw-5c1"
+TRUSTSTORE_PASSWORD = "truststore-Pw-8d4"
 ORDERS = 2000
 
 
@@ -34,16 +36,37 @@ def keytool_keystore(directory: Path, store_type: str) -> Path:
     return path
 
 
-def with_properties(path: Path, properties: dict[str, str]) -> None:
-    """The pipeline file with ``properties`` added to both clusters' settings."""
+def keytool_truststore(cluster, directory: Path, store_type: str) -> Path:
+    """The secured broker's CA certificate as the one trusted entry of a new ``store_type`` truststore
+    (keytool -importcert, as a Java client's truststore is made)."""
+    path = directory / f"truststore.{'p12' if store_type == 'PKCS12' else 'jks'}"
+    subprocess.run(["keytool", "-importcert", "-noprompt", "-alias", "kafka-ca", "-file",
+                    str(cluster.security.tls.ca_file), "-storetype", store_type, "-keystore", str(path),
+                    "-storepass:env", "TS_PASSWORD"],
+                   env={**os.environ, "TS_PASSWORD": TRUSTSTORE_PASSWORD}, check=True, capture_output=True)
+    return path
+
+
+def java_trust(cluster, directory: Path, store_type: str) -> dict[str, str | None]:
+    """A keytool truststore in place of the PEM CA file (``None`` removes ``ssl.ca.location``)."""
+    return {"ssl.ca.location": None, "ssl.truststore.location": str(keytool_truststore(cluster, directory, store_type)),
+            "ssl.truststore.password": "${TRUSTSTORE_PASSWORD}"}
+
+
+def with_properties(path: Path, properties: dict[str, str | None]) -> None:
+    """The pipeline file with ``properties`` set in both clusters' settings (``None``: removed)."""
     doc = yaml.safe_load(path.read_text())
     for side in ("source", "sink"):
-        doc[side]["kafka"]["properties"].update(properties)
+        settings = doc[side]["kafka"]["properties"]
+        settings.update(properties)
+        for key in [k for k, v in properties.items() if v is None]:
+            settings.pop(key)
     path.write_text(yaml.safe_dump(doc))
 
 
 def cli(cluster, command: str, path: Path, tmp_path: Path, *args: str):
-    env = {"KAFKA_USERNAME": "etl", "KAFKA_PASSWORD": ETL_PASSWORD, "KEYSTORE_PASSWORD": KEYSTORE_PASSWORD}
+    env = {"KAFKA_USERNAME": "etl", "KAFKA_PASSWORD": ETL_PASSWORD, "KEYSTORE_PASSWORD": KEYSTORE_PASSWORD,
+           "TRUSTSTORE_PASSWORD": TRUSTSTORE_PASSWORD}
     return kafka_eos([command, str(path), *args], cluster.bootstrap, tmp_path / "checkpoints", timeout=900, env=env)
 
 
@@ -54,10 +77,12 @@ def transactional_ids(cluster, prefix: str) -> dict[str, str]:
             if t.transactional_id.startswith(prefix)}
 
 
-def test_a_pkcs12_keystore_from_keytool_runs_exactly_once(secured_broker, tmp_path):
+def test_a_pkcs12_keystore_and_truststore_from_keytool_run_exactly_once(secured_broker, tmp_path):
     path, names = secured_pipeline(secured_broker, tmp_path)
     keystore = keytool_keystore(tmp_path, "PKCS12")
-    with_properties(path, {"ssl.keystore.location": str(keystore), "ssl.keystore.password": "${KEYSTORE_PASSWORD}"})
+    with_properties(path, {"ssl.keystore.location": str(keystore), "ssl.keystore.password": "${KEYSTORE_PASSWORD}",
+                           **java_trust(secured_broker, tmp_path, "PKCS12")})
+    assert "ssl.ca.location" not in path.read_text(), "the brokers' CA is trusted through the truststore only"
     seed_orders(secured_broker, names["input"], "p12", ORDERS)
     validate = cli(secured_broker, "validate", path, tmp_path)
     assert validate.code == 0, validate.log()
@@ -68,19 +93,19 @@ def test_a_pkcs12_keystore_from_keytool_runs_exactly_once(secured_broker, tmp_pa
                                                     expected={f"p12-{i}" for i in range(ORDERS)},
                                                     id_of=lambda m: json.loads(m.value())["order_id"]))
     output = validate.stdout + validate.stderr + run.stdout + run.stderr
-    assert KEYSTORE_PASSWORD not in output and ETL_PASSWORD not in output
+    assert KEYSTORE_PASSWORD not in output and ETL_PASSWORD not in output and TRUSTSTORE_PASSWORD not in output
 
 
-REFUSED = {  # properties -> (the key named, a piece of the fix)
-    "jks keystore": (lambda d: {"ssl.keystore.location": str(keytool_keystore(d, "JKS")),
+REFUSED = {  # (cluster, directory) -> properties; the key named, a piece of the fix
+    "jks keystore": (lambda c, d: {"ssl.keystore.location": str(keytool_keystore(d, "JKS")),
                                 "ssl.keystore.password": "${KEYSTORE_PASSWORD}"},
                      "ssl.keystore.location", "keytool -importkeystore -srckeystore"),
-    "wrong keystore password": (lambda d: {"ssl.keystore.location": str(keytool_keystore(d, "PKCS12")),
+    "wrong keystore password": (lambda c, d: {"ssl.keystore.location": str(keytool_keystore(d, "PKCS12")),
                                            "ssl.keystore.password": "not-the-keystore-Pw"},
                                 "ssl.keystore.location", "set the keystore's password in ssl.keystore.password"),
-    "java truststore": (lambda d: {"ssl.truststore.location": str(d / "truststore.jks")},
-                        "ssl.truststore.location", "set ssl.ca.location=ca.pem"),
-    "inline private key": (lambda d: {"ssl.key.pem": "-----BEGIN PRIVATE KEY-----"},
+    "jks truststore": (lambda c, d: java_trust(c, d, "JKS"),
+                       "ssl.truststore.location", "-deststoretype PKCS12, then set ssl.truststore.location="),
+    "inline private key": (lambda c, d: {"ssl.key.pem": "-----BEGIN PRIVATE KEY-----"},
                            "ssl.key.pem", "put the private key in a file readable only by its owner"),
 }
 
@@ -89,7 +114,7 @@ REFUSED = {  # properties -> (the key named, a piece of the fix)
 def test_a_setting_the_run_cannot_use_fails_validate_and_opens_no_transaction(secured_broker, tmp_path, case):
     make, key, fix = REFUSED[case]
     path, names = secured_pipeline(secured_broker, tmp_path)
-    with_properties(path, make(tmp_path))
+    with_properties(path, make(secured_broker, tmp_path))
     seed_orders(secured_broker, names["input"], "refused", 50)
     validate = cli(secured_broker, "validate", path, tmp_path)
     assert validate.code == 1, validate.log()

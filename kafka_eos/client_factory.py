@@ -19,6 +19,9 @@ Invariants:
 - ``kafka_eos.oauthbearer.callback=module:function`` (not a librdkafka setting) becomes
   confluent-kafka's ``oauth_cb`` for every librdkafka client, and the control plane's token
   provider (``kafka_eos.oauth_tokens``): one function serves the executors and the driver.
+- A truststore (``ssl.truststore.location`` / ``.password`` / ``.type``, not librdkafka settings)
+  becomes ``ssl.ca.pem`` for every librdkafka client (``kafka_eos.truststores``, which raises
+  ``StoreProblem`` for one no client can use); the control plane trusts the same certificates.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ from typing import Any, Callable, Mapping
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
+from kafka_eos import truststores
 from kafka_eos.control_plane_client import ControlPlaneClient
 from kafka_eos.kafka_clients import admin_settings, control_plane_settings
 from kafka_eos.oauth_tokens import CALLBACK_KEY, load_callback
@@ -60,8 +64,9 @@ _LOG_LEVEL = {Noise.ERRORS: 3, Noise.SILENT: 0}
 
 
 def with_noise(conf: Settings, noise: Noise) -> dict[str, Any]:
-    """``conf`` with the log settings of ``noise`` (they win over the caller's), and the OAuth
-    callback setting as ``oauth_cb``."""
+    """``conf`` with the log settings of ``noise`` (they win over the caller's), the OAuth
+    callback setting as ``oauth_cb`` and a truststore as ``ssl.ca.pem``."""
+    conf = truststores.librdkafka_settings(conf)
     if CALLBACK_KEY in conf:
         conf = {**{k: v for k, v in conf.items() if k != CALLBACK_KEY}, "oauth_cb": load_callback(conf[CALLBACK_KEY])}
     if noise is Noise.DEBUG:
@@ -89,8 +94,10 @@ def quiet(build: Callable[..., Any], noise: Noise) -> Callable[[Settings], Any]:
 
 
 def lookup_admin(conf: Settings) -> AdminClient:
-    """The driver's lookup client: metadata-path defaults, librdkafka's own log."""
-    return admin(admin_settings(conf))
+    """The driver's lookup client: metadata-path defaults, librdkafka's own log; a callback in
+    ``conf`` (``error_cb``) is kept as given."""
+    callbacks = {k: v for k, v in conf.items() if callable(v)}
+    return admin({**admin_settings({k: v for k, v in conf.items() if k not in callbacks}), **callbacks})
 
 
 def control_plane_client(settings: Mapping[str, object]) -> ControlPlaneClient:

@@ -6,8 +6,9 @@ Invariants:
 - Every lookup answers for exactly the partitions asked, or raises ``KafkaLookupError``
   naming them. An answer without an offset (librdkafka's ``OFFSET_INVALID``, seen while a
   partition's leader is down) is no answer: it is asked again, never returned as an offset.
-  Likewise librdkafka's _NOENT "No leaders found" (its metadata has leader -1 for every partition
-  asked: a single broker fenced after a pause, or restarting) is LEADER_NOT_AVAILABLE, retried.
+  Likewise librdkafka's _NOENT "No leaders found" for partitions the metadata has (leader -1: a
+  single broker fenced after a pause, or restarting) is LEADER_NOT_AVAILABLE, retried; for
+  partitions it does not have (a deleted topic or partition) it is UNKNOWN_TOPIC_OR_PART, at once.
   Each retry of every lookup uses a new AdminClient, so it asks the partition's current leader
   through a broker that answers (librdkafka's client kept asking a dead leader, or a hung broker
   whose connection stays up, until the lookup's deadline). One request waits at most
@@ -15,6 +16,12 @@ Invariants:
   timeouts, transport errors, brokers down or hung, leader moves) are retried with backoff within
   ONE deadline per call (``timeout_s``, source option ``lookupTimeoutMs``, default 120 s);
   partitions already answered are not asked again. A non-transient error fails at once.
+- A login the brokers refuse (wrong password, unknown user) is ``SourceLoginRefused`` naming the
+  user and the mechanism, never the password (``txn.auth_errors``: librdkafka reports it only to
+  the client's ``error_cb``, the request just times out as a transport failure). Before any
+  lookup of this object has answered it fails at once (the settings are wrong); after, it is
+  retried like a transport failure (a restarting broker may refuse logins until its credentials
+  load) and named if the deadline passes with the login still refused.
 - A source naming its topics (``subscribe``, ``assign``) asks for exactly those topics
   (DescribeTopics, never auto-creating): one its principal may not Describe or Read raises
   ``TopicAuthorizationError`` naming the ACL to add (Kafka leaves such topics out of an
@@ -37,6 +44,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_expone
 from kafka_eos import KafkaEosError
 from kafka_eos.client_factory import AdminFactory, lookup_admin
 from kafka_eos.kafka_clients import LOOKUP_DEADLINE_MS, PartialFailure, is_transient, request_s
+from kafka_eos.txn.auth_errors import AuthWatch, failure
 from kafka_eos.offsets.acl_advice import AclMissingError, MissingAcl, principal_of
 from kafka_eos.offsets.model import Offsets, TopicPartition, describe
 from kafka_eos.offsets.subscription import Subscription
@@ -44,6 +52,14 @@ from kafka_eos.offsets.subscription import Subscription
 
 class KafkaLookupError(KafkaEosError, RuntimeError):
     """Kafka did not answer a metadata or offset lookup."""
+
+
+class SourceLoginRefused(KafkaLookupError):
+    """The brokers refused the source's SASL login; ``fix`` says what to check."""
+
+    def __init__(self, what: str, fix: str) -> None:
+        super().__init__(f"the kafka-eos source cannot log in to Kafka: {what}; fix: {fix}")
+        self.fix = fix
 
 
 class TopicAuthorizationError(AclMissingError):
@@ -83,15 +99,18 @@ _NO_LEADER = ("no partition asked has a leader now (librdkafka: {}); a broker be
               "leaves its partitions leaderless until it is back")
 
 
-def _no_leader(exc: BaseException) -> BaseException:
+def _no_leaders(exc: BaseException) -> bool:
     """librdkafka's ListOffsets answers _NOENT ("Failed to query partition leaders: No leaders
-    found") when its metadata names no leader for any partition asked (leader -1: a single
-    broker fenced after a pause longer than its session timeout, the leaders' brokers down).
-    That is LEADER_NOT_AVAILABLE for every partition, so it is retried like it."""
+    found"), without sending a request, when its metadata names no leader for any partition asked:
+    partitions that do not exist (a deleted topic or partition), or that exist with leader -1 (a
+    single broker fenced after a pause longer than its session timeout, the leaders' brokers down).
+    ``_missing`` tells the two apart."""
     error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    if isinstance(error, KafkaError) and error.code() == KafkaError._NOENT:
-        return KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, _NO_LEADER.format(error.str())))
-    return exc
+    return isinstance(error, KafkaError) and error.code() == KafkaError._NOENT
+
+
+def _unknown(tp: TopicPartition) -> KafkaException:
+    return KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, f"{describe(tp)} does not exist"))
 
 
 class KafkaOffsets:
@@ -101,9 +120,14 @@ class KafkaOffsets:
     def __init__(self, conf: Mapping[str, str], timeout_s: float = LOOKUP_DEADLINE_MS / 1000,
                  new_admin: AdminFactory = lookup_admin) -> None:
         self._conf = dict(conf)
+        self._watch = AuthWatch()  # librdkafka reports a refused login only to the error callback
         self._new_admin = new_admin
-        self._admin = new_admin(self._conf)
+        self._admin = new_admin(self._client_conf())
         self._timeout_s = timeout_s
+        self._answered = False
+
+    def _client_conf(self) -> dict[str, object]:
+        return {**self._conf, "error_cb": self._watch}
 
     def listing(self, subscription: Subscription | None = None) -> dict[str, list[int]]:
         """topic -> sorted partition ids: the topics ``subscription`` names (see ``named_listing``),
@@ -171,16 +195,32 @@ class KafkaOffsets:
 
     def _retrying(self, attempt: Callable[[float], T], call: str) -> T:
         """Run ``attempt(seconds for this request)`` until it succeeds, a non-transient error or
-        the call's one deadline (``timeout_s``) passes; the last error is re-raised. Each retry
-        gets a new AdminClient: new metadata, and no connection to a broker that hung."""
+        the call's one deadline (``timeout_s``) passes; the last error is re-raised, or
+        ``SourceLoginRefused`` (see the module's invariants). Each retry gets a new AdminClient: new
+        metadata, and no connection to a broker that hung."""
         deadline = time.monotonic() + self._timeout_s
         retrying = Retrying(stop=stop_after_delay(self._timeout_s), reraise=True,
                             wait=wait_exponential(multiplier=0.1, max=2.0), retry=retry_if_exception(is_transient))
-        for try_ in retrying:
-            with try_:
-                if try_.retry_state.attempt_number > 1:
-                    self._admin = self._new_admin(self._conf)
-                return attempt(max(0.5, min(request_s(call), deadline - time.monotonic())))
+        refused: str | None = None
+        try:
+            for try_ in retrying:
+                with try_:
+                    if try_.retry_state.attempt_number > 1:
+                        self._admin = self._new_admin(self._client_conf())
+                    self._watch.reset(self._admin)
+                    try:
+                        answer = attempt(max(0.5, min(request_s(call), deadline - time.monotonic())))
+                    except Exception as exc:
+                        refused = self._watch.behind(self._admin, exc)
+                        if refused and not self._answered:
+                            raise SourceLoginRefused(*failure(self._conf, refused)) from None
+                        raise
+                    self._answered = True
+                    return answer
+        except (*_FAILED, PartialFailure):
+            if refused:
+                raise SourceLoginRefused(*failure(self._conf, refused)) from None
+            raise
         raise AssertionError("unreachable")  # pragma: no cover - tenacity re-raises or returns
 
     def _list(self, request: Mapping[TopicPartition, OffsetSpec], what: str) -> Offsets:
@@ -213,12 +253,24 @@ class KafkaOffsets:
             try:
                 offset = future.result(seconds + 1.0).offset
             except _FAILED as exc:
-                errors[tp] = _no_leader(exc)
+                errors[tp] = exc
                 continue
             if offset == OFFSET_INVALID:  # answered without an offset (its leader just went down): ask again
                 errors[tp] = KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, _NO_OFFSET))
                 continue
             out[tp] = offset
             pending.pop(tp, None)
+        leaderless = [tp for tp, exc in errors.items() if _no_leaders(exc)]
+        if leaderless:
+            missing = self._missing(leaderless, seconds)
+            errors.update({tp: _unknown(tp) if tp in missing else KafkaException(KafkaError(
+                KafkaError.LEADER_NOT_AVAILABLE, _NO_LEADER.format(errors[tp]))) for tp in leaderless})
         if errors:
             raise PartialFailure(errors)
+
+    def _missing(self, asked: Sequence[TopicPartition], seconds: float) -> set[TopicPartition]:
+        """The partitions of ``asked`` the cluster's metadata does not have: UNKNOWN_TOPIC_OR_PART,
+        not retried (a no-leader answer for existing ones is LEADER_NOT_AVAILABLE, retried)."""
+        topics = self._admin.list_topics(timeout=seconds).topics
+        return {(t, p) for t, p in asked if t not in topics or p not in topics[t].partitions
+                or (topics[t].error is not None and topics[t].error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)}

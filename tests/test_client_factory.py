@@ -74,6 +74,27 @@ def test_real_clients_get_the_settings_and_refuse_a_bad_one():
     consumer.close()
 
 
+def test_a_truststore_reaches_every_librdkafka_client_as_ssl_ca_pem(tmp_path):
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, pkcs12
+    from kafka_eos.connectors.dev.tls import generate
+    from kafka_eos.truststores import StoreProblem
+    ca_file = generate(tmp_path / "tls", "ks").ca_file
+    store = tmp_path / "truststore.p12"
+    store.write_bytes(pkcs12.serialize_java_truststore(
+        [pkcs12.PKCS12Certificate(x509.load_pem_x509_certificate(ca_file.read_bytes()), b"ca")],
+        BestAvailableEncryption(b"trust-Pw")))
+    conf = {"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SSL", "ssl.truststore.location": str(store),
+            "ssl.truststore.password": "trust-Pw", "ssl.truststore.type": "PKCS12"}
+    assert with_noise(conf, Noise.SILENT) == {"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SSL",
+                                              "ssl.ca.pem": ca_file.read_text(), "log_level": 0}
+    client_factory.admin(conf, Noise.SILENT)  # librdkafka loads the PEM CA when the client is made
+    client_factory.producer(conf, Noise.SILENT).flush(0)
+    client_factory.consumer({**conf, "group.id": "g"}, Noise.SILENT).close()
+    with pytest.raises(StoreProblem, match="does not open with ssl.truststore.password"):
+        client_factory.admin({**conf, "ssl.truststore.password": "wrong"}, Noise.SILENT)
+
+
 def test_each_caller_keeps_its_log_level():
     assert acl_checks.CHECK_ADMIN.keywords == {"noise": Noise.ERRORS}
     assert acl_checks.PROBE_PRODUCER.keywords == {"noise": Noise.DEBUG}

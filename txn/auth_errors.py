@@ -5,14 +5,14 @@ callback (``_AUTHENTICATION``: "SASL authentication error: ... invalid credentia
 mechanism SCRAM-SHA-512"); the request that was waiting (a metadata request) just times out with
 "Broker transport failure". ``AuthWatch`` is that callback: it keeps the last authentication
 error, and ``failure`` turns it into the sentence callers show, naming the user and the mechanism,
-never the password.
+never the password. ``behind`` is the one test of whether a failed call was a refused login (the
+CLI's checks, ``txn.broker_configs``, and the source's lookups, ``offsets.kafka_offsets``).
 """
 from __future__ import annotations
 
 from typing import Mapping
 
-from confluent_kafka import KafkaError
-
+from confluent_kafka import KafkaError, KafkaException
 
 
 class AuthWatch:
@@ -24,6 +24,28 @@ class AuthWatch:
     def __call__(self, error: KafkaError) -> None:
         if error.code() == KafkaError._AUTHENTICATION:
             self.last = error.str()
+
+    @staticmethod
+    def serve(client: object) -> None:
+        """Run the callbacks librdkafka queued for ``client`` (its ``poll``; a fake may have none)."""
+        poll = getattr(client, "poll", None)
+        if poll is not None:
+            poll(0)
+
+    def reset(self, client: object) -> None:
+        """Forget what was seen so far (queued callbacks included): before a call."""
+        self.serve(client)
+        self.last = None
+
+    def behind(self, client: object, exc: BaseException) -> str | None:
+        """librdkafka's words for the refused login behind the failed call ``exc`` of ``client`` (whose
+        ``error_cb`` is this watch): the exception's own _AUTHENTICATION error, else the last one the
+        callback saw; None when nothing says the login was refused."""
+        error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+        if isinstance(error, KafkaError) and error.code() == KafkaError._AUTHENTICATION:
+            return error.str()
+        self.serve(client)
+        return self.last
 
 
 def failure(conf: Mapping[str, object], detail: str) -> tuple[str, str]:

@@ -4,8 +4,9 @@ Invariants:
 - Every security-related setting (a key containing ``sasl`` or ``ssl``, or starting with
   ``security.``) is either carried with the same meaning or refused with a
   ``ClientSettingsError`` naming the key and the fix; none is silently dropped.
-- TLS is carried as one ``ssl.SSLContext`` built in memory (an inline ``ssl.ca.pem`` and a PKCS12
-  keystore's key never touch the disk: ``kafka_eos.txn.keystores``); hostname verification
+- TLS is carried as one ``ssl.SSLContext`` built in memory (an inline ``ssl.ca.pem``, a truststore's
+  certificates (``kafka_eos.truststores``) and a PKCS12 keystore's key (``kafka_eos.txn.keystores``)
+  never touch the disk); hostname verification
   follows ``ssl.endpoint.identification.algorithm`` (librdkafka's default ``https``: on) and
   ``enable.ssl.certificate.verification``.
 - SASL mechanisms carried: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (``oauth_provider``:
@@ -25,8 +26,10 @@ import ssl
 from pathlib import Path
 from typing import Mapping
 
-from kafka_eos.secrets import is_secret_key
+from kafka_eos import truststores
 from kafka_eos.oauth_tokens import OAUTH_KEYS, OAuthTokenError, oauth_provider
+from kafka_eos.secrets import is_secret_key
+from kafka_eos.truststores import StoreProblem
 from kafka_eos.txn import keystores
 from kafka_eos.txn.errors import SinkConfigError
 
@@ -38,6 +41,7 @@ CARRIED = {"bootstrap.servers", "client.id", "security.protocol", "sasl.mechanis
            "ssl.certificate.location", "ssl.key.location", "ssl.key.password", "ssl.cipher.suites"}
 CARRIED |= OAUTH_KEYS
 CARRIED |= keystores.KEYS  # a PKCS12 keystore: librdkafka reads it, the control plane loads it in memory
+CARRIED |= truststores.KEYS  # a PKCS12/PEM truststore: ssl.ca.pem for librdkafka, cadata for the control plane
 # Tuning of producers/consumers that does not change how the control plane connects or who it is.
 IGNORED = {"linger.ms", "queue.buffering.max.ms", "batch.num.messages", "batch.size",
            "queue.buffering.max.messages", "queue.buffering.max.kbytes", "compression.type",
@@ -91,7 +95,7 @@ def _refuse(key: str, value: str, fix: str) -> ClientSettingsError:
         f"plane (kafka-python), and dropping it would change how it connects", key, fix)
 
 
-def _keystore_refused(problem: keystores.KeystoreProblem, conf: Mapping[str, str]) -> ClientSettingsError:
+def _store_refused(problem: StoreProblem, conf: Mapping[str, str]) -> ClientSettingsError:
     shown = "***" if is_secret_key(problem.key) else repr(conf.get(problem.key, ""))
     return ClientSettingsError(f"client setting {problem.key}={shown} cannot be used: {problem.problem}",
                                problem.key, problem.fix)
@@ -100,12 +104,14 @@ def _keystore_refused(problem: keystores.KeystoreProblem, conf: Mapping[str, str
 def check_client_settings(conf: Mapping[str, str], control_plane: bool = True) -> None:
     """The one rule: raise ``ClientSettingsError`` (key and fix named) for a setting that would
     fail a run once started. ``control_plane``: the exactly-once sink's cluster, whose settings the
-    driver's transaction control plane must carry too; else only what no client can use (keystores)."""
+    driver's transaction control plane must carry too; else only what no client can use (keystores,
+    truststores)."""
     conf = {k: str(v) for k, v in conf.items()}
     try:
         keystores.check(conf)
-    except keystores.KeystoreProblem as problem:
-        raise _keystore_refused(problem, conf) from None
+        truststores.check(conf)
+    except StoreProblem as problem:
+        raise _store_refused(problem, conf) from None
     if control_plane:
         try:
             kafka_python_settings({"bootstrap.servers": "", **conf})
@@ -121,7 +127,7 @@ def is_security_key(key: str) -> bool:
 def _check_keys(conf: Mapping[str, str]) -> None:
     for key, value in conf.items():
         if is_security_key(key) and key not in CARRIED:
-            fixes = {**_FIXES, **keystores.FIXES}
+            fixes = {**_FIXES, **keystores.FIXES, **truststores.FIXES}
             raise _refuse(key, value, fixes.get(key, f"remove {key} or use a setting the control plane carries "
                                                      f"({', '.join(sorted(k for k in CARRIED if is_security_key(k)))})"))
 
@@ -158,11 +164,13 @@ def ssl_context(conf: Mapping[str, str]) -> ssl.SSLContext:
     location = conf.get("ssl.ca.location")
     if "ssl.ca.pem" in conf:
         context.load_verify_locations(cadata=conf["ssl.ca.pem"])
+    if truststores.LOCATION in conf:
+        context.load_verify_locations(cadata=_trusted(conf))
     if location and location != "probe":
         if not Path(location).exists():
             raise _refuse("ssl.ca.location", location, "no such file or directory: point it at the CA's PEM file")
         context.load_verify_locations(**({"capath": location} if Path(location).is_dir() else {"cafile": location}))
-    if not location and "ssl.ca.pem" not in conf or location == "probe":
+    if location == "probe" or not (location or "ssl.ca.pem" in conf or truststores.LOCATION in conf):
         context.load_default_certs()
     if "ssl.crl.location" in conf:
         context.load_verify_locations(cafile=conf["ssl.crl.location"])
@@ -171,6 +179,13 @@ def ssl_context(conf: Mapping[str, str]) -> ssl.SSLContext:
         context.set_ciphers(conf["ssl.cipher.suites"])
     _client_certificate(conf, context)
     return context
+
+
+def _trusted(conf: Mapping[str, str]) -> str:
+    try:
+        return truststores.ca_pem(conf)
+    except StoreProblem as problem:
+        raise _store_refused(problem, conf) from None
 
 
 def _client_certificate(conf: Mapping[str, str], context: ssl.SSLContext) -> None:
@@ -182,8 +197,8 @@ def _client_certificate(conf: Mapping[str, str], context: ssl.SSLContext) -> Non
     if keystores.LOCATION in conf:
         try:
             keystores.load_into(context, conf)
-        except keystores.KeystoreProblem as problem:
-            raise _keystore_refused(problem, conf) from None
+        except StoreProblem as problem:
+            raise _store_refused(problem, conf) from None
 
 
 def kafka_python_settings(conf: Mapping[str, str]) -> dict[str, object]:

@@ -9,10 +9,11 @@ Invariants:
 - ``check`` is what every caller runs before any client is built (the one rule,
   ``txn.client_settings.check_client_settings``): the file exists, is not a Java KeyStore (JKS or
   JCEKS: refused with the ``keytool`` command that converts it), opens with its password and
-  holds a private key and a certificate. Problems are ``KeystoreProblem`` (key, problem, fix); the
-  password never appears in them.
-- Java-only settings a Spark ``kafka`` source user may carry over (``ssl.keystore.type``,
-  ``ssl.truststore.*``) are refused with the librdkafka setting to use instead (``FIXES``).
+  holds a private key and a certificate. Problems are ``kafka_eos.truststores.StoreProblem`` (key,
+  problem, fix; what a Java KeyStore is and the command that converts it are that module's too);
+  the password never appears in them.
+- ``ssl.keystore.type`` (Java-only) is refused: librdkafka reads the keystore as PKCS12 (``FIXES``).
+  Truststores (``ssl.truststore.*``) are ``kafka_eos.truststores``.
 """
 from __future__ import annotations
 
@@ -20,76 +21,54 @@ import os
 import secrets
 import ssl
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from cryptography.hazmat.primitives.serialization import (BestAvailableEncryption, Encoding, PrivateFormat,
                                                           pkcs12)
 
+from kafka_eos.truststores import StoreProblem, convert_command, java_kind
+
 LOCATION, PASSWORD = "ssl.keystore.location", "ssl.keystore.password"
 KEYS = {LOCATION, PASSWORD}
-_JAVA_MAGIC = {b"\xfe\xed\xfe\xed": "JKS", b"\xce\xce\xce\xce": "JCEKS"}
-_TO_PEM = ("openssl pkcs12 -in <truststore.p12> -nokeys -out ca.pem (keytool -exportcert -rfc for a JKS "
-           "truststore), then set ssl.ca.location=ca.pem")
 FIXES = {
     "ssl.keystore.type": "remove it: librdkafka reads ssl.keystore.location as PKCS12 (convert a JKS keystore "
                          "with keytool -importkeystore -srcstoretype JKS -deststoretype PKCS12)",
-    "ssl.truststore.location": f"librdkafka trusts PEM certificates only: {_TO_PEM}",
-    "ssl.truststore.password": f"remove it with ssl.truststore.location: {_TO_PEM}",
-    "ssl.truststore.type": f"remove it with ssl.truststore.location: {_TO_PEM}",
 }
-
-
-@dataclass(frozen=True)
-class KeystoreProblem(Exception):
-    """A keystore setting that cannot be used: the key, what is wrong, and the fix."""
-    key: str
-    problem: str
-    fix: str
-
-    def __str__(self) -> str:
-        return f"{self.key}: {self.problem}; fix: {self.fix}"
-
-
-def convert_command(location: str) -> str:
-    """The one command that turns a JKS keystore into the PKCS12 file librdkafka reads."""
-    target = str(Path(location).with_suffix(".p12"))
-    return (f"keytool -importkeystore -srckeystore {location} -srcstoretype JKS -destkeystore {target} "
-            f"-deststoretype PKCS12, then set ssl.keystore.location={target}")
 
 
 def _open(location: str, password: str | None) -> pkcs12.PKCS12KeyAndCertificates:
     path = Path(location)
     if not path.is_file():
-        raise KeystoreProblem(LOCATION, f"{location}: no such file", "point it at the client's PKCS12 keystore")
+        raise StoreProblem(LOCATION, f"{location}: no such file", "point it at the client's PKCS12 keystore")
     data = path.read_bytes()
-    kind = _JAVA_MAGIC.get(data[:4])
+    kind = java_kind(data)
     if kind:
-        raise KeystoreProblem(LOCATION, f"{location} is a Java {kind} keystore; librdkafka and the transaction "
-                                        "control plane read PKCS12 only", f"convert it: {convert_command(location)}")
+        raise StoreProblem(LOCATION, f"{location} is a Java {kind} keystore; librdkafka and the transaction "
+                                     "control plane read PKCS12 only",
+                           f"convert it: {convert_command(location, LOCATION, kind)}")
     try:
         store = pkcs12.load_pkcs12(data, password.encode() if password else None)
     except ValueError:
-        raise KeystoreProblem(LOCATION, f"{location} does not open with ssl.keystore.password (a wrong password, "
-                                        "or not a PKCS12 file)", "set the keystore's password in "
-                                        "ssl.keystore.password") from None
+        raise StoreProblem(LOCATION, f"{location} does not open with ssl.keystore.password (a wrong password, "
+                                     "or not a PKCS12 file)", "set the keystore's password in "
+                                     "ssl.keystore.password") from None
     if store.key is None or store.cert is None:
-        raise KeystoreProblem(LOCATION, f"{location} holds no private key with its certificate",
-                              "export the client's key and certificate into it (keytool -genkeypair, or "
-                              "openssl pkcs12 -export -inkey key.pem -in cert.pem)")
+        raise StoreProblem(LOCATION, f"{location} holds no private key with its certificate",
+                           "export the client's key and certificate into it (keytool -genkeypair, or "
+                           "openssl pkcs12 -export -inkey key.pem -in cert.pem)")
     return store
 
 
 def check(conf: Mapping[str, str]) -> None:
-    """Raise ``KeystoreProblem`` for a keystore setting no client can use (nothing set: fine)."""
+    """Raise ``StoreProblem`` for a keystore setting no client can use (nothing set: fine)."""
     if PASSWORD in conf and LOCATION not in conf:
-        raise KeystoreProblem(PASSWORD, "a keystore password without ssl.keystore.location",
-                              "set ssl.keystore.location, or remove ssl.keystore.password")
+        raise StoreProblem(PASSWORD, "a keystore password without ssl.keystore.location",
+                           "set ssl.keystore.location, or remove ssl.keystore.password")
     if LOCATION in conf:
         if "ssl.certificate.location" in conf:
-            raise KeystoreProblem(LOCATION, "set together with ssl.certificate.location (two client certificates)",
-                                  "keep one: the PKCS12 keystore, or the PEM certificate and key")
+            raise StoreProblem(LOCATION, "set together with ssl.certificate.location (two client certificates)",
+                               "keep one: the PKCS12 keystore, or the PEM certificate and key")
         _open(conf[LOCATION], conf.get(PASSWORD))
 
 

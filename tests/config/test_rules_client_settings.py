@@ -45,7 +45,25 @@ def test_what_the_control_plane_cannot_carry_is_refused_on_the_exactly_once_sink
     assert "ssl.key.location" in found[0].fix
 
 
-def test_a_java_truststore_is_refused_with_the_pem_to_use_instead(tmp_path):
-    found = mutate_problems(tmp_path, with_sink(**{"ssl.truststore.location": "/etc/kafka/truststore.jks"}))
+def test_a_jks_truststore_is_refused_with_the_keytool_command(tmp_path):
+    jks = tmp_path / "truststore.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed" + b"\0" * 32)
+    found = mutate_problems(tmp_path, with_sink(**{"ssl.truststore.location": str(jks)}))
     assert [v.path for v in found] == ['sink.kafka.properties["ssl.truststore.location"]']
-    assert "ssl.ca.location" in found[0].fix
+    assert "-deststoretype PKCS12, then set ssl.truststore.location=" in found[0].fix
+
+
+def test_a_refused_setting_is_one_problem_and_the_cluster_is_not_asked(tmp_path):
+    """validate (live) names a refused client setting once: the clusters are not asked with a
+    client that cannot be built (before, a JKS truststore also read as 'the Kafka client refuses
+    these settings ... use librdkafka setting names', a wrong fix)."""
+    from tests.factories import load
+    from kafka_eos.config.validate import validate_config
+    jks = tmp_path / "truststore.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed" + b"\0" * 32)
+    data = valid(tmp_path)
+    with_sink(**{"ssl.truststore.location": str(jks)})(data)
+    cfg, found = load(tmp_path, data, None)
+    assert cfg is not None and found == []
+    violations = validate_config(cfg, offline=False, timeout_s=1.0)
+    assert [v.path for v in violations] == ['sink.kafka.properties["ssl.truststore.location"]']

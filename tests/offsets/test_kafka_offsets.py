@@ -8,7 +8,7 @@ from concurrent.futures import Future
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kafka_eos.offsets.kafka_offsets import KafkaLookupError, KafkaOffsets
+from kafka_eos.offsets.kafka_offsets import KafkaLookupError, KafkaOffsets, SourceLoginRefused
 
 
 def kafka_exc(code: int, retriable: bool = False) -> KafkaException:
@@ -32,10 +32,11 @@ class FakeAdmin:
     a per-partition callable, or an offset; list_topics likewise."""
 
     def __init__(self, offsets: list, topics: list | None = None) -> None:
-        self.offsets, self.topics, self.calls = list(offsets), list(topics or []), 0
+        self.offsets, self.topics, self.calls, self.offset_calls = list(offsets), list(topics or [None]), 0, 0
 
     def list_offsets(self, request, **kwargs):
         self.calls += 1
+        self.offset_calls += 1
         item = self.offsets.pop(0) if len(self.offsets) > 1 else self.offsets[0]
         if isinstance(item, BaseException) and not isinstance(item, KafkaException):
             raise item
@@ -135,7 +136,17 @@ def test_no_leaders_found_is_retried_on_a_new_client():
     built = []
     kafka = KafkaOffsets({"bootstrap.servers": "x:1"}, 10.0, new_admin=lambda conf: built.append(conf) or admin)
     assert kafka.latest([("in", 0), ("in", 1)]) == {("in", 0): 42, ("in", 1): 42}
-    assert admin.calls == 3 and len(built) == 3
+    assert admin.offset_calls == 3 and len(built) == 3
+
+
+def test_no_leaders_found_for_a_partition_that_does_not_exist_fails_at_once():
+    # librdkafka answers a deleted (or never created) topic's ListOffsets with the same _NOENT "No
+    # leaders found": retried as a fenced broker's, every lookup of it waited out lookupTimeoutMs
+    # (120 s) before failing; the metadata (topic "in", partitions 0 and 1) says it is gone.
+    admin = FakeAdmin([NO_LEADERS])
+    with pytest.raises(KafkaLookupError, match="UNKNOWN_TOPIC_OR_PART") as info:
+        offsets_with(admin, timeout_s=30.0).latest([("gone", 0), ("in", 5)])
+    assert admin.offset_calls == 1 and "gone" in str(info.value)
 
 
 def test_no_leaders_found_until_the_deadline_names_the_partitions_and_the_leaders():
@@ -143,3 +154,74 @@ def test_no_leaders_found_until_the_deadline_names_the_partitions_and_the_leader
     with pytest.raises(KafkaLookupError, match=r"in-0|in\[0\]|partition") as info:
         kafka.earliest([("in", 0)])
     assert "LEADER_NOT_AVAILABLE" in str(info.value) and "No leaders found" in str(info.value)
+
+
+SASL = {"bootstrap.servers": "x:1", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "etl", "sasl.password": "Pw-Never-Shown-3"}
+REFUSED = KafkaError(KafkaError._AUTHENTICATION, "x:1/bootstrap: SASL authentication error: Authentication failed "
+                     "during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512")
+
+
+class LoginAdmin(FakeAdmin):
+    """As librdkafka on a refused login: the request fails as a transport failure, and the refusal
+    reaches the client's error_cb when it is polled (``refused``: one entry per poll; KafkaOffsets
+    polls before each attempt, and after a failed one)."""
+
+    def __init__(self, conf, answers: list, refused: list[bool]) -> None:
+        super().__init__(answers, [kafka_exc(KafkaError._TRANSPORT)])
+        self.offsets = answers  # one script for every client of the KafkaOffsets
+        self.error_cb, self.refused = conf["error_cb"], refused
+
+    def poll(self, timeout):
+        if self.refused and self.refused.pop(0):
+            self.error_cb(REFUSED)
+
+
+def login_offsets(answers: list, refused: list[bool], timeout_s: float = 10.0) -> tuple[KafkaOffsets, list]:
+    admins: list[LoginAdmin] = []
+
+    def new_admin(conf):
+        admins.append(LoginAdmin(conf, answers, refused))
+        return admins[-1]
+    return KafkaOffsets(SASL, timeout_s, new_admin=new_admin), admins
+
+
+def test_a_refused_login_is_named_with_the_user_and_mechanism_at_once():
+    kafka, admins = login_offsets([kafka_exc(KafkaError._TRANSPORT)], [False, True] * 10)
+    with pytest.raises(SourceLoginRefused) as refused:
+        kafka.listing()
+    text = str(refused.value)
+    assert "authentication failed for user 'etl' with SASL mechanism SCRAM-SHA-512" in text and "invalid credentials" in text
+    assert "--entity-name etl" in refused.value.fix and "Pw-Never-Shown-3" not in text
+    assert isinstance(refused.value, KafkaLookupError) and len(admins) == 1 and admins[0].calls == 1
+
+
+def test_a_transport_failure_without_a_refused_login_stays_a_lookup_failure():
+    kafka, _ = login_offsets([kafka_exc(KafkaError._TRANSPORT)], [], timeout_s=0.5)
+    with pytest.raises(KafkaLookupError, match="reachable") as failed:
+        kafka.latest([("in", 0)])
+    assert not isinstance(failed.value, SourceLoginRefused)
+
+
+def test_a_refusal_seen_before_the_call_does_not_count():
+    kafka, _ = login_offsets([kafka_exc(KafkaError._TRANSPORT)], [True], timeout_s=0.5)  # served by the reset
+    with pytest.raises(KafkaLookupError) as failed:
+        kafka.latest([("in", 0)])
+    assert not isinstance(failed.value, SourceLoginRefused)
+
+
+def test_once_lookups_answered_a_refused_login_is_retried_then_named_at_the_deadline():
+    kafka, admins = login_offsets([7, kafka_exc(KafkaError._TRANSPORT), 8], [False, False, True])
+    assert kafka.latest([("in", 0)]) == {("in", 0): 7}
+    assert kafka.latest([("in", 0)]) == {("in", 0): 8}, "a broker refusing logins for a while is waited for"
+    assert len(admins) == 2
+    kafka, _ = login_offsets([7, kafka_exc(KafkaError._TRANSPORT)], [False] + [False, True] * 100, 0.5)
+    kafka.latest([("in", 0)])
+    with pytest.raises(SourceLoginRefused, match="user 'etl'"):
+        kafka.latest([("in", 0)])
+
+
+def test_the_lookup_client_gets_the_watch_as_its_error_callback():
+    """lookup_admin keeps a callback as given (its other settings become librdkafka strings)."""
+    kafka = KafkaOffsets({"bootstrap.servers": "127.0.0.1:1", "log_level": 0})
+    assert type(kafka._admin).__name__ == "AdminClient"

@@ -53,3 +53,15 @@ def test_a_refused_login_is_an_authentication_failure_not_unreachable():
 def test_a_transport_failure_without_an_authentication_error_stays_unreachable():
     with pytest.raises(broker_configs.ClusterUnreachable, match="transport failure"):
         broker_configs.broker_ids(Admin(AuthWatch(), CONF, error=None), 0.1)
+
+
+def test_behind_names_a_refused_login_from_the_exception_or_the_callback():
+    watch = AuthWatch()
+    transport = KafkaException(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
+    assert watch.behind(object(), transport) is None  # a fake client without poll: nothing queued
+    bare = KafkaException(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error: bare"))
+    assert watch.behind(object(), bare) == "SASL authentication error: bare"
+    client = Admin(watch, CONF)
+    assert "invalid credentials" in (watch.behind(client, transport) or ""), "served by polling the client"
+    watch.reset(object())
+    assert watch.last is None

@@ -93,7 +93,8 @@ def test_mutual_tls_certificate_and_key_are_loaded(tmp_path):
     ("ssl.certificate.pem", "-----BEGIN CERTIFICATE-----", "set ssl.certificate.location"),
     ("ssl.keystore.location", "/k.p12", "point it at the client's PKCS12 keystore"),
     ("ssl.keystore.type", "JKS", "-srcstoretype JKS -deststoretype PKCS12"),
-    ("ssl.truststore.location", "/t.jks", "set ssl.ca.location=ca.pem"),
+    ("ssl.truststore.location", "/t.jks", "point it at the PKCS12 or PEM truststore"),
+    ("ssl.truststore.certificates", "-----BEGIN CERTIFICATE-----", "set ssl.ca.pem"),
     ("sasl.jaas.config", "org...ScramLoginModule required;", "set sasl.username and sasl.password"),
     ("security.protocol", "SASL_TLS", "use one of"),
     ("ssl.endpoint.identification.algorithm", "dns", "use https"),
@@ -141,3 +142,60 @@ def test_a_missing_ca_file_is_refused(tmp_path):
 def test_the_control_plane_getter_refuses_before_connecting():
     with pytest.raises(ClientSettingsError, match="sasl.mechanism"):
         control_plane({**SCRAM, "sasl.mechanism": "GSSAPI"})
+
+
+TRUST_PW = "trust-Pw-3a9"
+
+
+@pytest.fixture
+def truststore(tls, tmp_path):
+    """A PKCS12 truststore with the CA as a certificate-only entry (as keytool -importcert writes)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, pkcs12
+    ca = x509.load_pem_x509_certificate(tls.ca_file.read_bytes())
+    path = tmp_path / "truststore.p12"
+    path.write_bytes(pkcs12.serialize_java_truststore([pkcs12.PKCS12Certificate(ca, b"ca")],
+                                                      BestAvailableEncryption(TRUST_PW.encode())))
+    return {**SCRAM, "ssl.truststore.location": str(path), "ssl.truststore.password": TRUST_PW}
+
+
+def test_a_truststore_is_trusted_by_the_control_plane_in_memory(truststore, tls, tmp_path, monkeypatch):
+    from kafka_eos.txn.client_settings import check_client_settings
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    before = set(tmp_path.iterdir())
+    check_client_settings(truststore)
+    context = kafka_python_settings(truststore)["ssl_context"]
+    assert [c["subject"] for c in context.get_ca_certs()] == [
+        ((("organizationName", "kafka-eos dev"),), (("commonName", "kafka-eos dev CA"),))], "the CA, and only it"
+    assert context.check_hostname and set(tmp_path.iterdir()) == before, "no file written"
+
+
+def _jks(path):
+    path.write_bytes(b"\xfe\xed\xfe\xed" + b"\0" * 32)
+    return str(path)
+
+
+@pytest.mark.parametrize("change, key, fix", [
+    (lambda c, d: {"ssl.truststore.location": _jks(d / "t.jks")}, "ssl.truststore.location",
+     "-srcstoretype JKS -destkeystore {d}/t.p12 -deststoretype PKCS12, then set ssl.truststore.location={d}/t.p12"),
+    (lambda c, d: {"ssl.truststore.password": "Not-The-Trust-Pw"}, "ssl.truststore.location",
+     "set the truststore's password in ssl.truststore.password"),
+    (lambda c, d: {"ssl.truststore.location": str(d / "missing.p12")}, "ssl.truststore.location",
+     "point it at the PKCS12 or PEM truststore"),
+    (lambda c, d: {"ssl.truststore.location": str(d / "empty.pem"), "ssl.truststore.password": None},
+     "ssl.truststore.location", "import the CA's certificate: keytool -importcert"),
+    (lambda c, d: {"ssl.ca.location": "/etc/ca.pem"}, "ssl.truststore.location",
+     "keep one: the truststore, or ssl.ca.location"),
+    (lambda c, d: {"ssl.ca.pem": "-----BEGIN CERTIFICATE-----"}, "ssl.truststore.location",
+     "keep one: the truststore, or ssl.ca.pem"),
+])
+@pytest.mark.parametrize("control_plane", [True, False])
+def test_an_unusable_truststore_is_refused_by_the_one_rule(truststore, tmp_path, change, key, fix, control_plane):
+    from kafka_eos.txn.client_settings import check_client_settings
+    (tmp_path / "empty.pem").write_text("-----BEGIN NOTHING-----\n-----END NOTHING-----\n")
+    conf = {k: v for k, v in {**truststore, **change(truststore, tmp_path)}.items() if v is not None}
+    with pytest.raises(ClientSettingsError) as refused:
+        check_client_settings(conf, control_plane)
+    assert refused.value.key == key and fix.format(d=tmp_path) in refused.value.fix
+    assert f"client setting {key}=" in str(refused.value) and fix.format(d=tmp_path) in str(refused.value)
+    assert TRUST_PW not in str(refused.value) and "Not-The-Trust-Pw" not in str(refused.value)
