@@ -272,5 +272,8 @@ class KafkaOffsets:
         """The partitions of ``asked`` the cluster's metadata does not have: UNKNOWN_TOPIC_OR_PART,
         not retried (a no-leader answer for existing ones is LEADER_NOT_AVAILABLE, retried)."""
         topics = self._admin.list_topics(timeout=seconds).topics
-        return {(t, p) for t, p in asked if t not in topics or p not in topics[t].partitions
-                or (topics[t].error is not None and topics[t].error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)}
+
+        def unknown(topic: str) -> bool:
+            error = topics[topic].error if topic in topics else None
+            return topic not in topics or (error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)
+        return {(t, p) for t, p in asked if unknown(t) or p not in topics[t].partitions}
