@@ -40,7 +40,6 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-offsets", type=int, default=50_000)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--trigger-seconds", type=float, default=5)
-    p.add_argument("--warmup", type=int, default=20_000)
     p.add_argument("--bootstrap", default="")
     p.add_argument("--broker-pids", default="", help="comma-separated pids of the broker (CPU counted)")
     p.add_argument("--out", default="", help="write every run as JSON here")
@@ -83,8 +82,8 @@ def measure(a: argparse.Namespace, bootstrap: str, brokers: tuple[int, ...]) -> 
     if a.writer:
         from bench.writer_gap import measure_writer
         return measure_writer(a, bootstrap, brokers)
-    inp = prepare_input(bootstrap, a.records, a.size, a.max_offsets, warmup=a.warmup, broker_pids=brokers,
-                        partitions=a.partitions)
+    # the warm-up topic holds min(WARMUP_RECORDS, records): what spark_run's warm-up query waits for
+    inp = prepare_input(bootstrap, a.records, a.size, a.max_offsets, broker_pids=brokers, partitions=a.partitions)
     runs = []
     for r in range(a.rounds):
         for mode in MODES:
