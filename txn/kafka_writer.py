@@ -4,7 +4,8 @@ Steps for task attempt a of (batch N, sink partition k):
   1. nothing to write          -> no producer, no transaction, empty handle;
   2. guard: if a decision newer than the one this batch was planned after is in the sink log,
      batch N is decided without us: write nothing (``StaleAttemptError``);
-  3. init_transactions on id(k, N, a) -> fences older users of that id and aborts their txn;
+  3. init_transactions on id(k, N, a) -> fences older users of that id and aborts their txn
+     (at-least-once: no transaction; ``producer_stats.await_producer_id`` instead);
      attempts of one task have distinct ids (``TransactionalIdFactory``), so they never fence
      each other; the driver commits the handle of the attempt that finished first;
   4. begin, produce every row; ``_precommit``: ``_flush`` until the leaders acknowledged every
@@ -50,7 +51,8 @@ from kafka_eos import KafkaEosError
 from kafka_eos.txn.flush import (FAILED_TXN_STATES, TransactionFailed, abort_own, client_wait_s,
                                  delivery_failure, flush_checked, txn_state)
 from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.producer_stats import STATS_INTERVAL_MS, LatestStats, records_per_partition
+from kafka_eos.txn.producer_stats import (STATS_INTERVAL_MS, LatestStats, await_producer_id, next_stats,
+                                          records_per_partition)
 from kafka_eos.txn.sink_config import SinkConfig
 
 log = logging.getLogger(__name__)
@@ -131,7 +133,7 @@ class KafkaWriter:
             raise self._failed(reason)
 
     # -- steps 2-4 -----------------------------------------------------------------------
-    def _open(self) -> Producer:
+    def _open(self, topic: str | None) -> Producer:
         settings = self.config.producer_settings(self.transactional_id)
         # Only failed deliveries are reported (per-record callbacks cost a quarter of the
         # write time); per-partition counts come from the statistics at pre-commit.
@@ -143,13 +145,15 @@ class KafkaWriter:
         if self.config.exactly_once:
             producer.init_transactions(self._client_wait_s)
             producer.begin_transaction()
+        else:  # without this, librdkafka's 500 ms PID timer holds every record back (producer_stats)
+            await_producer_id(producer, self._stats, topic)
         return producer
 
     def _produce_batch(self, batch: pa.RecordBatch) -> None:
-        if self._producer is None:
-            self._producer = self._open()
-        produce, poll = self._producer.produce, self._producer.poll
         topics, keys, values, partitions, headers = self._columns(batch)
+        if self._producer is None:
+            self._producer = self._open(topics[0])
+        produce, poll = self._producer.produce, self._producer.poll
         for row in range(batch.num_rows):
             topic = topics[row]
             if topic is None:
@@ -230,10 +234,8 @@ class KafkaWriter:
 
     def _next_stats(self, producer: Producer) -> dict:
         """The first librdkafka statistics emitted after the flush (within ``STATS_WAIT_S``), parsed."""
-        seen, deadline = self._stats.count, time.monotonic() + STATS_WAIT_S
-        while self._stats.count == seen and time.monotonic() < deadline:
-            producer.poll(0.005)
-        return json.loads(self._stats.latest) if self._stats.count else {}
+        latest = next_stats(producer, self._stats, STATS_WAIT_S)
+        return json.loads(latest) if latest else {}
 
     def _handle(self, stats: dict, precommit_ms: float) -> TxnHandle:
         """The handle: records per partition; with transactions, the producer id and epoch of the

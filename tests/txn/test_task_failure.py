@@ -150,8 +150,14 @@ def test_input_rows_raising_abort_the_open_transaction_first(tmp_path, producers
 
 def test_a_bad_column_aborts_the_opened_transaction(tmp_path, producers):
     with pytest.raises(KafkaWriteError, match="'value' column"):
-        writer_of(tmp_path, 0, 0).write([pa.record_batch({"v": [1]})])
+        writer_of(tmp_path, 0, 0).write([_rows(b"a"), pa.record_batch({"v": [1]})])
     assert _aborted(producers[0])
+
+
+def test_a_bad_first_batch_opens_no_producer(tmp_path, producers):
+    with pytest.raises(KafkaWriteError, match="'value' column"):
+        writer_of(tmp_path, 0, 0).write([pa.record_batch({"v": [1]})])
+    assert producers == []                       # the columns are read before the producer opens
 
 
 def test_a_successful_write_is_not_aborted(tmp_path, producers):
