@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 import fastavro
+import pytest
 import yaml
 
 from integration_tests.kafka_tools import create_topic, produce, read_all, unique
@@ -121,6 +122,19 @@ def account(bootstrap: str, sent: list[tuple[str, int]], sink: str, late: str) -
     return late_per_window
 
 
+def iso(ms: int) -> bytes:
+    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(ms // 1000))}.{ms % 1000 * 1000:06d}Z".encode()
+
+
+def assert_late_headers(bootstrap: str, source: str, late: str) -> None:
+    """Every late record names its source topic and partition, its event time, and a watermark past it."""
+    for record in read_all(bootstrap, late):
+        headers = dict(record.headers())
+        assert headers["kafka-eos.source.topic"] == source.encode()
+        assert headers["kafka-eos.source.partition"] == str(PAGES[record.key().decode()]).encode()
+        assert headers["kafka-eos.event-time"] == iso(clicked_at(record.value())) < headers["kafka-eos.watermark"]
+
+
 def test_late_topic_gets_exactly_the_records_missing_from_the_windows(bootstrap, tmp_path):
     source, sink, late = topics(bootstrap)
     sent = seed(bootstrap, source, minutes=6)
@@ -132,6 +146,7 @@ def test_late_topic_gets_exactly_the_records_missing_from_the_windows(bootstrap,
     lines = progress_lines(run, "late-clicks")
     reported = sum(int(n) for l in lines for n in re.findall(r", (\d+) late,", l))
     assert reported == sum(late_per_window.values()) > 0, lines
+    assert_late_headers(bootstrap, source, late)
     print(f"late: {sum(late_per_window.values())} of {len(sent)} records, batches: {len(lines)}")
 
     again = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path / "cp")     # nothing new: nothing twice
@@ -139,6 +154,7 @@ def test_late_topic_gets_exactly_the_records_missing_from_the_windows(bootstrap,
     assert account(bootstrap, sent, sink, late) == late_per_window
 
 
+@pytest.mark.chaos  # `make chaos`: make test keeps the late-topic run, whose late records' headers it checks too
 def test_late_record_headers_name_source_event_time_and_watermark(bootstrap, tmp_path):
     source, sink, late = topics(bootstrap)
     sent = seed(bootstrap, source, minutes=4)
@@ -161,6 +177,7 @@ def test_late_record_headers_name_source_event_time_and_watermark(bootstrap, tmp
     account(bootstrap, sent, sink, late)
 
 
+@pytest.mark.chaos  # `make chaos`: the longer cases (make test keeps the late-topic run)
 def test_driver_kills_keep_both_topics_exactly_once(bootstrap, tmp_path):
     source, sink, late = topics(bootstrap)
     sent = seed(bootstrap, source, minutes=6)
@@ -206,6 +223,7 @@ def late_clicks(bootstrap: str, topic: str) -> list[tuple[str, int]]:
     return old
 
 
+@pytest.mark.chaos  # `make chaos`: the longer cases (make test keeps the late-topic run)
 def test_sliding_and_session_windows_account_for_every_record(bootstrap, tmp_path):
     """Sliding windows (2 minutes every minute) and sessions (1-minute gap) over the same bursts, in one
     query each: every closed window or session has its records counted or in the late topic."""

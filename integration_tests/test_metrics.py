@@ -7,6 +7,7 @@ import socket
 import time
 import urllib.request
 
+import pytest
 import yaml
 
 from kafka_eos.connectors.demo_data import create_topics, produce_orders, read_committed
@@ -40,6 +41,7 @@ def scrape_once_read(run: Run, port: int, records: int) -> dict[str, float]:
     return scrape(port)
 
 
+@pytest.mark.chaos  # `make chaos`: make test keeps the spark-submit run scraped over its port
 def test_scrape_during_a_run_counts_what_was_written(bootstrap, tmp_path, pipeline):
     path, source, sink = pipeline
     create_topics(bootstrap, {source: 2, sink: 2})

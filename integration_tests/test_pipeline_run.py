@@ -83,6 +83,8 @@ def expected_views(minute: int, page_index: int) -> int:
     return 1 + (minute * 7 + page_index * 3) % 5
 
 
+@pytest.mark.chaos  # `make chaos`: make test keeps windows and the late topic (test_late_records) and Avro
+# by schema id (test_registry_pipeline)
 def test_avro_example_emits_each_closed_window_exactly_once(bootstrap, tmp_path):
     create_topics(bootstrap, {"clicks": 2, "page-views": 2, "clicks-late": 1})
     run_id = unique("avro")
@@ -133,6 +135,7 @@ def fail_pipeline(tmp_path: Path) -> tuple[Path, str, str]:
     return path, *topics
 
 
+@pytest.mark.chaos  # `make chaos`: three runs; make test keeps the DLQ policy (the JSON example)
 def test_fail_policy_stops_at_the_bad_record_and_commits_nothing_of_its_batch(bootstrap, tmp_path, fail_pipeline):
     path, source, sink = fail_pipeline
     create_topics(bootstrap, {source: 1, sink: 1})

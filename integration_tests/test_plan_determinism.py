@@ -71,6 +71,7 @@ def test_yaml_builder_refuses_rand_naming_it_and_passes_a_plain_transform(spark,
     builder.check_replayable(builder.build_frame(spark, plain), plain)   # decode/encode add nothing refused
 
 
+@pytest.mark.chaos  # `make chaos`: make test keeps the builder's refusal (no run)
 def test_run_refuses_rand_then_runs_exactly_once_with_the_opt_out(bootstrap, tmp_path):
     source, sink = _seed(bootstrap), create_topic(bootstrap, unique("det-out"), 2)
     sql = "SELECT key, concat('out-', value) AS value, rand() AS sample FROM source"

@@ -132,6 +132,7 @@ def test_retire_commits_the_decided_batch_and_leaves_nothing_open(spark, bootstr
     assert "retired" in str(rerun.exception()), rerun.exception()
 
 
+@pytest.mark.chaos  # `make chaos`: checkpoints of the legacy id scheme; make test keeps the owner scheme
 def test_a_checkpoint_with_legacy_ids_resumes_exactly_once(spark, bootstrap, tmp_path):
     """The first run writes with the legacy ids (`<prefix>-<p>-<slot>`, as builds before owners did)
     and is killed with batch 1 pre-committed but undecided; its sink log then looks like an older

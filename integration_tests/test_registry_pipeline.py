@@ -70,6 +70,7 @@ def dlq_pipeline(tmp_path):
     return path, topics
 
 
+@pytest.mark.chaos  # `make chaos`: make test keeps the DLQ of the JSON example (test_pipeline_run)
 def test_an_unknown_schema_id_goes_to_the_dlq_with_the_reason(bootstrap, schema_registry, tmp_path, dlq_pipeline):
     path, topics = dlq_pipeline
     create_topics(bootstrap, {topics["source"]: 2, topics["sink"]: 2, topics["dlq"]: 1})

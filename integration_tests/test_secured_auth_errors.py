@@ -15,7 +15,7 @@ __all__ = ["secured_broker"]
 WRONG = "Wrong-Pw-9f2e"
 
 
-@pytest.mark.parametrize("user", ["etl", "nobody"])
+@pytest.mark.parametrize("user", ["etl", pytest.param("nobody", marks=pytest.mark.chaos)])  # `make chaos`: the unknown user
 def test_a_refused_login_is_named_in_validate_status_and_run(secured_broker, tmp_path, user):
     path, _ = secured_pipeline(secured_broker, tmp_path)
     env = {"KAFKA_USERNAME": user, "KAFKA_PASSWORD": WRONG}

@@ -29,7 +29,8 @@ def run(cluster, args, log, timeout: float = 400) -> None:
     assert rc == 0, f"job failed ({rc}):\n{tail(log)}"
 
 
-@pytest.mark.parametrize("point", ["after_decision"])
+@pytest.mark.parametrize("point", [pytest.param("after_decision", marks=pytest.mark.chaos)])  # `make chaos`: make
+# test keeps the crash matrix (test_sink_crash_matrix) and secured runs (test_secured_secrets, test_secured_oauth)
 def test_driver_killed_after_the_decision_recovers_exactly_once_over_sasl_ssl(point, secured_broker, names, tmp_path):
     args = ["--input", names["input"], "--output", names["output"], "--checkpoint", str(tmp_path / "checkpoint"),
             "--prefix", names["prefix"], "--max-offsets", "1000"]

@@ -77,6 +77,7 @@ def transactional_ids(cluster, prefix: str) -> dict[str, str]:
             if t.transactional_id.startswith(prefix)}
 
 
+@pytest.mark.chaos  # `make chaos`: make test keeps the refusals (validate, no run) and secured runs elsewhere
 def test_a_pkcs12_keystore_and_truststore_from_keytool_run_exactly_once(secured_broker, tmp_path):
     path, names = secured_pipeline(secured_broker, tmp_path)
     keystore = keytool_keystore(tmp_path, "PKCS12")

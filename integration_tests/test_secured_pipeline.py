@@ -17,6 +17,7 @@ __all__ = ["secured_broker"]
 ORDERS = 3000
 
 
+@pytest.mark.chaos  # `make chaos`: make test counts a SASL_SSL run exactly once in test_secured_secrets
 def test_orders_json_over_sasl_ssl_is_exactly_once(secured_broker, tmp_path):
     path, names = secured_pipeline(secured_broker, tmp_path)
     seed_orders(secured_broker, names["input"], "sec", ORDERS)

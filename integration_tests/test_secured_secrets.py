@@ -3,13 +3,15 @@ Spark's event log (its environment and conf dump, query plans), ``kafka-eos desc
 spark-submit command line of the child process, or any file under the checkpoint directory."""
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 from pathlib import Path
 
+from integration_tests.kafka_tools import assert_exactly_once
 from integration_tests.pipeline_cli import kafka_eos, small_spark_conf
-from integration_tests.secured import (ETL_PASSWORD, run_secured, secured_broker, secured_pipeline,
-                                       seed_orders)
+from integration_tests.secured import (ETL_PASSWORD, check_exactly_once_as_admin, run_secured, secured_broker,
+                                       secured_pipeline, seed_orders)
 
 __all__ = ["secured_broker"]
 
@@ -50,6 +52,9 @@ def test_the_password_appears_in_no_output_log_command_line_or_checkpoint_file(s
     finally:
         command_lines = watcher.stop()
     assert run.code == 0, run.log()
+    assert_exactly_once(check_exactly_once_as_admin(secured_broker, names["output"],  # make test's SASL_SSL count
+                                                    expected={f"leak-{i}" for i in range(500)},
+                                                    id_of=lambda m: json.loads(m.value())["order_id"]))
     assert any("spark-submit" in line or "SparkSubmit" in line for line in command_lines), "the child was seen"
 
     env = {"KAFKA_USERNAME": "etl", "KAFKA_PASSWORD": ETL_PASSWORD}
