@@ -39,6 +39,16 @@ def secured_broker() -> Iterator[LocalKafkaCluster]:
         yield cluster
 
 
+@pytest.fixture(scope="module")
+def mtls_broker() -> Iterator[LocalKafkaCluster]:
+    """A secured broker of its own whose listener requires a client certificate signed by its CA
+    (``ssl.client.auth=required``); its harness clients present the generated ``client.p12``."""
+    settings = ClusterSettings(security="sasl_ssl", client_auth="required",
+                               passwords=(("admin", ADMIN_PASSWORD), ("etl", ETL_PASSWORD)))
+    with LocalKafkaCluster(settings) as cluster:
+        yield cluster
+
+
 def create_topics(cluster: LocalKafkaCluster, partitions: dict[str, int]) -> None:
     admin = AdminClient({**cluster.admin_conf(), "log_level": 3})
     futures = admin.create_topics([NewTopic(t, n, replication_factor=-1) for t, n in partitions.items()])

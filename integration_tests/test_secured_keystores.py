@@ -1,26 +1,31 @@
 """Client keystores and truststores on the SASL_SSL cluster: a PKCS12 keystore and a PKCS12
 truststore (what a Spark ``kafka`` source user has, made with ``keytool``; no ``ssl.ca.location``)
-run exactly once; a JKS keystore or truststore and every other setting the run could not use fail
-``validate`` (exit 1, the key and the fix named) and are refused by ``run`` before any transaction
-is opened."""
+run exactly once against a broker that requires client certificates (mutual TLS: the same settings
+without the keystore are refused in the TLS handshake); a JKS keystore or truststore and every
+other setting the run could not use fail ``validate`` (exit 1, the key and the fix named) and are
+refused by ``run`` before any transaction is opened."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
 import yaml
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 
 from integration_tests.kafka_tools import assert_exactly_once
 from integration_tests.pipeline_cli import kafka_eos, progress_lines
-from integration_tests.secured import (ETL_PASSWORD, check_exactly_once_as_admin, secured_broker, secured_pipeline,
-                                       seed_orders)
+from integration_tests.secured import (ETL_PASSWORD, check_exactly_once_as_admin, mtls_broker, secured_broker,
+                                       secured_pipeline, seed_orders)
 from kafka_eos.txn.acl_checks import PROBE_SUFFIX
 from kafka_eos.txn.control_plane import control_plane
 
-__all__ = ["secured_broker"]
+__all__ = ["mtls_broker", "secured_broker"]
 KEYSTORE_PASSWORD = "keystore-Pw-5c1"
 TRUSTSTORE_PASSWORD = "truststore-Pw-8d4"
 ORDERS = 2000
@@ -34,6 +39,45 @@ def keytool_keystore(directory: Path, store_type: str) -> Path:
                     "-keystore", str(path), "-storepass:env", "KS_PASSWORD", "-keypass:env", "KS_PASSWORD"],
                    env={**os.environ, "KS_PASSWORD": KEYSTORE_PASSWORD}, check=True, capture_output=True)
     return path
+
+
+def keytool_signed_keystore(cluster, directory: Path) -> Path:
+    """A keytool PKCS12 keystore whose certificate the cluster's CA signed, as a Java client's is made:
+    -genkeypair, -certreq, the CA's -gencert (clientAuth), then the CA and the reply imported."""
+    path = keytool_keystore(directory, "PKCS12")
+    csr, reply = directory / "client.csr", directory / "client.crt"
+    env = {**os.environ, "KS_PASSWORD": KEYSTORE_PASSWORD, "CA_PASSWORD": cluster.security.tls.keystore_password}
+    store = ["-keystore", str(path), "-storepass:env", "KS_PASSWORD"]
+    for args in (["-certreq", "-alias", "etl", "-file", str(csr), *store],
+                 ["-gencert", "-keystore", str(cluster.security.tls.ca_keystore), "-storetype", "PKCS12",
+                  "-alias", "ca", "-storepass:env", "CA_PASSWORD", "-infile", str(csr), "-outfile", str(reply),
+                  "-validity", "2", "-ext", "EKU=clientAuth", "-rfc"],
+                 ["-importcert", "-noprompt", "-alias", "kafka-ca", "-file", str(cluster.security.tls.ca_file),
+                  *store],
+                 ["-importcert", "-alias", "etl", "-file", str(reply), *store],
+                 ["-delete", "-alias", "kafka-ca", *store]):  # the reply's chain holds the CA; no trusted entry
+        subprocess.run(["keytool", *args], env=env, check=True, capture_output=True)
+    return path
+
+
+def tls_refusals(conf: dict[str, str]) -> list[str]:
+    """librdkafka's log lines of an AdminClient with ``conf`` whose metadata request fails."""
+    lines: list[str] = []
+    logger = logging.getLogger(f"mtls-probe-{uuid.uuid4().hex}")
+    logger.propagate = False
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    admin = AdminClient({**conf, "logger": logger, "log_level": 3})
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=10)
+    admin.poll(1)  # serves the queued log lines
+    return lines
+
+
+def handshake_failures(cluster) -> int:
+    """How many connections the broker refused in the TLS handshake so far (its log)."""
+    return cluster.nodes[0].log.read_text(errors="replace").count("(SSL handshake failed)")
 
 
 def keytool_truststore(cluster, directory: Path, store_type: str) -> Path:
@@ -78,22 +122,37 @@ def transactional_ids(cluster, prefix: str) -> dict[str, str]:
 
 
 @pytest.mark.chaos  # `make chaos`: make test keeps the refusals (validate, no run) and secured runs elsewhere
-def test_a_pkcs12_keystore_and_truststore_from_keytool_run_exactly_once(secured_broker, tmp_path):
-    path, names = secured_pipeline(secured_broker, tmp_path)
-    keystore = keytool_keystore(tmp_path, "PKCS12")
-    with_properties(path, {"ssl.keystore.location": str(keystore), "ssl.keystore.password": "${KEYSTORE_PASSWORD}",
-                           **java_trust(secured_broker, tmp_path, "PKCS12")})
+def test_a_pkcs12_keystore_and_truststore_from_keytool_run_exactly_once(mtls_broker, tmp_path):
+    path, names = secured_pipeline(mtls_broker, tmp_path)
+    with_properties(path, java_trust(mtls_broker, tmp_path, "PKCS12"))
     assert "ssl.ca.location" not in path.read_text(), "the brokers' CA is trusted through the truststore only"
-    seed_orders(secured_broker, names["input"], "p12", ORDERS)
-    validate = cli(secured_broker, "validate", path, tmp_path)
+    seed_orders(mtls_broker, names["input"], "p12", ORDERS)
+    # the broker requires a client certificate signed by its CA: the same settings without a keystore, or
+    # with a self-signed one, fail the TLS handshake (the broker logs it), and validate cannot reach Kafka
+    without_keystore = {k: v for k, v in mtls_broker.client_conf("etl").items() if not k.startswith("ssl.keystore")}
+    (tmp_path / "self-signed").mkdir()
+    self_signed = {"ssl.keystore.location": str(keytool_keystore(tmp_path / "self-signed", "PKCS12")),
+                   "ssl.keystore.password": KEYSTORE_PASSWORD}
+    for conf in (without_keystore, {**without_keystore, **self_signed}):
+        before = handshake_failures(mtls_broker)
+        refusals = tls_refusals(conf)
+        assert any("SSL" in line and "alert" in line for line in refusals), refusals
+        assert handshake_failures(mtls_broker) > before, mtls_broker.log_tail()
+    before = handshake_failures(mtls_broker)
+    refused = cli(mtls_broker, "validate", path, tmp_path)
+    assert refused.code == 2 and "cannot reach Kafka" in refused.stderr, refused.log()
+    assert handshake_failures(mtls_broker) > before, "validate was refused in the TLS handshake"
+    keystore = keytool_signed_keystore(mtls_broker, tmp_path)
+    with_properties(path, {"ssl.keystore.location": str(keystore), "ssl.keystore.password": "${KEYSTORE_PASSWORD}"})
+    validate = cli(mtls_broker, "validate", path, tmp_path)
     assert validate.code == 0, validate.log()
-    run = cli(secured_broker, "run", path, tmp_path, "--once")
+    run = cli(mtls_broker, "run", path, tmp_path, "--once")
     assert run.code == 0, run.log()
     assert progress_lines(run, "orders-json"), run.stdout
-    assert_exactly_once(check_exactly_once_as_admin(secured_broker, names["output"],
+    assert_exactly_once(check_exactly_once_as_admin(mtls_broker, names["output"],
                                                     expected={f"p12-{i}" for i in range(ORDERS)},
                                                     id_of=lambda m: json.loads(m.value())["order_id"]))
-    output = validate.stdout + validate.stderr + run.stdout + run.stderr
+    output = refused.stdout + refused.stderr + validate.stdout + validate.stderr + run.stdout + run.stderr
     assert KEYSTORE_PASSWORD not in output and ETL_PASSWORD not in output and TRUSTSTORE_PASSWORD not in output
 
 

@@ -15,6 +15,7 @@ Invariants:
   transaction.version=N``: 0 = transactions v1 only, 2 = KIP-890 v2); None keeps the version's default.
 - ``security="sasl_ssl"``: clients and brokers use a SASL_SSL (SCRAM-SHA-512) listener with ACLs
   enforced (``kafka_eos.connectors.dev.security``); its users exist from storage format on.
+  ``client_auth="required"`` (sasl_ssl only) makes that listener require client certificates.
 """
 from __future__ import annotations
 
@@ -62,10 +63,14 @@ class ClusterSettings:
     transaction_version: int | None = None  # the transaction.version feature (4.0+); None: the default
     passwords: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # sasl_ssl users; else env or generated
     jvm_properties: tuple[tuple[str, str], ...] = ()  # -Dkey=value of each node's JVM (e.g. security.oauth_jvm)
+    client_auth: str = "none"  # sasl_ssl: "required" = ssl.client.auth=required (client certificates)
 
     def __post_init__(self) -> None:
         if self.security not in SECURITY_MODES:
             raise BrokerEnvironmentError(f"security={self.security!r}: use one of {', '.join(SECURITY_MODES)}")
+        if self.client_auth != "none" and self.security != "sasl_ssl":
+            raise BrokerEnvironmentError(f"client_auth={self.client_auth!r} needs security='sasl_ssl' (a "
+                                         f"{self.security} listener has no TLS): set both")
         if self.transaction_version is not None and self.major() < 4:
             raise BrokerEnvironmentError(
                 f"transaction_version={self.transaction_version} needs a Kafka 4.0+ broker; Kafka "
@@ -132,7 +137,8 @@ class LocalKafkaCluster:
         if self.settings.security == "sasl_ssl":
             from kafka_eos.connectors.dev.security import ClusterSecurity  # needs cryptography
             self.workdir.chmod(0o700)
-            self.security = ClusterSecurity.create(self.workdir / "security", self.settings.passwords)
+            self.security = ClusterSecurity.create(self.workdir / "security", self.settings.passwords,
+                                                   self.settings.client_auth)
 
     @property
     def bootstrap(self) -> str:

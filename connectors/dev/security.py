@@ -15,6 +15,12 @@ Invariants:
   ``exp``, issuer and audience of ``connectors/dev/oauth_server``); the token's ``sub`` is the
   principal, so ACLs are the SCRAM user's of that name. With ``reauth_ms`` the broker closes an
   OAuth session at its token's expiry unless the client re-authenticates (KIP-368).
+- ``client_auth="required"`` (default ``"none"``): the listener asks every client, brokers included,
+  for a certificate signed by the cluster's CA (``listener.name.sasl_ssl.ssl.client.auth=required``:
+  a SASL_SSL listener ignores the unprefixed ``ssl.client.auth``; the CA PEM is its truststore); a
+  client without one fails the TLS handshake, before SASL. The principal stays the SASL user. The
+  dev clients (``client_conf``) then present the generated ``client.p12``, and the CA's keystore
+  (``tls.ca_keystore``) is kept so a client's own certificate request can be signed.
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ MECHANISM = "SCRAM-SHA-512"
 LISTENER = "SASL_SSL"
 OAUTH_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 OAUTH_ALLOWED_URLS = "org.apache.kafka.sasl.oauthbearer.allowed.urls"  # Kafka 4: JVM property, URLs it may fetch
+CLIENT_AUTH_MODES = ("none", "required")  # the listener's ssl.client.auth
 
 
 def oauth_listener(jwks_url: str, reauth_ms: int = 0) -> tuple[tuple[str, str], ...]:
@@ -72,21 +79,30 @@ class ClusterSecurity:
     directory: Path
     tls: TlsFiles
     users: tuple[tuple[str, Secret], ...]
+    client_auth: str = "none"
 
     @classmethod
-    def create(cls, directory: Path, passwords: tuple[tuple[str, str], ...] = ()) -> "ClusterSecurity":
+    def create(cls, directory: Path, passwords: tuple[tuple[str, str], ...] = (),
+               client_auth: str = "none") -> "ClusterSecurity":
+        if client_auth not in CLIENT_AUTH_MODES:
+            raise ValueError(f"client_auth={client_auth!r}: use one of {', '.join(CLIENT_AUTH_MODES)}")
         given = dict(passwords)
         users = tuple((u, Secret(given[u]) if u in given else password_for(u)) for u in (ADMIN, ETL))
-        tls = generate(directory / "tls", secrets.token_urlsafe(24))
-        return cls(directory, tls, users)
+        tls = generate(directory / "tls", secrets.token_urlsafe(24), signing=client_auth == "required")
+        return cls(directory, tls, users, client_auth)
 
     def password(self, user: str) -> Secret:
         return dict(self.users)[user]
 
     def client_conf(self, user: str = ETL) -> dict[str, str]:
-        """librdkafka settings (no bootstrap) of a client logging in as ``user``."""
-        return {"security.protocol": "SASL_SSL", "sasl.mechanism": MECHANISM, "sasl.username": user,
+        """librdkafka settings (no bootstrap) of a client logging in as ``user``; with client
+        certificates required, the generated client keystore too."""
+        conf = {"security.protocol": "SASL_SSL", "sasl.mechanism": MECHANISM, "sasl.username": user,
                 "sasl.password": self.password(user).reveal(), "ssl.ca.location": str(self.tls.ca_file)}
+        if self.client_auth == "required":
+            conf.update({"ssl.keystore.location": str(self.tls.client_keystore),
+                         "ssl.keystore.password": self.tls.keystore_password})
+        return conf
 
     def client_file(self, user: str) -> Path:
         """Owner-only (0600) properties file with ``user``'s client settings, password included."""
@@ -99,7 +115,8 @@ class ClusterSecurity:
             write_private(self.client_file(user), "".join(f"{k}={v}\n" for k, v in conf.items()).encode())
 
     def redacted_conf(self, user: str = ETL) -> dict[str, str]:
-        return {**self.client_conf(user), "sasl.password": "***"}
+        conf = {**self.client_conf(user), "sasl.password": "***"}
+        return {**conf, "ssl.keystore.password": "***"} if "ssl.keystore.password" in conf else conf
 
     def scram_arguments(self) -> list[str]:
         """``kafka-storage format`` arguments that create every user's SCRAM credential."""
@@ -129,7 +146,9 @@ class ClusterSecurity:
             "ssl.truststore.type": "PEM",
             "ssl.truststore.location": self.tls.ca_file,
             "ssl.endpoint.identification.algorithm": "https",
-            "ssl.client.auth": "none",
+            "ssl.client.auth": self.client_auth,
+            # KIP-684: a SASL_SSL listener ignores the broker-wide setting; only the listener's own applies
+            f"listener.name.{LISTENER.lower()}.ssl.client.auth": self.client_auth,
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "allow.everyone.if.no.acl.found": "false",
             "super.users": f"User:{ADMIN};User:ANONYMOUS",

@@ -6,6 +6,12 @@ Invariants:
   so clients keep hostname verification on (librdkafka's ``ssl.endpoint.identification.algorithm=https``).
 - The broker key and certificate go into a password-protected PKCS12 keystore; every file is
   written readable by its owner only (0600).
+- A client keystore (``client.p12``, same password) holds a client certificate signed by the CA
+  (``clientAuth``), what the dev tooling's own clients present to a broker that requires client
+  certificates (``ssl.client.auth=required``).
+- With ``signing=True`` the CA's key and certificate are kept in ``ca.p12`` (same password) so a
+  client's certificate request can be signed (``keytool -gencert -keystore ca.p12 -alias ca``);
+  without it the CA key lives only in memory while the files are made.
 """
 from __future__ import annotations
 
@@ -29,6 +35,8 @@ class TlsFiles:
     ca_file: Path
     keystore: Path
     keystore_password: str
+    client_keystore: Path | None = None  # client.p12: a client certificate signed by the CA
+    ca_keystore: Path | None = None      # ca.p12: the CA's key, for signing client certificates
 
 
 def write_private(path: Path, data: bytes) -> None:
@@ -79,12 +87,29 @@ def _broker_cert(ca_key, ca_cert: x509.Certificate) -> tuple[ec.EllipticCurvePri
     return key, cert
 
 
-def generate(directory: Path, keystore_password: str) -> TlsFiles:
-    """A CA (``ca.pem``) and a broker keystore (``broker.p12``) signed by it, in ``directory``."""
+def _client_cert(ca_key, ca_cert: x509.Certificate) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (_builder("kafka-eos dev client", "kafka-eos dev CA", key.public_key())
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    return key, cert
+
+
+def generate(directory: Path, keystore_password: str, signing: bool = False) -> TlsFiles:
+    """A CA (``ca.pem``), a broker keystore (``broker.p12``) and a client keystore (``client.p12``)
+    signed by it, in ``directory``; with ``signing`` also the CA's own keystore (``ca.p12``)."""
     ca_key, ca_cert = _ca()
-    key, cert = _broker_cert(ca_key, ca_cert)
-    ca_file, keystore = directory / "ca.pem", directory / "broker.p12"
+    ca_file = directory / "ca.pem"
     write_private(ca_file, ca_cert.public_bytes(serialization.Encoding.PEM))
     encryption = serialization.BestAvailableEncryption(keystore_password.encode())
-    write_private(keystore, pkcs12.serialize_key_and_certificates(b"broker", key, cert, [ca_cert], encryption))
-    return TlsFiles(ca_file, keystore, keystore_password)
+    stores = {}
+    for name, (key, cert) in (("broker", _broker_cert(ca_key, ca_cert)), ("client", _client_cert(ca_key, ca_cert))):
+        stores[name] = directory / f"{name}.p12"
+        write_private(stores[name], pkcs12.serialize_key_and_certificates(name.encode(), key, cert, [ca_cert],
+                                                                          encryption))
+    ca_keystore = None
+    if signing:
+        ca_keystore = directory / "ca.p12"
+        write_private(ca_keystore, pkcs12.serialize_key_and_certificates(b"ca", ca_key, ca_cert, None, encryption))
+    return TlsFiles(ca_file, stores["broker"], keystore_password, stores["client"], ca_keystore)
