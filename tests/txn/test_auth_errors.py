@@ -65,3 +65,30 @@ def test_behind_names_a_refused_login_from_the_exception_or_the_callback():
     assert "invalid credentials" in (watch.behind(client, transport) or ""), "served by polling the client"
     watch.reset(object())
     assert watch.last is None
+
+
+NO_CLIENT_CERT = KafkaError(KafkaError._TRANSPORT, "sasl_ssl://b:9093/bootstrap: Receive failed: error:0A000412:SSL "
+                            "routines::ssl/tls alert bad certificate: SSL alert number 42 (after 5ms in state "
+                            "SSL_HANDSHAKE)")
+UNTRUSTED_BROKER = KafkaError(KafkaError._SSL, "sasl_ssl://b:9093/bootstrap: SSL handshake failed: error:0A000086:"
+                              "SSL routines::certificate verify failed: broker certificate could not be verified")
+
+
+def test_a_refused_tls_handshake_is_kept_an_ordinary_transport_failure_is_not():
+    # what librdkafka 2.16 reported against a broker with ssl.client.auth=required (measured): the
+    # client without a certificate gets the broker's alert as _TRANSPORT, an untrusted broker _SSL
+    for error in (NO_CLIENT_CERT, UNTRUSTED_BROKER):
+        watch = AuthWatch()
+        watch(KafkaError(KafkaError._TRANSPORT, "sasl_ssl://b:9093/bootstrap: Connection refused"))
+        assert watch.last is None
+        watch(error)
+        assert watch.last == error.str()
+
+
+def test_a_tls_failure_names_the_side_and_the_settings_that_fix_it():
+    text, fix = failure(CONF, NO_CLIENT_CERT.str())
+    assert text.startswith("the TLS handshake with the brokers failed") and "bad certificate" in text
+    assert "ssl.keystore.location" in fix and "ssl.client.auth=required" in fix
+    text, fix = failure(CONF, UNTRUSTED_BROKER.str())
+    assert "certificate verify failed" in text and "ssl.ca.location" in fix and "ssl.truststore.location" in fix
+    assert "Pw-Never-Shown-7" not in text + fix
