@@ -135,9 +135,10 @@ def check_settings(conf: Mapping[str, Any]) -> None:
 
 def check(conf: Mapping[str, Any]) -> None:
     """Raise ``StoreProblem`` for truststore settings no client can use (none set: fine)."""
-    check_settings(conf)
     if LOCATION in conf:
-        ca_pem(conf)
+        ca_pem(conf)  # checks the settings, then reads the file
+    else:
+        check_settings(conf)
 
 
 def librdkafka_settings(conf: Mapping[str, Any]) -> Mapping[str, Any]:
