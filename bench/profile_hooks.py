@@ -63,8 +63,9 @@ def _timed(stage: str, fn):
 def _patch_source() -> None:
     if "source" in _state().patched:
         return
+    from kafka_eos import client_factory as cf
     from kafka_eos.connectors.source import partition_reader as pr
-    base = pr.Consumer
+    base = cf.Consumer  # every client is built by client_factory
 
     class TimedConsumer(base):
         def __init__(self, *args, **kwargs):
@@ -79,7 +80,10 @@ def _patch_source() -> None:
             finally:
                 _add("source_consume", time.perf_counter() - started)
 
-    pr.Consumer = TimedConsumer
+        def close(self, *args, **kwargs):
+            return _timed("source_close", super().close)(*args, **kwargs)
+
+    cf.Consumer = TimedConsumer
     pr.to_record_batches = _timed("source_arrow", pr.to_record_batches)
     _state().patched.add("source")
 
@@ -87,8 +91,9 @@ def _patch_source() -> None:
 def _patch_sink() -> None:
     if "sink" in _state().patched:
         return
+    from kafka_eos import client_factory as cf
     from kafka_eos.txn import kafka_writer as kw
-    base = kw.Producer
+    base = cf.Producer
 
     class TimedProducer(base):
         def init_transactions(self, *args, **kwargs):
@@ -97,7 +102,7 @@ def _patch_sink() -> None:
         def flush(self, *args, **kwargs):
             return _timed("sink_flush", super().flush)(*args, **kwargs)
 
-    kw.Producer = TimedProducer
+    cf.Producer = TimedProducer
     writer = kw.KafkaWriter
     writer._open = _timed("sink_open", writer._open)
     writer._produce_batch = _timed("sink_produce", writer._produce_batch)
@@ -109,6 +114,7 @@ def _patch_sink() -> None:
 def _emit(directory: str, side: str, records: int, wall: float) -> None:
     context = TaskContext.get()
     line = {"side": side, "pid": os.getpid(), "records": records, "wall_s": round(wall, 6),
+            "t1": round(time.time(), 4), "t0": round(time.time() - wall, 4),
             **{k: round(v, 6) for k, v in _state().clock.items()}}
     if context is not None:
         line.update(batch=int(context.getLocalProperty("streaming.sql.batchId") or -1),
@@ -158,11 +164,25 @@ class ProfiledStreamWriter(KafkaEosStreamWriter):
         return message
 
     def commit(self, messages: list, batchId: int) -> None:
-        started = time.perf_counter()
+        _time_protocol_steps(self._protocol)
+        _state().clock.clear()
+        started, t0 = time.perf_counter(), time.time()
         super().commit(messages, batchId)
-        line = {"side": "commit", "batch": batchId, "commit_s": round(time.perf_counter() - started, 6)}
+        line = {"side": "commit", "batch": batchId, "commit_s": round(time.perf_counter() - started, 6),
+                "t0": round(t0, 4), "t1": round(time.time(), 4), **{k: round(v, 6) for k, v in _state().clock.items()}}
         with open(os.path.join(self.directory, f"{os.getpid()}.jsonl"), "a") as out:
             out.write(json.dumps(line) + "\n")
+
+
+def _time_protocol_steps(protocol) -> None:
+    """Wrap the driver's protocol steps once per protocol object (one per query and process)."""
+    if getattr(protocol, "_bench_timed", False):
+        return
+    for owner, names in ((protocol, ("_decide", "_check_topics", "_end")), (protocol.log, ("append", "prune")),
+                         (protocol.aborter, ("abort_lingering",))):
+        for name in names:
+            setattr(owner, name, _timed(f"commit{name if name.startswith('_') else '_' + name}", getattr(owner, name)))
+    protocol._bench_timed = True
 
 
 class _Counted:
@@ -198,6 +218,11 @@ def register(spark, directory: str) -> None:
 
         def streamWriter(self, schema, overwrite: bool):
             from kafka_eos.connectors.sink.query_start import QueryStart
-            return QueryStart(make_writer=ProfiledStreamWriter).writer(dict(self.options), schema)
+            t0 = time.time()
+            writer = QueryStart(make_writer=ProfiledStreamWriter).writer(dict(self.options), schema)
+            with open(os.path.join(directory, f"{os.getpid()}.jsonl"), "a") as out:
+                out.write(json.dumps({"side": "writer", "module": sys.argv[-1][-40:], "pid": os.getpid(),
+                                      "t0": round(t0, 4), "t1": round(time.time(), 4)}) + "\n")
+            return writer
 
     spark.dataSource.register(ProfiledDataSource)
