@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from kafka_eos.config.late_records import LateSpecError, late_spec
 from kafka_eos.config.model import DataFormat, KafkaCluster, OnDecodeError, PipelineConfig, SchemaRef, TransformSpec
@@ -53,7 +53,8 @@ def clusters(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
 
 def client_settings(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     """The one rule of ``txn.client_settings`` (keystores; on the exactly-once sink's cluster, what
-    the transaction control plane carries), so no setting is refused once the run started."""
+    the transaction control plane carries), so no setting is refused once the run started. It does
+    not read ``ctx``: its result before the live checks is its result after them."""
     found = []
     for path, cluster, control_plane in (("source.kafka", cfg.source.kafka, False),
                                          ("sink.kafka", cfg.sink.kafka, cfg.exactly_once)):
@@ -240,10 +241,13 @@ def metrics(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     return found
 
 
-def check(cfg: PipelineConfig, ctx: Context = Context(), backstops: Sequence[Backstop] = ()) -> list[Violation]:
+def check(cfg: PipelineConfig, ctx: Context = Context(), backstops: Sequence[Backstop] = (),
+          ran: Mapping[Rule, list[Violation]] | None = None) -> list[Violation]:
     """Every violation of ``cfg`` (empty when valid), in rule order, then what ``backstops`` add
-    (each given the rules' violations)."""
-    found = [v for rule in RULES + SAFETY_RULES for v in rule(cfg, ctx)]
+    (each given the rules' violations). ``ran``: rules the caller already ran on ``cfg``, with their
+    violations, reused rather than run again (validate's ``client_settings``, which reads keystores)."""
+    ran = ran or {}
+    found = [v for rule in RULES + SAFETY_RULES for v in (ran[rule] if rule in ran else rule(cfg, ctx))]
     return found + [v for backstop in backstops for v in backstop(cfg, found)]
 
 

@@ -4,7 +4,8 @@ Invariants: every violation of every file is collected before anything is report
 ``exit_code`` turns them into 0 valid / 1 invalid / 2 unreachable. ``backstops`` (see
 ``kafka_eos.config.rules.check``) come from the caller: the connectors' layer passes the check
 that its source and sink accept the file. The live checks do not run while a client setting is
-refused (``rules.client_settings``): a client that cannot be built is not asked.
+refused (``rules.client_settings``): a client that cannot be built is not asked. That rule runs once
+per file (it reads keystores): its result decides and is passed to ``check``.
 """
 from __future__ import annotations
 
@@ -47,10 +48,11 @@ def validate_config(cfg: PipelineConfig, offline: bool, timeout_s: float = 10.0,
                     backstops: Sequence[Backstop] = ()) -> list[Violation]:
     ctx: Context = Context()
     problems: list[Violation] = []
-    if not offline and not client_settings(cfg, ctx):  # a client that cannot be built is not asked
+    refused = client_settings(cfg, ctx)  # run once (it reads keystores): it decides, and check reuses it
+    if not offline and not refused:  # a client that cannot be built is not asked
         from kafka_eos.config.live import live_context
         ctx, problems = live_context(cfg, timeout_s)
-    return [replace(v, file=cfg.origin) for v in problems + check(cfg, ctx, backstops)]
+    return [replace(v, file=cfg.origin) for v in problems + check(cfg, ctx, backstops, ran={client_settings: refused})]
 
 
 def validate_files(paths: Sequence[str | os.PathLike], offline: bool = False, timeout_s: float = 10.0,

@@ -6,8 +6,12 @@ Invariants:
   case. ``is_secret_key``, ``is_secret_env_var``, ``redacted``, ``KEY_VALUE`` (text) and
   ``spark_redaction_conf`` (Spark plans, UI, event logs) are all built from it.
 - Keys are secret, certificates and principal names are not: ``sasl.username`` (ACL errors must
-  name the principal), ``ssl.certificate.pem``, ``ssl.keystore.certificate.chain`` and file
-  locations stay visible (``PUBLIC_KEYS``). Every name in ``KNOWN_SECRET_KEYS`` is secret.
+  name the principal), ``ssl.certificate.pem``, ``ssl.keystore.certificate.chain``, file
+  locations (``PUBLIC_KEYS``) and the OAuth client id, scope, method and token endpoint URL
+  (``PUBLIC_OAUTH_KEYS``) stay visible. Every name in ``KNOWN_SECRET_KEYS`` is secret.
+- A public name may hold a marker (``sasl.oauthbearer.token.endpoint.url``: ``token``): the marker
+  is not matched inside that name (a lookaround built from the public names, valid in Python and
+  Java regexes), and is matched everywhere else (``x.token``, ``kafka.sasl.oauthbearer.config``).
 - A ``Secret``'s repr/str/format is ``***``; only ``reveal()`` returns the value (pickling keeps it,
   so Spark closures carry it to executors).
 """
@@ -32,12 +36,29 @@ PUBLIC_KEYS: tuple[str, ...] = (
     "ssl.certificate.pem", "ssl.keystore.certificate.chain", "ssl.keystore.location", "ssl.key.location",
     "ssl.truststore.location", "ssl.endpoint.identification.algorithm", "client.id", "acks",
 )
+# OAUTHBEARER settings that are not secrets (librdkafka's CONFIGURATION.md, the Java client): ids,
+# URLs, paths, choices. Spark's own ``url`` default (data source options) still hides the URLs in
+# Spark's SQL plans; kafka-eos's rule shows them.
+PUBLIC_OAUTH_KEYS: tuple[str, ...] = (
+    "sasl.oauthbearer.method", "sasl.oauthbearer.client.id", "sasl.oauthbearer.client.credentials.client.id",
+    "sasl.oauthbearer.scope", "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.jwks.endpoint.url",
+    "sasl.oauthbearer.grant.type", "sasl.oauthbearer.assertion.private.key.file", "sasl.oauthbearer.assertion.file",
+)
 # Variable names carry no structure: any marker (``_`` read as ``.``), or the words KEY / AUTH.
 _ENV_EXTRA = ("key", "auth")
 # Spark's own defaults, kept when kafka-eos sets its redaction settings.
 _SPARK_CONF_DEFAULT, _SPARK_OPTIONS_DEFAULT = "access[.]key", "url"
 
-_MARKER = "|".join(re.escape(m) for m in SECRET_MARKERS)
+
+def _marker_pattern(marker: str) -> str:
+    """``marker`` as a regex that does not match inside a public name holding it: before the
+    marker, one ``(?!(?<=prefix)rest)`` per occurrence in a public name."""
+    public = [(key[:at], key[at:]) for key in PUBLIC_KEYS + PUBLIC_OAUTH_KEYS
+              for at in range(len(key)) if key.startswith(marker, at)]
+    return "".join(f"(?!(?<={re.escape(before)}){re.escape(rest)})" for before, rest in public) + re.escape(marker)
+
+
+_MARKER = "|".join(_marker_pattern(m) for m in SECRET_MARKERS)
 SECRET_KEY = re.compile(_MARKER, re.I)
 # ``key=value`` / ``key: value`` / ``"key": "value"`` pairs whose key holds a marker.
 KEY_VALUE = re.compile(r"(?i)((?:" + _MARKER + r")[\w.-]*[\"']?\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;}\])]+)")

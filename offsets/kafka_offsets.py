@@ -9,19 +9,17 @@ Invariants:
   Likewise librdkafka's _NOENT "No leaders found" for partitions the metadata has (leader -1: a
   single broker fenced after a pause, or restarting) is LEADER_NOT_AVAILABLE, retried; for
   partitions it does not have (a deleted topic or partition) it is UNKNOWN_TOPIC_OR_PART, at once.
-  Each retry of every lookup uses a new AdminClient, so it asks the partition's current leader
-  through a broker that answers (librdkafka's client kept asking a dead leader, or a hung broker
-  whose connection stays up, until the lookup's deadline). One request waits at most
-  ``request_s("source.list_offsets")`` (10 s); transient failures (``kafka_clients.is_transient``:
-  timeouts, transport errors, brokers down or hung, leader moves) are retried with backoff within
-  ONE deadline per call (``timeout_s``, source option ``lookupTimeoutMs``, default 120 s);
-  partitions already answered are not asked again. A non-transient error fails at once.
+  Every lookup runs through ``offsets.lookup_retry.LookupRetry``: each retry uses a new
+  AdminClient, so it asks the partition's current leader through a broker that answers
+  (librdkafka's client kept asking a dead leader, or a hung broker whose connection stays up,
+  until the lookup's deadline). One request waits at most ``request_s("source.list_offsets")``
+  (10 s); transient failures (``kafka_clients.is_transient``: timeouts, transport errors, brokers
+  down or hung, leader moves) are retried with backoff within ONE deadline per call
+  (``timeout_s``, source option ``lookupTimeoutMs``, default 120 s); partitions already answered
+  are not asked again. A non-transient error fails at once.
 - A login the brokers refuse (wrong password, unknown user) is ``SourceLoginRefused`` naming the
-  user and the mechanism, never the password (``txn.auth_errors``: librdkafka reports it only to
-  the client's ``error_cb``, the request just times out as a transport failure). Before any
-  lookup of this object has answered it fails at once (the settings are wrong); after, it is
-  retried like a transport failure (a restarting broker may refuse logins until its credentials
-  load) and named if the deadline passes with the login still refused.
+  user and the mechanism, never the password: at once before any lookup of this object has
+  answered, at the deadline after (``lookup_retry.LoginRefusals``).
 - A source naming its topics (``subscribe``, ``assign``) asks for exactly those topics
   (DescribeTopics, never auto-creating): one its principal may not Describe or Read raises
   ``TopicAuthorizationError`` naming the ACL to add (Kafka leaves such topics out of an
@@ -32,34 +30,21 @@ Invariants:
 """
 from __future__ import annotations
 
-import time
-from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Iterable, Mapping, Sequence
 
 from confluent_kafka import OFFSET_INVALID, IsolationLevel, KafkaError, KafkaException, TopicPartition as KafkaTP
 from confluent_kafka import TopicCollection
-from confluent_kafka.admin import AclOperation, OffsetSpec
-from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+from confluent_kafka.admin import AclOperation, AdminClient, OffsetSpec
 
-from kafka_eos import KafkaEosError
 from kafka_eos.client_factory import AdminFactory, lookup_admin
 from kafka_eos.kafka_clients import LOOKUP_DEADLINE_MS, PartialFailure, is_transient, request_s
-from kafka_eos.txn.auth_errors import AuthWatch, failure
 from kafka_eos.offsets.acl_advice import AclMissingError, MissingAcl, principal_of
+from kafka_eos.offsets.lookup_retry import FAILED as _FAILED
+from kafka_eos.offsets.lookup_retry import KafkaLookupError as KafkaLookupError  # re-exported
+from kafka_eos.offsets.lookup_retry import LookupRetry
+from kafka_eos.offsets.lookup_retry import SourceLoginRefused as SourceLoginRefused  # re-exported
 from kafka_eos.offsets.model import Offsets, TopicPartition, describe
 from kafka_eos.offsets.subscription import Subscription
-
-
-class KafkaLookupError(KafkaEosError, RuntimeError):
-    """Kafka did not answer a metadata or offset lookup."""
-
-
-class SourceLoginRefused(KafkaLookupError):
-    """The brokers refused the source's SASL login; ``fix`` says what to check."""
-
-    def __init__(self, what: str, fix: str) -> None:
-        super().__init__(f"the kafka-eos source cannot log in to Kafka: {what}; fix: {fix}")
-        self.fix = fix
 
 
 class TopicAuthorizationError(AclMissingError):
@@ -92,9 +77,7 @@ def named_listing(answers: Mapping[str, Sequence[int] | KafkaError], conf: Mappi
     return {t: sorted(a) for t, a in answers.items() if not isinstance(a, KafkaError)}
 
 
-T = TypeVar("T")
 _NO_OFFSET = "ListOffsets answered OFFSET_INVALID (no offset) for the partition"
-_FAILED = (KafkaException, TimeoutError, FutureTimeout, ConnectionError)
 _NO_LEADER = ("no partition asked has a leader now (librdkafka: {}); a broker being fenced or restarted "
               "leaves its partitions leaderless until it is back")
 
@@ -120,14 +103,14 @@ class KafkaOffsets:
     def __init__(self, conf: Mapping[str, str], timeout_s: float = LOOKUP_DEADLINE_MS / 1000,
                  new_admin: AdminFactory = lookup_admin) -> None:
         self._conf = dict(conf)
-        self._watch = AuthWatch()  # librdkafka reports a refused login only to the error callback
-        self._new_admin = new_admin
-        self._admin = new_admin(self._client_conf())
         self._timeout_s = timeout_s
-        self._answered = False
+        self._lookups = LookupRetry(self._conf, timeout_s, new_admin)  # the AdminClient, its retries
+        self._retrying = self._lookups.run
 
-    def _client_conf(self) -> dict[str, object]:
-        return {**self._conf, "error_cb": self._watch}
+    @property
+    def _admin(self) -> AdminClient:
+        """The current AdminClient (a new one per retry)."""
+        return self._lookups.admin
 
     def listing(self, subscription: Subscription | None = None) -> dict[str, list[int]]:
         """topic -> sorted partition ids: the topics ``subscription`` names (see ``named_listing``),
@@ -192,36 +175,6 @@ class KafkaOffsets:
         futures = self._admin.alter_consumer_group_offsets([request], request_timeout=timeout_s)
         for future in futures.values():
             future.result(timeout_s)
-
-    def _retrying(self, attempt: Callable[[float], T], call: str) -> T:
-        """Run ``attempt(seconds for this request)`` until it succeeds, a non-transient error or
-        the call's one deadline (``timeout_s``) passes; the last error is re-raised, or
-        ``SourceLoginRefused`` (see the module's invariants). Each retry gets a new AdminClient: new
-        metadata, and no connection to a broker that hung."""
-        deadline = time.monotonic() + self._timeout_s
-        retrying = Retrying(stop=stop_after_delay(self._timeout_s), reraise=True,
-                            wait=wait_exponential(multiplier=0.1, max=2.0), retry=retry_if_exception(is_transient))
-        refused: str | None = None
-        try:
-            for try_ in retrying:
-                with try_:
-                    if try_.retry_state.attempt_number > 1:
-                        self._admin = self._new_admin(self._client_conf())
-                    self._watch.reset(self._admin)
-                    try:
-                        answer = attempt(max(0.5, min(request_s(call), deadline - time.monotonic())))
-                    except Exception as exc:
-                        refused = self._watch.behind(self._admin, exc)
-                        if refused and not self._answered:
-                            raise SourceLoginRefused(*failure(self._conf, refused)) from None
-                        raise
-                    self._answered = True
-                    return answer
-        except (*_FAILED, PartialFailure):
-            if refused:
-                raise SourceLoginRefused(*failure(self._conf, refused)) from None
-            raise
-        raise AssertionError("unreachable")  # pragma: no cover - tenacity re-raises or returns
 
     def _list(self, request: Mapping[TopicPartition, OffsetSpec], what: str) -> Offsets:
         pending = dict(request)

@@ -209,3 +209,53 @@ def test_spark_redaction_matches_every_secret_option(setting):
     names += ["kafka.sasl.jaas.config", "kafka.ssl.key.password", "schema.registry.basic.auth.user.info"]
     assert not [n for n in names if not regex.search(n)]
     assert not [n for n in PUBLIC_KEYS if regex.search(f"kafka.{n}")]
+
+
+# --- OAuth settings: only the secret ones are hidden ------------------------------------------
+
+# librdkafka's CONFIGURATION.md (2.x) and the Java client's OAUTHBEARER settings: identifiers,
+# URLs, file paths and choices are shown (some hold a marker: token, credential, private) ...
+OAUTH_PUBLIC = ["sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.client.id",
+                "sasl.oauthbearer.client.credentials.client.id", "sasl.oauthbearer.scope",
+                "sasl.oauthbearer.method", "sasl.oauthbearer.grant.type", "sasl.oauthbearer.extensions",
+                "sasl.oauthbearer.assertion.algorithm", "sasl.oauthbearer.assertion.private.key.file",
+                "sasl.oauthbearer.assertion.file", "sasl.oauthbearer.assertion.claim.sub",
+                "sasl.oauthbearer.assertion.jwt.template.file", "sasl.oauthbearer.metadata.authentication.type",
+                "sasl.oauthbearer.jwks.endpoint.url", "enable.sasl.oauthbearer.unsecure.jwt"]
+# ... the client secret (and its alias), the key, its passphrase and the free-form config are not.
+OAUTH_SECRET = ["sasl.oauthbearer.client.secret", "sasl.oauthbearer.client.credentials.client.secret",
+                "sasl.oauthbearer.config", "sasl.oauthbearer.assertion.private.key.pem",
+                "sasl.oauthbearer.assertion.private.key.passphrase", "x.sasl.oauthbearer.token",
+                "x.access.token", "x.credentials", "x.private.key"]
+
+
+@pytest.mark.parametrize("key", OAUTH_PUBLIC)
+def test_public_oauth_settings_are_shown_everywhere(key):
+    shown = "https://idp.example.com/oauth2/default/v1/keys"
+    assert not is_secret_key(key) and not is_secret_key(f"kafka.{key}")
+    assert redacted({key: shown}) == {key: shown}
+    assert Redactor()(f"{key}={shown}, kafka.{key}: {shown}") == f"{key}={shown}, kafka.{key}: {shown}"
+    # Spark's own default for data source options ("url") is kept: not asserted here
+    assert not re.search(spark_redaction_conf()["spark.redaction.regex"], f"kafka.{key}")
+
+
+@pytest.mark.parametrize("key", OAUTH_SECRET)
+def test_secret_oauth_settings_stay_hidden(key):
+    assert is_secret_key(key) and is_secret_key(f"kafka.{key}") and is_secret_key(key.upper())
+    assert redacted({key: "leakOAuthZq9"}) == {key: "***"}
+    assert "leakOAuthZq9" not in Redactor()(f"{key}=leakOAuthZq9 kafka.{key}: leakOAuthZq9")
+    for regex in spark_redaction_conf().values():
+        assert re.search(regex, f"kafka.{key}")
+
+
+def test_oauth_plan_shows_the_endpoint_and_hides_the_secret(tmp_path):
+    data = valid(tmp_path)
+    data["source"]["kafka"]["properties"] = {
+        "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc", "sasl.oauthbearer.client.id": "etl-app",
+        "sasl.oauthbearer.client.secret": "leakClientSecretZq9", "sasl.oauthbearer.scope": "kafka.read",
+        "sasl.oauthbearer.token.endpoint.url": "https://idp.example.com/oauth2/token"}
+    cfg, _ = load(tmp_path, data, {})
+    assert cfg is not None
+    plan = describe.render(cfg, {})
+    assert "https://idp.example.com/oauth2/token" in plan and "etl-app" in plan and "kafka.read" in plan
+    assert "leakClientSecretZq9" not in plan and "leakClientSecretZq9" not in repr(cfg)

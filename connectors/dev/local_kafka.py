@@ -2,15 +2,14 @@
 
 Invariants:
 - Every node runs combined (broker + controller) with its own storage directory, formatted
-  once with one cluster id; ports are free loopback ports picked at start.
-- Single-node mode sets replication 1 for the transaction and offsets logs; 3-node mode sets
-  replication 3 with min ISR 2, so a coordinator can be killed for failover tests.
+  once with one cluster id; ports are free loopback ports picked at start. What a node is
+  started with (settings, server.properties, storage format, JVM command) is
+  ``kafka_eos.connectors.dev.node_config``'s; this module starts, stops and waits for nodes.
 - ``transaction.max.timeout.ms`` is a setting of the cluster (tests use a short one for the
   broker-aborts-on-timeout case).
 - Each node's output goes to ``<workdir>/node-N/broker.log``; ``log_tail()`` shows it.
 - ``kafka_version`` picks the broker jars (default: the pinned one, ``java_env.kafka_version()``);
-  3.7+ and 4.x alike log through slf4j 2 to log4j2 (pom.xml's pins win over 3.x's slf4j 1.7), one
-  log4j2.properties for every version.
+  one log4j2.properties for every version (``node_config.LOG4J``).
 - ``transaction_version`` (4.0+ only) is formatted into the storage (``--feature
   transaction.version=N``: 0 = transactions v1 only, 2 = KIP-890 v2); None keeps the version's default.
 - ``security="sasl_ssl"``: clients and brokers use a SASL_SSL (SCRAM-SHA-512) listener with ACLs
@@ -20,7 +19,6 @@ Invariants:
 from __future__ import annotations
 
 import base64
-import os
 import signal
 import socket
 import subprocess
@@ -31,56 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary, kafka_version
+from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
+from kafka_eos.connectors.dev.node_config import LOG4J as LOG4J  # re-exported: docker/images/build.py
+from kafka_eos.connectors.dev.node_config import SECURITY_MODES as SECURITY_MODES  # re-exported
+from kafka_eos.connectors.dev.node_config import ClusterSettings as ClusterSettings  # re-exported
+from kafka_eos.connectors.dev.node_config import Node as Node  # re-exported
+from kafka_eos.connectors.dev.node_config import format_storage, java_command, server_properties
 from kafka_eos.connectors.dev.processes import stop_process
 
 ADMIN, ETL = "admin", "etl"  # the users of a sasl_ssl cluster (kafka_eos.connectors.dev.security)
-
-SECURITY_MODES = ("plaintext", "sasl_ssl")
-
-LOG4J = """status = warn
-appender.out.type = Console
-appender.out.name = OUT
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = OUT
-logger.state.name = state.change.logger
-logger.state.level = WARN
-"""
-
-
-@dataclass(frozen=True)
-class ClusterSettings:
-    """What kind of local cluster to start."""
-    nodes: int = 1
-    transaction_max_timeout_ms: int = 900_000
-    heap: str = "512m"
-    workdir: Path | None = None
-    extra: tuple[tuple[str, str], ...] = ()
-    security: str = "plaintext"
-    kafka_version: str | None = None       # None: the pinned version (java_env.kafka_version())
-    transaction_version: int | None = None  # the transaction.version feature (4.0+); None: the default
-    passwords: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # sasl_ssl users; else env or generated
-    jvm_properties: tuple[tuple[str, str], ...] = ()  # -Dkey=value of each node's JVM (e.g. security.oauth_jvm)
-    client_auth: str = "none"  # sasl_ssl: "required" = ssl.client.auth=required (client certificates)
-
-    def __post_init__(self) -> None:
-        if self.security not in SECURITY_MODES:
-            raise BrokerEnvironmentError(f"security={self.security!r}: use one of {', '.join(SECURITY_MODES)}")
-        if self.client_auth != "none" and self.security != "sasl_ssl":
-            raise BrokerEnvironmentError(f"client_auth={self.client_auth!r} needs security='sasl_ssl' (a "
-                                         f"{self.security} listener has no TLS): set both")
-        if self.transaction_version is not None and self.major() < 4:
-            raise BrokerEnvironmentError(
-                f"transaction_version={self.transaction_version} needs a Kafka 4.0+ broker; Kafka "
-                f"{self.version()} has no transaction.version feature (its transactions are v1): drop the setting")
-
-    def version(self) -> str:
-        return self.kafka_version or kafka_version()
-
-    def major(self) -> int:
-        return int(self.version().split(".")[0])
 
 
 def new_cluster_id() -> str:
@@ -109,19 +66,6 @@ def check_port_free(port: int) -> None:
             raise BrokerEnvironmentError(
                 f"port {port} on 127.0.0.1 is in use ({exc.strerror}); stop what holds it "
                 "or let kafka-eos pick free ports (do not pass a port).") from exc
-
-
-@dataclass
-class Node:
-    node_id: int
-    port: int
-    controller_port: int
-    directory: Path
-    process: subprocess.Popen | None = None
-
-    @property
-    def log(self) -> Path:
-        return self.directory / "broker.log"
 
 
 @dataclass
@@ -223,60 +167,10 @@ class LocalKafkaCluster:
         self.stop()
 
     def _java(self, java: str, classpath: str, node: Node) -> list[str]:
-        fast_start = ["-XX:TieredStopAtLevel=1"] if os.environ.get("KAFKA_EOS_FAST_JVM") else []
-        return [java, f"-Xmx{self.settings.heap}", "-Xms64m", "-XX:+UseSerialGC", *fast_start,
-                f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
-                "-Djava.awt.headless=true", *(f"-D{k}={v}" for k, v in self.settings.jvm_properties),
-                "-cp", classpath]
+        return java_command(java, classpath, node, self.settings)
 
     def _format(self, java: str, classpath: str, node: Node) -> None:
-        node.directory.mkdir(parents=True, exist_ok=True)
-        (node.directory / "log4j2.properties").write_text(LOG4J)
-        properties = node.directory / "server.properties"
-        properties.touch(mode=0o600)  # a secured node's file holds the keystore and admin passwords
-        properties.write_text(self._properties(node))
-        cmd = self._java(java, classpath, node) + [
-            "kafka.tools.StorageTool", "format", "-t", self.cluster_id,
-            "-c", str(node.directory / "server.properties")]
-        if self.security:
-            cmd += self.security.scram_arguments()
-        if self.settings.transaction_version is not None:
-            cmd += ["--feature", f"transaction.version={self.settings.transaction_version}"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise BrokerEnvironmentError(
-                f"formatting Kafka {self.settings.version()} storage failed:\n{proc.stdout}\n{proc.stderr}")
+        format_storage(java, classpath, node, self.nodes, self.settings, self.security, self.cluster_id)
 
     def _properties(self, node: Node) -> str:
-        n = len(self.nodes)
-        voters = ",".join(f"{x.node_id}@127.0.0.1:{x.controller_port}" for x in self.nodes)
-        replication, min_isr = (1, 1) if n < 3 else (3, 2)
-        props = {
-            "process.roles": "broker,controller",
-            "node.id": node.node_id,
-            "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "log.dirs": node.directory / "data",
-            "offsets.topic.replication.factor": replication,
-            "offsets.topic.num.partitions": 4,
-            "transaction.state.log.replication.factor": replication,
-            "transaction.state.log.min.isr": min_isr,
-            "transaction.state.log.num.partitions": 4,
-            "default.replication.factor": replication,
-            "min.insync.replicas": min_isr if n >= 3 else 1,
-            "transaction.max.timeout.ms": self.settings.transaction_max_timeout_ms,
-            "transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000,
-            "group.initial.rebalance.delay.ms": 0,
-            "num.partitions": 1,
-            "auto.create.topics.enable": "true",
-            "log.retention.check.interval.ms": 1000,
-            "log.segment.delete.delay.ms": 0,
-        }
-        if self.security:
-            props.update(self.security.broker_properties(node.port, node.controller_port))
-        props.update(dict(self.settings.extra))
-        return "".join(f"{k}={v}\n" for k, v in props.items())
+        return server_properties(node, self.nodes, self.settings, self.security)

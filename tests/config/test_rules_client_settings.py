@@ -2,7 +2,11 @@
 key and the fix, offline (before anything connects)."""
 from __future__ import annotations
 
+import pytest
+
+from kafka_eos.config.violations import Context
 from kafka_eos.connectors.dev.tls import generate
+from kafka_eos.txn.client_settings import check_client_settings
 from tests.factories import problems, valid
 
 
@@ -67,3 +71,29 @@ def test_a_refused_setting_is_one_problem_and_the_cluster_is_not_asked(tmp_path)
     assert cfg is not None and found == []
     violations = validate_config(cfg, offline=False, timeout_s=1.0)
     assert [v.path for v in violations] == ['sink.kafka.properties["ssl.truststore.location"]']
+
+
+@pytest.mark.parametrize("offline, refused", [(False, True), (False, False), (True, False)])
+def test_validate_reads_the_client_settings_once(tmp_path, monkeypatch, offline, refused):
+    """validate runs the client settings' rule once per cluster (it reads keystore files): its
+    result decides whether the clusters are asked, and the rules reuse it."""
+    from kafka_eos.config import live, rules
+    from kafka_eos.config.validate import validate_config
+    from tests.factories import load
+    calls: list[dict] = []
+
+    def counted(conf, control_plane=False):
+        calls.append(dict(conf))
+        return check_client_settings(conf, control_plane)
+    monkeypatch.setattr(rules, "check_client_settings", counted)
+    monkeypatch.setattr(live, "live_context", lambda cfg, timeout_s: (Context(), []))
+    jks = tmp_path / "truststore.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed" + b"\0" * 32)
+    data = valid(tmp_path)
+    if refused:
+        with_sink(**{"ssl.truststore.location": str(jks)})(data)
+    cfg, found = load(tmp_path, data, None)
+    assert cfg is not None and found == []
+    violations = validate_config(cfg, offline=offline, timeout_s=1.0)
+    assert len(calls) == 2  # the source's and the sink's settings, each once
+    assert [v.path for v in violations] == (['sink.kafka.properties["ssl.truststore.location"]'] if refused else [])
