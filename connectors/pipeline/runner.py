@@ -40,7 +40,7 @@ from kafka_eos.secrets import spark_redaction_conf
 # Python workers (spark.executorEnv reaches the task workers and the driver-side data source
 # runners) give freed memory back: glibc otherwise keeps a reused worker's largest batch (its
 # mmap threshold rises to 32 MB and it trims the heap only above twice that). Measured at 1 KB
-# records: the 4 task workers' PSS 911-963 -> 651-655 MB, no CPU cost seen.
+# records: the task side's PSS 911-963 -> 616-666 MB (4 A/B pairs), no CPU cost seen.
 WORKER_MEMORY_CONF = {"spark.executorEnv.MALLOC_TRIM_THRESHOLD_": "1048576",
                       "spark.executorEnv.MALLOC_MMAP_THRESHOLD_": "1048576"}
 # Spark hides the settings and data source options named by kafka_eos.secrets in plans, the UI
