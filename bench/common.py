@@ -14,6 +14,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
+from kafka_eos.connectors.pipeline.runner import WORKER_MEMORY_CONF
 from kafka_eos.connectors.spark_harness import SMALL_CONF, python_env, spark_submit_binary
 
 RESULTS = Path(__file__).parent / "results"
@@ -70,7 +71,8 @@ class SparkJob:
     def __init__(self, script: Path, args: list[str], packages: bool = False, master: str = "local[2]",
                  sample_memory: bool = False, broker_pids: tuple[int, ...] = ()) -> None:
         cmd = [spark_submit_binary(), "--master", master]
-        for key, value in {**SMALL_CONF, "spark.driver.memory": "2g"}.items():
+        # every job, kafka-eos's and Spark's, gets the Spark settings kafka-eos's CLI sets
+        for key, value in {**SMALL_CONF, **WORKER_MEMORY_CONF, "spark.driver.memory": "2g"}.items():
             cmd += ["--conf", f"{key}={value}"]
         if packages:
             cmd += ["--jars", spark_kafka_jars()]

@@ -12,6 +12,8 @@ The peak of each role is the highest per-sample sum; ``driver`` is the peak of t
 roles together, ``total`` the peak of the whole tree.
 Forked workers share copy-on-write pages with the daemon, so summed RSS overstates them a
 little; ``total_pss`` (proportional set size, shared pages split) is the unbiased tree total.
+``processes()`` is the per-process breakdown at the sample with the highest ``total_pss``: each
+process's role, what it runs (``label``) and its PSS / USS (private pages) / RSS in MB.
 """
 from __future__ import annotations
 
@@ -45,6 +47,21 @@ def role(proc: psutil.Process, script: str) -> str | None:
     return "driver_runners"
 
 
+def label(proc: psutil.Process, cmd: list[str]) -> str:
+    """What a Python process runs: its module (``pyspark.daemon``, ``pyspark.sql.worker.…``), and
+    ``fork`` when its parent runs the same command (a worker forked by its daemon)."""
+    exe = cmd[0].rsplit("/", 1)[-1] if cmd else "?"
+    if exe == "java" or not exe.startswith("python"):
+        return exe
+    what = " ".join(cmd[cmd.index("-m") + 1:]) if "-m" in cmd else cmd[-1].rsplit("/", 1)[-1]
+    try:
+        parent = proc.parent()
+        forked = parent is not None and parent.cmdline() == cmd
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        forked = False
+    return what + (" (fork)" if forked else "")
+
+
 class TreeSampler(PeriodicSampler):
     """Samples the process tree of ``pid`` until ``stop()``; ``peaks()`` gives MB per role."""
 
@@ -53,22 +70,29 @@ class TreeSampler(PeriodicSampler):
         self.peak = {name: 0 for name in (*ROLES, *TOTALS)}
         self.samples = 0
         self.seen_cmdlines: dict[str, str] = {}
+        self.at_peak: list[dict] = []
         super().__init__()
 
     def sample(self) -> None:
         sums = {name: 0 for name in (*ROLES, *TOTALS)}
+        rows = []
         for proc in [self.root, *self.root.children(recursive=True)]:
             kind = role(proc, self.script)
             try:
-                rss = proc.memory_info().rss
-                pss = getattr(proc.memory_full_info(), "pss", rss)
+                cmd = proc.cmdline()
+                full = proc.memory_full_info()
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
+            rss, pss = full.rss, getattr(full, "pss", full.rss)
             sums["total"] += rss
             sums["total_pss"] += pss
             if kind:
                 sums[kind] += rss
-                self.seen_cmdlines.setdefault(kind + ":" + str(proc.pid), " ".join(proc.cmdline())[:160])
+                self.seen_cmdlines.setdefault(kind + ":" + str(proc.pid), " ".join(cmd)[:160])
+            rows.append({"pid": proc.pid, "role": kind or "other", "label": label(proc, cmd), "pss": pss,
+                         "uss": getattr(full, "uss", rss), "rss": rss})
+        if sums["total_pss"] > self.peak["total_pss"]:
+            self.at_peak = rows
         sums["driver"] = sums["driver_jvm"] + sums["driver_python"] + sums["driver_runners"]
         self.samples += 1
         for name, value in sums.items():
@@ -78,4 +102,10 @@ class TreeSampler(PeriodicSampler):
         """Peak MB per role, plus ``driver`` (JVM + Python driver + runners, peak of the sum)."""
         out = {f"{name}_mb": round(value / MB) for name, value in self.peak.items()}
         out["samples"] = self.samples
+        out["processes"] = self.processes()
         return out
+
+    def processes(self) -> list[dict]:
+        """Every process at the sample of the highest ``total_pss``: PSS / USS / RSS in MB."""
+        return [{**row, **{k: round(row[k] / MB, 1) for k in ("pss", "uss", "rss")}}
+                for row in sorted(self.at_peak, key=lambda r: (r["role"], r["label"], r["pid"]))]

@@ -37,9 +37,15 @@ from kafka_eos.connectors.pipeline.progress import BatchReport, ProgressReporter
 from kafka_eos.connectors.pipeline.stop import StopControl
 from kafka_eos.secrets import spark_redaction_conf
 
+# Python workers (spark.executorEnv reaches the task workers and the driver-side data source
+# runners) give freed memory back: glibc otherwise keeps a reused worker's largest batch (its
+# mmap threshold rises to 32 MB and it trims the heap only above twice that). Measured at 1 KB
+# records: the task side's PSS 911-963 -> 616-666 MB (4 A/B pairs), no CPU cost seen.
+WORKER_MEMORY_CONF = {"spark.executorEnv.MALLOC_TRIM_THRESHOLD_": "1048576",
+                      "spark.executorEnv.MALLOC_MMAP_THRESHOLD_": "1048576"}
 # Spark hides the settings and data source options named by kafka_eos.secrets in plans, the UI
 # and event logs; the runner prints its own line per batch instead of Spark's progress bar.
-RUN_CONF = {**spark_redaction_conf(), "spark.ui.showConsoleProgress": "false"}
+RUN_CONF = {**spark_redaction_conf(), "spark.ui.showConsoleProgress": "false", **WORKER_MEMORY_CONF}
 # What a Spark Connect client may set (SQL settings); the server's own settings are its operator's.
 REMOTE_CONF = {k: v for k, v in RUN_CONF.items() if k.startswith("spark.sql.")}
 POLL_S = 1.0

@@ -50,8 +50,13 @@ CONSUMER_ONLY = ("isolation.level", "group.id", "fetch.", "max.partition.fetch.b
 FETCH_DEFAULTS = {  # throughput defaults; any kafka.* option overrides them
     "max.partition.fetch.bytes": "10485760",
     "queued.min.messages": "1000000",
-    "queued.max.messages.kbytes": "131072",
-    "fetch.queue.backoff.ms": "0",
+    # The prefetch bound of a task's consumer: it also fetches past the end of its range, up to
+    # this much. 16 MB holds more than one 10 MB partition fetch (librdkafka lowers fetch.max.bytes
+    # to it); 128 MB held up to ~100 MB of 1 KB records per task worker that the task never read.
+    "queued.max.messages.kbytes": "16384",
+    # A full queue is re-checked after 5 ms: at 0 the fetcher spins while the queue is full (+50%
+    # of a reader's CPU at 16 MB); librdkafka's 1000 ms default would stall the task.
+    "fetch.queue.backoff.ms": "5",
 }
 JAAS = re.compile(r'(Plain|Scram)LoginModule\s+required.*?username\s*=\s*"([^"]*)".*?password\s*=\s*"([^"]*)"', re.S)
 

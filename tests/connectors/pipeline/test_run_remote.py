@@ -44,6 +44,15 @@ def test_a_connect_client_sets_only_sql_settings_and_keeps_the_option_redaction(
     assert runner.REMOTE_CONF["spark.sql.redaction.options.regex"] == runner.RUN_CONF["spark.sql.redaction.options.regex"]
 
 
+def test_local_and_submitted_runs_give_python_workers_freed_memory_back():
+    """Every Python worker gets glibc settings that return freed memory (in-process runs and the
+    spark-submit entry both start from RUN_CONF); a Connect client cannot set them."""
+    env = {key: value for key, value in runner.RUN_CONF.items() if key.startswith("spark.executorEnv.")}
+    assert env == runner.WORKER_MEMORY_CONF == {"spark.executorEnv.MALLOC_TRIM_THRESHOLD_": "1048576",
+                                                "spark.executorEnv.MALLOC_MMAP_THRESHOLD_": "1048576"}
+    assert not set(env) & set(runner.REMOTE_CONF)
+
+
 class ConnectSession:  # what SparkSession.builder.remote(...) returns: no SparkContext
     __module__ = "pyspark.sql.connect.session"
 

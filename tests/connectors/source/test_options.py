@@ -39,6 +39,16 @@ def test_consumer_conf_forces_exactly_once_settings():
     assert "isolation.level" not in opts().admin_conf()
 
 
+def test_consumer_prefetch_is_bounded_and_overridable():
+    """A task's consumer prefetches at most 16 MB (it also reads past its range's end), more than
+    one 10 MB partition fetch, and re-checks a full queue after 5 ms; kafka.* options override both."""
+    conf = opts().consumer_conf()
+    assert conf["queued.max.messages.kbytes"] == "16384"
+    assert int(conf["queued.max.messages.kbytes"]) * 1024 > int(conf["max.partition.fetch.bytes"])
+    assert conf["fetch.queue.backoff.ms"] == "5"  # 0 spins the fetcher while the bounded queue is full
+    assert opts(**{"kafka.queued.max.messages.kbytes": "65536"}).consumer_conf()["queued.max.messages.kbytes"] == "65536"
+
+
 @pytest.mark.parametrize("extra, match", [
     ({"kafka.isolation.level": "read_uncommitted"}, "kafka.isolation.level=read_uncommitted"),
     ({"kafka.auto.offset.reset": "earliest"}, "startingOffsets"),
