@@ -118,3 +118,13 @@ def table(profile: dict) -> str:
     rows.append(f"| Spark batch wall (triggerExecution), ms | {eos['spark_ms']['triggerExecution']} "
                 f"({eos['records']:,} records) | {alo['spark_ms']['triggerExecution']} ({alo['records']:,} records) | |")
     return "\n".join(rows)
+
+
+def by_size(profile: dict | None) -> dict[str, dict]:
+    """The stage profiles of a result keyed by record size: ``profile`` is that already, or (results
+    before issue 27) the one profile of the first size."""
+    if not profile:
+        return {}
+    if "exactly_once" in profile:
+        return {str(profile["record_bytes"]): profile}
+    return profile

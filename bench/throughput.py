@@ -15,8 +15,10 @@ Every Spark run is its own ``spark-submit`` (local[2], trigger 5 s, ``bench/k2k_
 warm-up query over a small topic in the same JVM, then the timed query split by
 ``maxOffsetsPerTrigger`` into several batches; its rate is the steady state (batches after the
 first). Before each run the machine is given time to settle (``bench.method.settle``); the
-1-minute load average is recorded before and after. Each run writes a fresh output topic,
-checked afterwards to hold at least every input record.
+1-minute load average is recorded before and after. Each run writes a fresh output topic of as
+many partitions as its input (``Input.partitions``), checked afterwards to hold at least every
+input record. Both sources run one task per input partition (no ``minPartitions``). ``suite``
+takes the configurations and the trigger, so the cells of ``bench.cells`` reuse it.
 """
 from __future__ import annotations
 
@@ -50,6 +52,8 @@ class Input:
     produce_s: float
     max_offsets: int = 0
     broker_pids: tuple[int, ...] = ()  # their CPU is counted with each run's (``bench.cpu``)
+    partitions: int = PARTITIONS  # of the input; every run's output topic gets as many
+    warmup_records: int = WARMUP_RECORDS  # of the warm-up topic (at most ``records``)
 
 
 def prepare_input(bootstrap: str, records: int, size: int, max_offsets: int = 0,
@@ -60,7 +64,8 @@ def prepare_input(bootstrap: str, records: int, size: int, max_offsets: int = 0,
     warm = create_topic(bootstrap, unique(f"bench-warm-{size}-{partitions}p"), partitions)
     produce_s = produce_bulk(bootstrap, topic, records, size)
     produce_bulk(bootstrap, warm, min(warmup, records), size)
-    return Input(bootstrap, topic, warm, records, size, round(produce_s, 2), max_offsets, broker_pids)
+    return Input(bootstrap, topic, warm, records, size, round(produce_s, 2), max_offsets, broker_pids, partitions,
+                 min(warmup, records))
 
 
 def spark_run(inp: Input, source: str, sink: str, guarantee: str = "exactly_once", sample_memory: bool = False,
@@ -70,13 +75,13 @@ def spark_run(inp: Input, source: str, sink: str, guarantee: str = "exactly_once
     args = ["--bootstrap", inp.bootstrap, "--input", inp.topic, "--source-format", source, "--sink-format", sink,
             "--records", str(inp.records), "--trigger-seconds", str(trigger_s), "--guarantee", guarantee,
             "--max-offsets", str(inp.max_offsets), "--warmup-input", inp.warmup,
-            "--warmup-records", str(min(WARMUP_RECORDS, inp.records))]
+            "--warmup-records", str(min(inp.warmup_records, inp.records))]
     args += [f"--source-option={k}={v}" for k, v in (source_options or {}).items()]
     args += [f"--sink-option={k}={v}" for k, v in (sink_options or {}).items()]
     if profile:
         args += ["--profile", profile]
-    out = create_topic(inp.bootstrap, unique(f"out-{sink}"), PARTITIONS)
-    args += ["--output", out, "--warmup-output", create_topic(inp.bootstrap, unique("warm-out"), PARTITIONS)]
+    out = create_topic(inp.bootstrap, unique(f"out-{sink}"), inp.partitions)
+    args += ["--output", out, "--warmup-output", create_topic(inp.bootstrap, unique("warm-out"), inp.partitions)]
     with tempfile.TemporaryDirectory() as ck:
         result = run_job(JOB, [*args, "--checkpoint", ck], packages="kafka" in (source, sink),
                          sample_memory=sample_memory, broker_pids=inp.broker_pids)
@@ -87,18 +92,28 @@ def spark_run(inp: Input, source: str, sink: str, guarantee: str = "exactly_once
     return result
 
 
-def run_config(inp: Input, name: str, sample_memory: bool = False) -> dict:
-    """One run of configuration ``name`` (see ``CONFIGS``)."""
+def run_config(inp: Input, name: str, sample_memory: bool = False, trigger_s: float = 5) -> dict:
+    """One run of configuration ``name`` (see ``CONFIGS``; the Python loop has no trigger: one
+    transaction per 5 s)."""
     if name == "python_ceiling":
         from bench.ceiling import python_ceiling
         return python_ceiling(inp)
     if name in ("eos", "eos_alo"):
         guarantee = "exactly_once" if name == "eos" else "at_least_once"
-        return spark_run(inp, "kafka-eos", "kafka-eos", guarantee, sample_memory)
+        return spark_run(inp, "kafka-eos", "kafka-eos", guarantee, sample_memory, trigger_s)
     tuned = name == "spark_tuned"
-    return spark_run(inp, "kafka", "kafka", sample_memory=sample_memory,
+    return spark_run(inp, "kafka", "kafka", sample_memory=sample_memory, trigger_s=trigger_s,
                      source_options=SPARK_TUNED_SOURCE if tuned else None,
                      sink_options=SPARK_TUNED_SINK if tuned else None)
+
+
+def ratios(rates: dict[str, list[float]]) -> dict:
+    """Per-round rate ratios of the configurations present: exactly-once / each peer
+    (``eos_vs_<peer>``) and at-least-once / exactly-once (``eos_alo_vs_eos``)."""
+    out = {f"eos_vs_{peer}": round_ratios(rates["eos"], rates[peer]) for peer in PEERS if "eos" in rates and peer in rates}
+    if "eos" in rates and "eos_alo" in rates:
+        out["eos_alo_vs_eos"] = round_ratios(rates["eos_alo"], rates["eos"])
+    return out
 
 
 def cpu_medians(runs: list[dict]) -> dict:
@@ -106,26 +121,30 @@ def cpu_medians(runs: list[dict]) -> dict:
     return {k: round(v, 2) for k, v in key_medians([run.get("cpu", {}) for run in runs]).items()}
 
 
-def suite(inp: Input, rounds: int, settle: Callable[[], dict], log: Callable[[str], None] = print) -> dict:
-    """``rounds`` interleaved rounds of every configuration; summaries and per-round ratios."""
-    runs: dict[str, list[dict]] = {name: [] for name in CONFIGS}
+def suite(inp: Input, rounds: int, settle: Callable[[], dict], log: Callable[[str], None] = print,
+          configs: tuple[str, ...] = CONFIGS, trigger_s: float = 5,
+          memory: tuple[str, ...] = MEMORY_SAMPLED) -> dict:
+    """``rounds`` interleaved rounds of ``configs``; summaries and per-round ratios. Peak memory is
+    sampled in the first round for the configurations in ``memory``."""
+    runs: dict[str, list[dict]] = {name: [] for name in configs}
     for r in range(rounds):
-        for name in CONFIGS:
+        for name in configs:
             settled = settle()
             before = load_avg()
-            result = run_config(inp, name, sample_memory=r == 0 and name in MEMORY_SAMPLED)
+            result = run_config(inp, name, sample_memory=r == 0 and name in memory, trigger_s=trigger_s)
             result.update(round=r, settle=settled, load_avg_1m={"before": before, "after": load_avg()})
             runs[name].append(result)
-            log(f"round {r + 1}/{rounds} {name}: {result['records_per_s']:,} rec/s "
+            log(f"round {r + 1}/{rounds} {name} ({inp.partitions} partitions): {result['records_per_s']:,} rec/s "
                 f"(load {before} -> {result['load_avg_1m']['after']}, settled {settled['settled']} "
                 f"after {settled['waited_s']} s)")
-    rates = {name: [run["records_per_s"] for run in runs[name]] for name in CONFIGS}
-    return {"records_per_s": {name: summary(rates[name]) for name in CONFIGS},
-            "ratios": {f"eos_vs_{peer}": round_ratios(rates["eos"], rates[peer]) for peer in PEERS},
-            "memory": {name: runs[name][0].get("memory") for name in MEMORY_SAMPLED},
-            "cpu_s_per_m": {name: cpu_medians(runs[name]) for name in CONFIGS},
+    rates = {name: [run["records_per_s"] for run in runs[name]] for name in configs}
+    return {"records_per_s": {name: summary(rates[name]) for name in configs},
+            "ratios": ratios(rates),
+            "memory": {name: runs[name][0].get("memory") for name in memory if name in runs},
+            "cpu_s_per_m": {name: cpu_medians(runs[name]) for name in configs},
             "runs": runs,
             "input": {"topic": inp.topic, "records": inp.records, "record_bytes": inp.size,
-                      "partitions": PARTITIONS, "max_offsets_per_trigger": inp.max_offsets,
-                      "produce_s": inp.produce_s, "warmup_records": min(WARMUP_RECORDS, inp.records)},
+                      "partitions": inp.partitions, "max_offsets_per_trigger": inp.max_offsets,
+                      "produce_s": inp.produce_s, "warmup_records": min(inp.warmup_records, inp.records),
+                      "trigger_s": trigger_s},
             "spark_tuned_options": {"source": SPARK_TUNED_SOURCE, "sink": SPARK_TUNED_SINK}}
