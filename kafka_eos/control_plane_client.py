@@ -26,17 +26,18 @@ class ControlPlaneClient(KafkaAdminClient):
 
     async def _end_txn_round(self, requests, commit):
         nodes = await self._find_coordinator_ids([r[0] for r in requests], CoordinatorType.TRANSACTION)
-        futures = {}
-        for tid, pid, epoch in requests:
-            request = EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
-                                    committed=commit, max_version=END_TXN_MAX_VERSION)
-            futures[tid] = self._manager.send(request, node_id=nodes[tid])
-        codes = {}
-        for tid, future in futures.items():
-            try:
-                codes[tid] = (await future).error_code
-            except Exception:  # noqa: BLE001 - connection-level failure: retry the round
-                codes[tid] = -1
+        codes: dict[str, int] = {}
+        for window in _windows(requests, nodes, self._manager.config["max_in_flight_requests_per_connection"]):
+            futures = {}
+            for tid, pid, epoch in window:
+                request = EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                        committed=commit, max_version=END_TXN_MAX_VERSION)
+                futures[tid] = self._manager.send(request, node_id=nodes[tid])
+            for tid, future in futures.items():
+                try:
+                    codes[tid] = (await future).error_code
+                except Exception:  # noqa: BLE001 - connection-level failure: retry the round
+                    codes[tid] = -1
         return codes
 
     def forget_coordinators(self, transactional_ids: list[str]) -> None:
@@ -48,3 +49,19 @@ class ControlPlaneClient(KafkaAdminClient):
             for key in [k for k in coordinators if k[1] == tid]:
                 coordinators.pop(key, None)
         cluster.request_update()
+
+
+def _windows(requests: list[tuple[str, int, int]], nodes: dict[str, int],
+             in_flight: int) -> list[list[tuple[str, int, int]]]:
+    """The requests in windows of at most ``in_flight`` per coordinator: a connection pauses at its
+    in-flight limit and fails what is sent past it (a round of 64 ended 5 before this)."""
+    windows: list[list[tuple[str, int, int]]] = []
+    sent: dict[tuple[int, int], int] = {}
+    for request in requests:
+        node = nodes[request[0]]
+        slot = next(i for i in range(len(requests)) if sent.get((node, i), 0) < in_flight)
+        sent[(node, slot)] = sent.get((node, slot), 0) + 1
+        if slot == len(windows):
+            windows.append([])
+        windows[slot].append(request)
+    return windows

@@ -139,3 +139,15 @@ def test_abort_lingering_survives_a_failing_end_txn(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING):
         assert aborter.abort_lingering() == []
     assert "orders-0-1" in caplog.text
+
+
+def test_end_txn_windows_keep_each_coordinator_within_its_in_flight_limit():
+    from kafka_eos.control_plane_client import _windows
+    requests = [(f"t{i}", i, 0) for i in range(12)]
+    nodes = {f"t{i}": 1 if i < 9 else 2 for i in range(12)}
+    windows = _windows(requests, nodes, in_flight=5)
+    assert [len(w) for w in windows] == [8, 4]  # node 1: 5 + 4, node 2: 3 in the first window
+    assert sorted(r for w in windows for r in w) == sorted(requests)
+    for window in windows:
+        for node in (1, 2):
+            assert sum(nodes[r[0]] == node for r in window) <= 5
