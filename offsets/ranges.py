@@ -7,6 +7,8 @@ Invariants:
   appear in this batch's end, at the offset they will be read from), give no range.
 - ``split_ranges`` only cuts ranges into contiguous, non-overlapping pieces: the union of the
   pieces is exactly the union of the inputs, so splitting never skips or repeats an offset.
+- ``pack_ranges`` only groups ranges (each range in exactly one group, none cut), the same
+  ranges always giving the same groups in the same order: a replayed batch gets the same tasks.
 """
 from __future__ import annotations
 
@@ -62,3 +64,21 @@ def split_ranges(ranges: Iterable[OffsetRange], min_partitions: int | None) -> l
                 out.append(OffsetRange(r.topic, r.partition, begin, begin + part))
             begin += part
     return out
+
+
+def pack_ranges(ranges: Iterable[OffsetRange], max_groups: int | None) -> list[tuple[OffsetRange, ...]]:
+    """At most ``max_groups`` groups of whole ranges, balanced by records: the largest range goes
+    to the group with the fewest records so far (ties: the lower index). Each group lists its
+    ranges by topic-partition and offset; groups come in the order of their first range.
+    Unset, or no more ranges than groups: one group per range, in the given order."""
+    ranges = [r for r in ranges if r.size > 0]
+    if not max_groups or len(ranges) <= max_groups:
+        return [(r,) for r in ranges]
+    groups: list[list[OffsetRange]] = [[] for _ in range(max_groups)]
+    loads = [0] * max_groups
+    for r in sorted(ranges, key=lambda r: (-r.size, r.topic, r.partition, r.start)):
+        i = loads.index(min(loads))
+        groups[i].append(r)
+        loads[i] += r.size
+    ordered = [tuple(sorted(g, key=lambda r: (r.topic, r.partition, r.start))) for g in groups if g]
+    return sorted(ordered, key=lambda g: (g[0].topic, g[0].partition, g[0].start))

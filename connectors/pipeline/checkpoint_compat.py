@@ -113,6 +113,9 @@ def _layout(before: PipelineShape, wanted: PipelineShape) -> list[str]:
         ("decode", "source format/schema changed (stateless transform)")) if _differs(before, wanted, part)]
     if before.min_partitions != wanted.min_partitions:
         found.append(f"source.options minPartitions changed ({before.min_partitions} -> {wanted.min_partitions})")
+    if before.max_tasks_per_batch != wanted.max_tasks_per_batch:
+        found.append(f"source.options maxTasksPerBatch changed ({before.max_tasks_per_batch} -> "
+                     f"{wanted.max_tasks_per_batch})")
     return found
 
 

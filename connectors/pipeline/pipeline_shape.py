@@ -2,7 +2,7 @@
 to tell whether a changed pipeline can resume the checkpoint.
 
     <checkpoint>/kafka-eos-pipeline/<seq>.json
-        {"v": 1, "scans": 2, "stateful": false, "min_partitions": null,
+        {"v": 1, "scans": 2, "stateful": false, "min_partitions": null, "max_tasks_per_batch": null,
          "transform": <fingerprint>, "decode": ..., "subscription": ..., "sink": ..., "dlq_topic": ...}
 
 Invariants:
@@ -50,6 +50,7 @@ class PipelineShape:
     scans: int | None
     stateful: bool | None
     min_partitions: str | None = None   # source option minPartitions (input partitions per Kafka range)
+    max_tasks_per_batch: str | None = None  # source option maxTasksPerBatch (ranges grouped into tasks)
     transform: str | None = None        # fingerprints: transform.sql/steps/watermark
     decode: str | None = None           # source format, key format, schema, headers
     subscription: str | None = None     # source topics/pattern/assign
@@ -110,6 +111,7 @@ def shape_of(cfg: PipelineConfig) -> PipelineShape:
     options = OptionMap(redacted(dict(s.options)))
     return PipelineShape(
         scans=scans_per_batch(cfg), stateful=stateful(cfg.transform), min_partitions=options.get("minPartitions"),
+        max_tasks_per_batch=options.get("maxTasksPerBatch"),
         transform=_fingerprint(_transform_parts(cfg), redact),
         decode=_fingerprint([s.format.value, s.key_format.value, _schema(s.schema), s.include_headers], redact),
         subscription=_fingerprint([list(s.topics), s.pattern, [[t, list(p)] for t, p in s.assign]], redact),

@@ -53,7 +53,8 @@ class KafkaBatchReader(DataSourceReader):
 
     def partitions(self) -> list[KafkaInputPartition]:
         start, end = self.offset_bounds()
-        return input_partitions(start, end, self.options.min_partitions)
+        return input_partitions(start, end, self.options.min_partitions,
+                                self.options.max_tasks_per_batch)
 
     def read(self, partition):
         return read_partition(partition, self.options, arrow_schema(self.schema))

@@ -73,6 +73,7 @@ class SourceOptions:
     timestamp_strategy: str = "error"
     max_offsets_per_trigger: int | None = None
     min_partitions: int | None = None
+    max_tasks_per_batch: int | None = None  # offsets.ranges.pack_ranges; None: one task per range
     fail_on_data_loss: bool = True
     include_headers: bool = False
     group_id: str | None = None
@@ -106,7 +107,8 @@ class SourceOptions:
     def __repr__(self) -> str:
         return (f"SourceOptions({self.subscription}, starting={self.starting.kind}, "
                 f"ending={self.ending.kind if self.ending else None}, maxOffsetsPerTrigger={self.max_offsets_per_trigger}, "
-                f"minPartitions={self.min_partitions}, alignMaxDriftMs={self.align_max_drift_ms}, "
+                f"minPartitions={self.min_partitions}, maxTasksPerBatch={self.max_tasks_per_batch}, "
+                f"alignMaxDriftMs={self.align_max_drift_ms}, "
                 f"failOnDataLoss={self.fail_on_data_loss}, "
                 f"kafka={redacted(self.kafka_conf)})")
 
@@ -124,6 +126,15 @@ def _alignment(options: Mapping[str, str], streaming: bool) -> tuple[int | None,
     if idle_given and drift is None:
         raise SourceOptionError("option alignIdleTimeoutMs needs alignMaxDriftMs (which turns alignment on)")
     return drift, idle
+
+
+def _tasks_cap(options: Mapping[str, str]) -> int | None:
+    """maxTasksPerBatch, refused below minPartitions (split into more tasks than allowed)."""
+    cap, least = _read(options, "maxTasksPerBatch"), _read(options, "minPartitions")
+    if cap is not None and least is not None and least > cap:
+        raise SourceOptionError(f"option minPartitions ({least}) is above maxTasksPerBatch ({cap}): a batch cannot be "
+                                "split into more tasks than it may use; lower minPartitions or raise maxTasksPerBatch")
+    return cap
 
 
 def _kafka_conf(options: Mapping[str, str]) -> dict[str, str]:
@@ -209,6 +220,7 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         timestamp_strategy=strategy,
         max_offsets_per_trigger=_read(options, "maxOffsetsPerTrigger"),
         min_partitions=_read(options, "minPartitions"),
+        max_tasks_per_batch=_tasks_cap(options),
         fail_on_data_loss=_read(options, "failOnDataLoss"),
         include_headers=_read(options, "includeHeaders"),
         group_id=str(group) if group else None,

@@ -51,11 +51,12 @@ def _offset(message: Message) -> int:
 
 def read_partition(partition: object, options: SourceOptions, schema: pa.Schema,
                    new_consumer: ConsumerFactory = client_factory.consumer) -> Iterator[pa.RecordBatch]:
-    """Batches of the partition's range (nothing for the placeholder partition Spark may send)."""
-    rng = getattr(partition, "value", None)
-    if not isinstance(partition, KafkaInputPartition) or not isinstance(rng, OffsetRange) or rng.size == 0:
+    """Batches of the partition's ranges, one range after the other (nothing for the placeholder
+    partition Spark may send)."""
+    if not isinstance(partition, KafkaInputPartition):
         return iter(())
-    return RangeReader(rng, options, schema, new_consumer).batches()
+    ranges = [r for r in partition.ranges if isinstance(r, OffsetRange) and r.size > 0]
+    return (batch for rng in ranges for batch in RangeReader(rng, options, schema, new_consumer).batches())
 
 
 class RangeReader:

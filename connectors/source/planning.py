@@ -2,7 +2,9 @@
 
 Invariants:
 - ``input_partitions(start, end)`` covers exactly the offsets in [start, end) of every
-  partition (see ``kafka_eos.offsets.ranges``), one or more ``KafkaInputPartition`` per Kafka partition.
+  partition (see ``kafka_eos.offsets.ranges``): one or more ranges per Kafka partition, and one
+  ``KafkaInputPartition`` per range, or per group of whole ranges when ``maxTasksPerBatch`` caps
+  the tasks (``pack_ranges``: the same offsets always give the same tasks in the same order).
 - ``apply_data_loss_policy`` either raises ``KafkaDataLossError`` (failOnDataLoss=true) or logs
   each finding's full message as a warning; it never swallows a finding silently.
 """
@@ -16,7 +18,7 @@ from pyspark.sql.datasource import InputPartition
 from kafka_eos import KafkaEosError
 from kafka_eos.offsets.data_loss import DataLossFinding
 from kafka_eos.offsets.model import TopicPartition
-from kafka_eos.offsets.ranges import OffsetRange, ranges_between, split_ranges
+from kafka_eos.offsets.ranges import OffsetRange, pack_ranges, ranges_between, split_ranges
 
 log = logging.getLogger(__name__)
 
@@ -26,15 +28,24 @@ class KafkaDataLossError(KafkaEosError, RuntimeError):
 
 
 class KafkaInputPartition(InputPartition):
-    """One Spark task's work: one offset range of one Kafka partition (``value`` is the range)."""
+    """One Spark task's work: ``value`` is one offset range, or a tuple of ranges read one after
+    the other (a group, ``maxTasksPerBatch``)."""
 
-    def __init__(self, offset_range: OffsetRange) -> None:
+    def __init__(self, offset_range: OffsetRange | tuple[OffsetRange, ...]) -> None:
         super().__init__(offset_range)
+
+    @property
+    def ranges(self) -> tuple[OffsetRange, ...]:
+        value = self.value
+        return value if isinstance(value, tuple) else (value,)
 
 
 def input_partitions(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int],
-                     min_partitions: int | None) -> list[KafkaInputPartition]:
-    return [KafkaInputPartition(r) for r in split_ranges(ranges_between(start, end), min_partitions)]
+                     min_partitions: int | None, max_tasks: int | None = None) -> list[KafkaInputPartition]:
+    ranges = split_ranges(ranges_between(start, end), min_partitions)
+    if not max_tasks:
+        return [KafkaInputPartition(r) for r in ranges]
+    return [KafkaInputPartition(g[0] if len(g) == 1 else g) for g in pack_ranges(ranges, max_tasks)]
 
 
 def apply_data_loss_policy(findings: Iterable[DataLossFinding], fail_on_data_loss: bool) -> None:

@@ -140,7 +140,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin = model.decode(start)
         if model.is_initial(start):  # batch 0: read from the start it was planned with
             begin = model.planned_start(end) or begin
-        return input_partitions(begin, model.decode(end), self.options.min_partitions)
+        return input_partitions(begin, model.decode(end), self.options.min_partitions,
+                                self.options.max_tasks_per_batch)
 
     def read(self, partition):
         return read_partition(partition, self.options, arrow_schema(self.schema))

@@ -34,6 +34,8 @@ def main() -> None:
                    help="kafka: Spark's built-in Kafka sink (needs its jars; for comparisons)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark setting for the session (repeatable), e.g. spark.speculation=true")
+    p.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a kafka-eos source option (repeatable), e.g. maxTasksPerBatch=2")
     p.add_argument("--remote", default="", help="sc://host:port: run as a client of this Spark Connect server "
                    "(with plain python, not spark-submit)")
     a = p.parse_args()
@@ -48,6 +50,7 @@ def main() -> None:
               .option("subscribe", a.input).option("startingOffsets", a.starting_offsets))
     if a.max_offsets:
         reader = reader.option("maxOffsetsPerTrigger", a.max_offsets)
+    reader = reader.options(**dict(option.split("=", 1) for option in a.source_option))
     df = reader.load().selectExpr("key", "CONCAT('out-', CAST(value AS STRING)) AS value")
     if a.repartition:
         df = df.repartition(a.repartition, "key")

@@ -43,3 +43,22 @@ def test_split_exact_cover_random(seed):
     pieces = split_ranges(ranges, rnd.randint(1, 30))
     assert covered(pieces) == covered(ranges)  # same offsets, same order, no repeats
     assert all(p.size > 0 for p in pieces)
+
+
+def test_pack_ranges_groups_whole_ranges_balanced_by_records():
+    from kafka_eos.offsets.ranges import pack_ranges
+    ranges = [OffsetRange("t", p, 0, size) for p, size in enumerate([100, 10, 10, 80, 0, 30])]
+    groups = pack_ranges(ranges, 2)
+    assert len(groups) == 2
+    assert sorted(str(r) for g in groups for r in g) == sorted(str(r) for r in ranges if r.size)  # each once, none cut
+    assert sorted(sum(r.size for r in g) for g in groups) == [110, 120]
+    assert [[r.partition for r in g] for g in groups] == [[0, 1, 2], [3, 5]]
+    assert pack_ranges(list(reversed(ranges)), 2) == groups  # the same ranges, the same tasks
+
+
+def test_pack_ranges_unset_or_enough_groups_keeps_one_range_per_task():
+    from kafka_eos.offsets.ranges import pack_ranges
+    ranges = [OffsetRange("t", p, 0, 5) for p in range(3)]
+    assert pack_ranges(ranges, None) == [(r,) for r in ranges]
+    assert pack_ranges(ranges, 3) == [(r,) for r in ranges]
+    assert pack_ranges(ranges, 1) == [tuple(ranges)]

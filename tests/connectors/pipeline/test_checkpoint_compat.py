@@ -63,6 +63,7 @@ def test_no_change_and_no_checkpoint_have_nothing_to_say(tmp_path):
     (lambda d: d["sink"].update(format="bytes", transaction_timeout_ms=600000), ("sink settings changed",)),
     (lambda d: d["source"].update(topics=["in", "in2"]), ("source topics", "earliest offset")),
     (lambda d: d["source"].update(options={"minPartitions": "8"}), ("minPartitions changed (None -> 8)",)),
+    (lambda d: d["source"].update(options={"maxTasksPerBatch": "2"}), ("maxTasksPerBatch changed (None -> 2)",)),
 ])
 def test_stateless_sink_and_input_changes_keep_the_checkpoint(tmp_path, change, words):
     only(verdicts(tmp_path, after=change), True, "keeps the checkpoint", *words)

@@ -111,3 +111,25 @@ def test_alignment_options():
         opts(alignMaxDriftMs="-1")
     with pytest.raises(SourceOptionError, match="for streaming queries"):
         opts(streaming=False, alignMaxDriftMs="1000")
+
+
+def test_max_tasks_per_batch_is_a_cap_not_below_min_partitions():
+    assert opts().max_tasks_per_batch is None
+    assert opts(maxTasksPerBatch="2").max_tasks_per_batch == 2
+    with pytest.raises(SourceOptionError, match="minPartitions \\(8\\) is above maxTasksPerBatch \\(2\\)"):
+        opts(maxTasksPerBatch="2", minPartitions="8")
+    with pytest.raises(SourceOptionError):
+        opts(maxTasksPerBatch="0")
+
+
+def test_max_tasks_per_batch_groups_whole_ranges_into_tasks():
+    from kafka_eos.connectors.source.planning import input_partitions
+    start = {("t", p): 0 for p in range(6)}
+    end = {("t", p): 10 * (p + 1) for p in range(6)}
+    one_each = input_partitions(start, end, None)
+    assert [p.ranges[0].partition for p in one_each] == list(range(6))
+    grouped = input_partitions(start, end, None, max_tasks=2)
+    assert len(grouped) == 2
+    assert sorted((r.partition, r.start, r.end) for g in grouped for r in g.ranges) == \
+        [(p, 0, 10 * (p + 1)) for p in range(6)]
+    assert input_partitions(start, end, None, max_tasks=2)[0].value == grouped[0].value  # replay: same tasks
