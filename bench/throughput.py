@@ -38,6 +38,8 @@ CONFIGS = ("eos", "eos_alo", "spark_default", "spark_tuned", "python_ceiling")
 PEERS = ("eos_alo", "spark_default", "spark_tuned", "python_ceiling")
 MEMORY_SAMPLED = ("eos", "spark_default", "spark_tuned")  # first round only: sampling costs CPU
 SPARK_TUNED_SINK = {"kafka.linger.ms": "5", "kafka.batch.size": "1000000", "kafka.compression.type": "none"}
+# kafka-eos exactly-once with its batches read by at most as many tasks as local[2] has cores
+EOS_TASKS_SOURCE = {"maxTasksPerBatch": "2"}
 SPARK_TUNED_SOURCE = {"kafka.max.partition.fetch.bytes": "10485760"}
 
 
@@ -101,6 +103,9 @@ def run_config(inp: Input, name: str, sample_memory: bool = False, trigger_s: fl
     if name in ("eos", "eos_alo"):
         guarantee = "exactly_once" if name == "eos" else "at_least_once"
         return spark_run(inp, "kafka-eos", "kafka-eos", guarantee, sample_memory, trigger_s)
+    if name == "eos_tasks":
+        return spark_run(inp, "kafka-eos", "kafka-eos", "exactly_once", sample_memory, trigger_s,
+                         source_options=EOS_TASKS_SOURCE)
     tuned = name == "spark_tuned"
     return spark_run(inp, "kafka", "kafka", sample_memory=sample_memory, trigger_s=trigger_s,
                      source_options=SPARK_TUNED_SOURCE if tuned else None,
@@ -113,6 +118,8 @@ def ratios(rates: dict[str, list[float]]) -> dict:
     out = {f"eos_vs_{peer}": round_ratios(rates["eos"], rates[peer]) for peer in PEERS if "eos" in rates and peer in rates}
     if "eos" in rates and "eos_alo" in rates:
         out["eos_alo_vs_eos"] = round_ratios(rates["eos_alo"], rates["eos"])
+    if "eos_tasks" in rates and "spark_tuned" in rates:
+        out["eos_tasks_vs_spark_tuned"] = round_ratios(rates["eos_tasks"], rates["spark_tuned"])
     return out
 
 
