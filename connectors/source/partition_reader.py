@@ -56,7 +56,20 @@ def read_partition(partition: object, options: SourceOptions, schema: pa.Schema,
     if not isinstance(partition, KafkaInputPartition):
         return iter(())
     ranges = [r for r in partition.ranges if isinstance(r, OffsetRange) and r.size > 0]
-    return (batch for rng in ranges for batch in RangeReader(rng, options, schema, new_consumer).batches())
+    return _read_ranges([RangeReader(rng, options, schema, new_consumer) for rng in ranges])
+
+
+def _read_ranges(readers: list["RangeReader"]) -> Iterator[pa.RecordBatch]:
+    """One range after the other; the next range's consumer opens (librdkafka starts fetching)
+    while the current range is read, so a group's ranges do not each wait for a first fetch."""
+    try:
+        for i, reader in enumerate(readers):
+            if i + 1 < len(readers):
+                readers[i + 1].open()
+            yield from reader.batches()
+    finally:
+        for reader in readers:
+            reader.close()
 
 
 class RangeReader:
@@ -65,12 +78,29 @@ class RangeReader:
         self.rng, self.options, self.schema = rng, options, schema
         self.ktp = KafkaTP(rng.topic, rng.partition)
         self._new_consumer = new_consumer
+        self._consumer: Consumer | None = None
+
+    def open(self) -> Consumer:
+        """The range's consumer, assigned at the range's start (created once)."""
+        if self._consumer is None:
+            consumer = self._new_consumer(self.options.consumer_conf())
+            try:
+                consumer.assign([KafkaTP(self.rng.topic, self.rng.partition, self.rng.start)])
+            except BaseException:
+                consumer.close()
+                raise
+            self._consumer = consumer
+        return self._consumer
+
+    def close(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            consumer.close()
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         rng = self.rng
-        consumer = self._new_consumer(self.options.consumer_conf())
+        consumer = self.open()
         try:
-            consumer.assign([KafkaTP(rng.topic, rng.partition, rng.start)])
             next_offset, progress_at = rng.start, time.monotonic()
             while next_offset < rng.end:
                 messages = consumer.consume(num_messages=min(BATCH_RECORDS, rng.end - next_offset), timeout=POLL_SLICE_S)
@@ -97,7 +127,7 @@ class RangeReader:
                         f"reading {rng} from Kafka made no progress for {self.options.poll_timeout_ms} ms "
                         f"(stuck at offset {next_offset}). Check broker health, or raise kafkaConsumer.pollTimeoutMs.")
         finally:
-            consumer.close()
+            self.close()
 
     def _within(self, messages: list[Message], next_offset: int) -> list[Message]:
         """Only messages with next_offset <= offset < end (already in offset order)."""
