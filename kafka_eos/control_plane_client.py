@@ -8,6 +8,8 @@ librdkafka settings it carries and the one-client-per-settings cache stay in
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.metadata import CoordinatorType
 from kafka.protocol.producer.transaction import EndTxnRequest
@@ -56,11 +58,11 @@ def _windows(requests: list[tuple[str, int, int]], nodes: dict[str, int],
     """The requests in windows of at most ``in_flight`` per coordinator: a connection pauses at its
     in-flight limit and fails what is sent past it (a round of 64 ended 5 before this)."""
     windows: list[list[tuple[str, int, int]]] = []
-    sent: dict[tuple[int, int], int] = {}
+    sent: Counter[int] = Counter()  # requests per coordinator so far
     for request in requests:
         node = nodes[request[0]]
-        slot = next(i for i in range(len(requests)) if sent.get((node, i), 0) < in_flight)
-        sent[(node, slot)] = sent.get((node, slot), 0) + 1
+        slot = sent[node] // in_flight
+        sent[node] += 1
         if slot == len(windows):
             windows.append([])
         windows[slot].append(request)

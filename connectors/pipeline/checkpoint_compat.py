@@ -111,11 +111,9 @@ def _layout(before: PipelineShape, wanted: PipelineShape) -> list[str]:
     found = [] if wanted.stateful or before.stateful else [name for part, name in (
         ("transform", "transform.sql/steps/watermark changed (stateless transform)"),
         ("decode", "source format/schema changed (stateless transform)")) if _differs(before, wanted, part)]
-    if before.min_partitions != wanted.min_partitions:
-        found.append(f"source.options minPartitions changed ({before.min_partitions} -> {wanted.min_partitions})")
-    if before.max_tasks_per_batch != wanted.max_tasks_per_batch:
-        found.append(f"source.options maxTasksPerBatch changed ({before.max_tasks_per_batch} -> "
-                     f"{wanted.max_tasks_per_batch})")
+    for option, field in (("minPartitions", "min_partitions"), ("maxTasksPerBatch", "max_tasks_per_batch")):
+        if getattr(before, field) != getattr(wanted, field):  # either changes the tasks of a batch
+            found.append(f"source.options {option} changed ({getattr(before, field)} -> {getattr(wanted, field)})")
     return found
 
 

@@ -42,10 +42,8 @@ class KafkaInputPartition(InputPartition):
 
 def input_partitions(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int],
                      min_partitions: int | None, max_tasks: int | None = None) -> list[KafkaInputPartition]:
-    ranges = split_ranges(ranges_between(start, end), min_partitions)
-    if not max_tasks:
-        return [KafkaInputPartition(r) for r in ranges]
-    return [KafkaInputPartition(g[0] if len(g) == 1 else g) for g in pack_ranges(ranges, max_tasks)]
+    groups = pack_ranges(split_ranges(ranges_between(start, end), min_partitions), max_tasks)
+    return [KafkaInputPartition(g[0] if len(g) == 1 else g) for g in groups]
 
 
 def apply_data_loss_policy(findings: Iterable[DataLossFinding], fail_on_data_loss: bool) -> None:
