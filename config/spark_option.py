@@ -71,10 +71,11 @@ class SparkOption:
             if text.lower() not in ("true", "false"):
                 raise error(f"{self.label}={raw!r} must be true or false")
             return text.lower() == "true"
-        if self.kind is Kind.CHOICE:
-            if text.lower() not in self.choices:
+        if self.kind is Kind.CHOICE:  # any case; the choice as declared
+            choice = next((c for c in self.choices if c.lower() == text.lower()), None)
+            if choice is None:
                 raise error(f"{self.label}={raw!r} must be " + " or ".join(repr(c) for c in self.choices))
-            return text.lower()
+            return choice
         return self._number(raw, text, error)
 
     def _number(self, raw: str, text: str, error: type[Exception]) -> int:

@@ -64,6 +64,9 @@ SOURCE_OPTIONS: tuple[SparkOption, ...] = (
     _source("alignIdleTimeoutMs", N, 30_000, "a partition whose log end has not moved for this long is idle (ms); "
             "needs alignMaxDriftMs", "source.align.idle_timeout"),
     _source("stopMarker", T, None, "streams only: while this local file exists no new data is planned"),
+    _source("emit", C, "records", "`offsetRanges` (streams only): one row per offset range instead of the records; "
+            "the kafka-eos sink reads and writes them in one process (a copy without transform; the sink needs the "
+            "source's options, each prefixed `source.`)", choices=("records", "offsetRanges")),
 )
 
 SINK_OPTIONS: tuple[SparkOption, ...] = (

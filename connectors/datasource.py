@@ -10,6 +10,7 @@ from pyspark.sql.types import StructType
 
 from kafka_eos.config.spark_option_table import source_option
 from kafka_eos.connectors.schema import source_schema
+from kafka_eos.connectors.source.range_rows import RANGE_SCHEMA
 
 
 class KafkaEosDataSource(DataSource):
@@ -20,6 +21,8 @@ class KafkaEosDataSource(DataSource):
         return "kafka-eos"
 
     def schema(self) -> StructType:
+        if source_option("emit").read(self.options) == "offsetRanges":
+            return RANGE_SCHEMA
         return source_schema(include_headers=bool(source_option("includeHeaders").read(self.options)))
 
     def reader(self, schema: StructType):

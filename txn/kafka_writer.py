@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypeAlias
 
 import pyarrow as pa
 from confluent_kafka import KafkaException, Producer
@@ -51,11 +51,13 @@ from kafka_eos import KafkaEosError
 from kafka_eos.txn.flush import (FAILED_TXN_STATES, TransactionFailed, abort_own, client_wait_s,
                                  delivery_failure, flush_checked, txn_state)
 from kafka_eos.txn.handle import TxnHandle
+from kafka_eos.txn.records import Records
 from kafka_eos.txn.producer_stats import (STATS_INTERVAL_MS, LatestStats, await_producer_id, next_stats,
                                           records_per_partition)
 from kafka_eos.txn.sink_config import SinkConfig
 
 log = logging.getLogger(__name__)
+Rows: TypeAlias = "pa.RecordBatch | Records"  # Arrow rows of the query, or records the task read itself
 STATS_WAIT_S = 10.0  # pre-commit waits this long at most for statistics newer than the flush
 
 
@@ -85,7 +87,7 @@ class KafkaWriter:
         self._errors: list[str] = []
         self._records = 0
 
-    def write(self, batches: Iterable[pa.RecordBatch]) -> TxnHandle:
+    def write(self, batches: Iterable[Rows]) -> TxnHandle:
         try:
             for batch in batches:
                 if batch.num_rows:
@@ -149,7 +151,7 @@ class KafkaWriter:
             await_producer_id(producer, self._stats, topic)
         return producer
 
-    def _produce_batch(self, batch: pa.RecordBatch) -> None:
+    def _produce_batch(self, batch: Rows) -> None:
         topics, keys, values, partitions, headers = self._columns(batch)
         if self._producer is None:
             self._producer = self._open(topics[0])
@@ -161,8 +163,7 @@ class KafkaWriter:
                     f"row {row} of batch {self.batch_id} (key={keys[row]!r:.60}) has no topic: set the sink "
                     "option 'topic' or give every row a non-null 'topic' column")
             args = (topic, values[row], keys[row], partitions[row] if partitions else -1)
-            extra: dict[str, Any] = ({"headers": [(h["key"], h["value"]) for h in headers[row]]}
-                                     if headers and headers[row] else {})
+            extra: dict[str, Any] = {"headers": headers[row]} if headers and headers[row] else {}
             while True:
                 try:
                     produce(*args, **extra)  # headers by keyword: positional order varies by release
@@ -174,9 +175,12 @@ class KafkaWriter:
         poll(0)
         self._raise_if_failed()
 
-    def _columns(self, batch: pa.RecordBatch) -> tuple[list, list, list, list | None, list | None]:
-        names = batch.schema.names
+    def _columns(self, batch: Rows) -> tuple[list, list, list, list | None, list | None]:
+        """topics, keys, values, partitions (or None), headers as (name, value) pairs (or None)."""
         n = batch.num_rows
+        if isinstance(batch, Records):  # a task's own read of Kafka: the sink's topic option names the topic
+            return [self.config.topic] * n, batch.keys, batch.values, None, batch.headers
+        names = batch.schema.names
         if "value" not in names:
             raise KafkaWriteError("the sink needs a 'value' column (string or binary); "
                                   f"got columns {names}: select or alias one as 'value'")
@@ -189,7 +193,10 @@ class KafkaWriter:
         partitions = column("partition")
         if partitions is not None:
             partitions = [-1 if p is None else p for p in partitions]
-        return topics, column("key") or [None] * n, batch.column("value").to_pylist(), partitions, column("headers")
+        headers = column("headers")
+        if headers is not None:
+            headers = [[(h["key"], h["value"]) for h in row] if row else None for row in headers]
+        return topics, column("key") or [None] * n, batch.column("value").to_pylist(), partitions, headers
 
     def _delivered(self, err, msg) -> None:
         if err is not None and len(self._errors) < 20:

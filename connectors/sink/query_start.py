@@ -6,7 +6,8 @@ which pickles the writer into the batch's tasks, and again for every commit or a
 worker module (``pyspark.sql.worker.python_streaming_sink_runner``) whose fresh writer is never
 pickled. pyspark keeps its Python workers per module, so a process builds writers of one role
 only (``writer_role``). ``KafkaEosDataSource.streamWriter`` calls ``QueryStart.writer``, which runs:
-  1. logging to stderr; the schema check and the client settings' one rule
+  1. logging to stderr; the schema check (or, for offset-range input, the source's options given
+     to the sink: ``range_input.read_options``) and the client settings' one rule
      (``txn.client_settings.check_client_settings``, what ``validate`` runs too; local);
   2. the cluster checks: every broker Kafka 3.7+, transaction.timeout.ms against the broker's maximum, the ACLs
      (``startup_checks``; asked once per process and connection settings);
@@ -41,6 +42,7 @@ from pyspark.sql.types import StructType
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.sink.options import batch_log, fault_plan, sink_config
 from kafka_eos.connectors.sink.prefix_owner import owned_config
+from kafka_eos.connectors.sink.range_input import read_options
 from kafka_eos.connectors.sink.sink_queries import SINK_QUERIES, SinkQueries
 from kafka_eos.connectors.sink.startup_checks import check_acls, check_brokers, check_schema, check_timeouts
 from kafka_eos.connectors.sink.stream_writer import KafkaEosStreamWriter
@@ -118,7 +120,9 @@ class QueryStart:
     def writer(self, options: Mapping[str, str], schema: StructType) -> KafkaEosStreamWriter:
         config, faults = sink_config(options), fault_plan(options)
         log_to_stderr(batch_log(options))                                             # step 1
-        check_schema(schema, config)
+        source = read_options(options, schema, config)
+        if source is None:
+            check_schema(schema, config)
         check_client_settings(config.client_conf(), config.exactly_once)
         self.cluster_checks(config)                                                   # step 2
         query_id = checkpoint_query_id(options)
@@ -130,7 +134,7 @@ class QueryStart:
             if self.queries.first_start(config, query_id):                            # step 7
                 protocol.aborter.abort_lingering(keep_at_start(protocol.log.latest()))
             self.topic_guard(config).before_writes()                                  # step 8
-        return self.make_writer(config, faults, query_id, plan, protocol)
+        return self.make_writer(config, faults, query_id, plan, protocol, source)
 
 
 def release_sink(options: Mapping[str, str], queries: SinkQueries = SINK_QUERIES) -> None:

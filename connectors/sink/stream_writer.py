@@ -4,8 +4,9 @@ The writer holds what one batch needs and calls no cluster while it is built or 
 query start (``connectors/sink/query_start.py``: checks, ownership, recovery, the lingering
 cleanup, the output-topic check) ran before ``QueryStart.writer`` built it. Enforced here:
 - ``write`` (executors) pre-commits one transaction per task (``KafkaWriter``) and returns its
-  handle; a task whose sink partition is durable (the ``ReplayPlan``) writes nothing but counts
-  its rows (the replay check); ``spark.speculation=true`` is refused before a producer opens;
+  handle (of the task's rows, or, for offset-range input, of the records it reads: ``range_input``);
+  a task whose sink partition is durable (the ``ReplayPlan``) writes nothing but counts its rows
+  (the replay check); ``spark.speculation=true`` is refused before a producer opens;
 - ``commit`` works from the handles alone (``TwoPhaseCommitProtocol.commit_batch``);
 - ``abort`` (Spark calls it when the batch's job failed and also when ``commit`` raised: the catch
   of V2TableWriteExec.writeWithV2) ends every transactional id the batch can have used, by id,
@@ -21,7 +22,9 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
+from kafka_eos.connectors.sink.range_input import range_records
 from kafka_eos.connectors.sink.startup_checks import check_speculation
+from kafka_eos.connectors.source.options import SourceOptions
 from kafka_eos.txn.fault_injection import task_input
 from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.handle import TxnHandle
@@ -48,8 +51,9 @@ def _task_context() -> TaskContext:
 
 class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, config: SinkConfig, faults: FaultPlan, query_id: str | None, plan: ReplayPlan,
-                 protocol: TwoPhaseCommitProtocol) -> None:
+                 protocol: TwoPhaseCommitProtocol, source: SourceOptions | None = None) -> None:
         self.config, self.faults, self.query_id, self.plan = config, faults, query_id, plan
+        self.source = source  # the input is offset ranges: tasks read them with these (range_input)
         self._protocol = protocol  # driver only: __getstate__ leaves it out of what tasks get
         self._task_input = task_input(faults)
 
@@ -62,13 +66,14 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
         # cast: Spark sets the batch id on every task of a micro-batch
         batch_id = int(cast(str, context.getLocalProperty("streaming.sql.batchId")))
         sink_partition = context.partitionId()
+        rows: Iterator = iterator if self.source is None else range_records(iterator, self.source)
         if self.plan.skip(batch_id, sink_partition):
-            rows = sum(batch.num_rows for batch in iterator)  # counted for the replay check, not written
-            return SinkCommitMessage(TxnHandle.empty(sink_partition, skipped=True, records=rows).to_dict())
+            count = sum(batch.num_rows for batch in rows)  # counted for the replay check, not written
+            return SinkCommitMessage(TxnHandle.empty(sink_partition, skipped=True, records=count).to_dict())
         check_speculation(context.getLocalProperty("spark.speculation"))
         writer = KafkaWriter(self.config, batch_id, sink_partition, attempt=context.attemptNumber(),
                              decided=DecisionGuard(self.config.log_location, planned_after=self.plan.batch_id))
-        return SinkCommitMessage(writer.write(self._task_input(iterator, batch_id)).to_dict())
+        return SinkCommitMessage(writer.write(self._task_input(rows, batch_id)).to_dict())
 
     def commit(self, messages: list, batchId: int) -> None:
         handles = [TxnHandle.from_dict(m.handle) for m in messages]

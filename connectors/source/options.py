@@ -15,6 +15,7 @@ Invariants:
 - ``lookupTimeoutMs`` (default 120000) is the deadline of each driver lookup (topics, offsets);
   one request waits at most 10 s and is retried within it (``kafka_eos.kafka_clients``).
 - ``stopMarker`` (streaming only) names a local file; while it exists the stream plans no new data.
+- ``emit=offsetRanges`` (streaming only) makes the rows offset ranges (``range_rows``).
 """
 from __future__ import annotations
 
@@ -83,6 +84,7 @@ class SourceOptions:
     align_max_drift_ms: int | None = None   # event-time alignment (kafka_eos.offsets.alignment); None: off
     align_idle_timeout_ms: int = 30_000
     stop_marker: str | None = None    # while this local file exists, latestOffset plans no new data
+    emit_ranges: bool = False         # emit=offsetRanges: rows are offset ranges (connectors.source.range_rows)
     kafka_items: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @property
@@ -108,7 +110,7 @@ class SourceOptions:
         return (f"SourceOptions({self.subscription}, starting={self.starting.kind}, "
                 f"ending={self.ending.kind if self.ending else None}, maxOffsetsPerTrigger={self.max_offsets_per_trigger}, "
                 f"minPartitions={self.min_partitions}, maxTasksPerBatch={self.max_tasks_per_batch}, "
-                f"alignMaxDriftMs={self.align_max_drift_ms}, "
+                f"alignMaxDriftMs={self.align_max_drift_ms}, emitRanges={self.emit_ranges}, "
                 f"failOnDataLoss={self.fail_on_data_loss}, "
                 f"kafka={redacted(self.kafka_conf)})")
 
@@ -213,6 +215,10 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
     marker = _read(options, "stopMarker")
     if marker is not None and not streaming:
         raise SourceOptionError("option stopMarker is for streaming queries (spark.readStream); remove it")
+    emit_ranges = _read(options, "emit") == "offsetRanges"
+    if emit_ranges and not streaming:
+        raise SourceOptionError("option emit=offsetRanges is for streaming queries into the kafka-eos sink "
+                                "(spark.readStream); remove it")
     return SourceOptions(
         subscription=_subscription(options),
         starting=starting,
@@ -230,5 +236,6 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         align_max_drift_ms=drift,
         align_idle_timeout_ms=idle,
         stop_marker=str(marker) if marker else None,
+        emit_ranges=emit_ranges,
         kafka_items=tuple(sorted(kafka.items())),
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import logging
 import time
-from typing import Iterator, cast
+from typing import Callable, Iterable, Iterator, TypeVar, cast
 
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition as KafkaTP
@@ -34,6 +34,7 @@ from kafka_eos.offsets.data_loss import DataLossFinding, detect
 from kafka_eos.offsets.ranges import OffsetRange
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 BATCH_RECORDS = 20_000  # ~2 MB of 100-byte records: measured fastest (cache-sized Arrow batches)
 POLL_SLICE_S = 0.1
@@ -53,27 +54,45 @@ def read_partition(partition: object, options: SourceOptions, schema: pa.Schema,
                    new_consumer: ConsumerFactory = client_factory.consumer) -> Iterator[pa.RecordBatch]:
     """Batches of the partition's ranges, one range after the other (nothing for the placeholder
     partition Spark may send)."""
+    return _read_ranges(range_readers(partition, options, schema, new_consumer))
+
+
+def read_messages(ranges: Iterable[OffsetRange], options: SourceOptions,
+                  new_consumer: ConsumerFactory = client_factory.consumer) -> Iterator[list[Message]]:
+    """The records of ``ranges`` as lists of confluent-kafka messages (the sink's own read of
+    ``emit=offsetRanges`` input), under the same rules as ``read_partition``."""
+    readers = [RangeReader(rng, options, None, new_consumer) for rng in ranges if rng.size > 0]
+    return _read_ranges(readers, RangeReader.messages)
+
+
+def range_readers(partition: object, options: SourceOptions, schema: pa.Schema | None,
+                  new_consumer: ConsumerFactory = client_factory.consumer) -> list["RangeReader"]:
+    """A reader per non-empty range of ``partition`` (none for Spark's placeholder partition)."""
     if not isinstance(partition, KafkaInputPartition):
-        return iter(())
-    ranges = [r for r in partition.ranges if isinstance(r, OffsetRange) and r.size > 0]
-    return _read_ranges([RangeReader(rng, options, schema, new_consumer) for rng in ranges])
+        return []
+    return [RangeReader(r, options, schema, new_consumer) for r in partition.ranges
+            if isinstance(r, OffsetRange) and r.size > 0]
 
 
-def _read_ranges(readers: list["RangeReader"]) -> Iterator[pa.RecordBatch]:
+def _batches(reader: "RangeReader") -> Iterator:
+    return reader.batches()
+
+
+def _read_ranges(readers: list["RangeReader"], read: Callable[["RangeReader"], Iterator[T]] = _batches) -> Iterator[T]:
     """One range after the other; the next range's consumer opens (librdkafka starts fetching)
     while the current range is read, so a group's ranges do not each wait for a first fetch."""
     try:
         for i, reader in enumerate(readers):
             if i + 1 < len(readers):
                 readers[i + 1].open()
-            yield from reader.batches()
+            yield from read(reader)
     finally:
         for reader in readers:
             reader.close()
 
 
 class RangeReader:
-    def __init__(self, rng: OffsetRange, options: SourceOptions, schema: pa.Schema,
+    def __init__(self, rng: OffsetRange, options: SourceOptions, schema: pa.Schema | None,
                  new_consumer: ConsumerFactory = client_factory.consumer) -> None:
         self.rng, self.options, self.schema = rng, options, schema
         self.ktp = KafkaTP(rng.topic, rng.partition)
@@ -98,6 +117,13 @@ class RangeReader:
             consumer.close()
 
     def batches(self) -> Iterator[pa.RecordBatch]:
+        """The range as Arrow batches of the source schema."""
+        assert self.schema is not None, "a reader of Arrow batches is built with the source schema"
+        for messages in self.messages():
+            yield from to_record_batches(messages, self.rng.topic, self.rng.partition, self.schema)
+
+    def messages(self) -> Iterator[list[Message]]:
+        """The range's records in offset order, in lists of at most ``BATCH_RECORDS``."""
         rng = self.rng
         consumer = self.open()
         try:
@@ -109,7 +135,7 @@ class RangeReader:
                     messages, resume = self._errors(consumer, messages, next_offset)
                 messages = self._within(messages, next_offset)
                 if messages:
-                    yield from to_record_batches(messages, rng.topic, rng.partition, self.schema)
+                    yield messages
                     next_offset, progress_at = _offset(messages[-1]) + 1, time.monotonic()
                 if resume is not None:  # data loss accepted (failOnDataLoss=false): jump over the gap
                     if resume >= rng.end:

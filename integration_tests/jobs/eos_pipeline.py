@@ -1,6 +1,8 @@
 """A Kafka -> kafka-eos source -> transform -> kafka-eos sink job, run by spark-submit in tests.
 
-The transform keeps the id and marks the value: value "17" -> "out-17", key unchanged.
+The transform keeps the id and marks the value: value "17" -> "out-17", key unchanged. With
+``--emit-ranges`` the records are copied as they are (source option emit=offsetRanges: the sink
+reads them, given the source's options as ``source.*``).
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ def main() -> None:
                    help="a Spark setting for the session (repeatable), e.g. spark.speculation=true")
     p.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
                    help="a kafka-eos source option (repeatable), e.g. maxTasksPerBatch=2")
+    p.add_argument("--emit-ranges", action="store_true", help="source emit=offsetRanges, the sink reads the records")
     p.add_argument("--remote", default="", help="sc://host:port: run as a client of this Spark Connect server "
                    "(with plain python, not spark-submit)")
     a = p.parse_args()
@@ -46,12 +49,14 @@ def main() -> None:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     connectors.register(spark)
-    reader = (spark.readStream.format("kafka-eos").option("kafka.bootstrap.servers", a.bootstrap)
-              .option("subscribe", a.input).option("startingOffsets", a.starting_offsets))
-    if a.max_offsets:
-        reader = reader.option("maxOffsetsPerTrigger", a.max_offsets)
-    reader = reader.options(**dict(option.split("=", 1) for option in a.source_option))
-    df = reader.load().selectExpr("key", "CONCAT('out-', CAST(value AS STRING)) AS value")
+    source = {"kafka.bootstrap.servers": a.bootstrap, "subscribe": a.input, "startingOffsets": a.starting_offsets,
+              **({"maxOffsetsPerTrigger": str(a.max_offsets)} if a.max_offsets else {}),
+              **dict(option.split("=", 1) for option in a.source_option),
+              **({"emit": "offsetRanges"} if a.emit_ranges else {})}
+    reader = spark.readStream.format("kafka-eos").options(**source)
+    df = reader.load()
+    if not a.emit_ranges:
+        df = df.selectExpr("key", "CONCAT('out-', CAST(value AS STRING)) AS value")
     if a.repartition:
         df = df.repartition(a.repartition, "key")
     if a.layout == "rand":
@@ -61,6 +66,8 @@ def main() -> None:
               .option("checkpointLocation", a.checkpoint)
               .option("kafka.transaction.timeout.ms", a.transaction_timeout_ms)
               .option("batch.margin.ms", 1000))
+    if a.emit_ranges:
+        writer = writer.options(**{f"source.{k}": v for k, v in source.items()})
     if a.sink_log_location:
         writer = writer.option("sinkLogLocation", a.sink_log_location)
     if a.fault:

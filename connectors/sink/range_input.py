@@ -1,0 +1,59 @@
+"""The sink's input as offset ranges (source option ``emit=offsetRanges``): the task reads them itself.
+
+Enforced here: such input needs the source's options on the sink, each prefixed ``source.``
+(``read_options``: parsed by the source's own rules, so the task reads read_committed with the
+source's consumer settings, poll timeout and failOnDataLoss), and the sink's ``topic`` option;
+``source.`` options without range input are refused, as a sign of a query that changed the rows.
+A task's records are its ranges' records in order (``range_records``), keys, values and, with
+``source.includeHeaders``, headers copied as they are.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Mapping
+
+import pyarrow as pa
+from confluent_kafka import Message
+from pyspark.sql.types import StructType
+
+from kafka_eos.connectors.source.options import SourceOptions, parse_source_options
+from kafka_eos.connectors.source.partition_reader import read_messages
+from kafka_eos.connectors.source.range_rows import is_range_schema, ranges_of
+from kafka_eos.option_map import OptionMap
+from kafka_eos.txn.errors import SinkConfigError
+from kafka_eos.txn.records import Records
+from kafka_eos.txn.sink_config import SinkConfig
+
+PREFIX = "source."
+
+
+def read_options(options: Mapping[str, str], schema: StructType, config: SinkConfig) -> SourceOptions | None:
+    """The source's options given to the sink (None without range input); ``SinkConfigError`` when
+    range input comes without them or without the sink's topic option, or they come without it."""
+    given = OptionMap.of(options).with_prefix(PREFIX)
+    if not is_range_schema(schema):
+        if given:
+            raise SinkConfigError(f"sink options {', '.join(sorted(PREFIX + k for k in given))} are for a query whose "
+                                  "source has emit=offsetRanges and whose rows reach the sink unchanged; remove them")
+        return None
+    if not given:
+        raise SinkConfigError("the sink's input is offset ranges (source option emit=offsetRanges): give the sink the "
+                              "source's options too, each prefixed 'source.' (e.g. source.kafka.bootstrap.servers, "
+                              "source.subscribe), so that its tasks read the records")
+    if not config.topic:
+        raise SinkConfigError("the sink's input is offset ranges (emit=offsetRanges): set the sink option 'topic'")
+    try:
+        return parse_source_options(given, streaming=True)
+    except ValueError as exc:
+        raise SinkConfigError(f"sink options source.*: {exc}") from None
+
+
+def range_records(batches: Iterable[pa.RecordBatch], options: SourceOptions) -> Iterator[Records]:
+    """The records of the task's ranges, in order."""
+    cluster = options.kafka_conf["bootstrap.servers"]
+    for messages in read_messages(ranges_of(batches, cluster), options):
+        yield _records(messages, options.include_headers)
+
+
+def _records(messages: list[Message], include_headers: bool) -> Records:
+    return Records(keys=list(map(Message.key, messages)), values=list(map(Message.value, messages)),
+                   headers=list(map(Message.headers, messages)) if include_headers else None)
