@@ -66,13 +66,15 @@ def start(spark: SparkSession, a: argparse.Namespace, source: str, output: str, 
           profiled: bool = False):
     source_format = PROFILED if profiled and a.source_format == "kafka-eos" else a.source_format
     sink_format = PROFILED if profiled and a.sink_format == "kafka-eos" else a.sink_format
-    reader = (spark.readStream.format(source_format).option("kafka.bootstrap.servers", a.bootstrap)
-              .option("subscribe", source).option("startingOffsets", "earliest"))
-    if a.max_offsets:
-        reader = reader.option("maxOffsetsPerTrigger", a.max_offsets)
-    reader = reader.options(**_pairs(a.source_option))
-    writer = reader.load().selectExpr("key", "value").writeStream.format(sink_format)
+    source_options = {"kafka.bootstrap.servers": a.bootstrap, "subscribe": source, "startingOffsets": "earliest",
+                      **({"maxOffsetsPerTrigger": str(a.max_offsets)} if a.max_offsets else {}),
+                      **_pairs(a.source_option)}
+    frame = spark.readStream.format(source_format).options(**source_options).load()
+    ranges = source_options.get("emit") == "offsetRanges"  # the kafka-eos sink reads the records itself
+    writer = (frame if ranges else frame.selectExpr("key", "value")).writeStream.format(sink_format)
     writer = writer.option("checkpointLocation", checkpoint).options(**_pairs(a.sink_option))
+    if ranges:
+        writer = writer.options(**{f"source.{k}": v for k, v in source_options.items()})
     if a.sink_format != "noop":
         writer = writer.option("kafka.bootstrap.servers", a.bootstrap).option("topic", output)
     if a.sink_format == "kafka-eos":
@@ -86,12 +88,32 @@ def _epoch(timestamp: str) -> float:
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
-def run_until(query, records: int) -> dict:
+def offsets_read(progress) -> int:
+    """Offsets a kafka-eos source batch advanced (its records, on an input without transactions):
+    with emit=offsetRanges Spark counts one input row per range, not per record."""
+    from kafka_eos.offsets import model
+    source = progress["sources"][0]
+    start, end = (json.loads(o) if isinstance(o, str) else o for o in (source["startOffset"], source["endOffset"]))
+    first = start is None or model.is_initial(start)
+    begin = (model.planned_start(end) if first else None) or ({} if start is None else model.decode(start))
+    return sum(o - begin.get(tp, 0) for tp, o in model.decode(end).items())
+
+
+def with_records(progress: list, ranges: bool) -> list[dict]:
+    """The batches that read something, each a dict with its records as ``numInputRows``."""
+    batches = [dict(p) for p in progress]  # StreamingQueryProgress is a dict
+    if ranges:
+        for b in batches:
+            b["numInputRows"] = offsets_read(b)
+    return [b for b in batches if b["numInputRows"]]
+
+
+def run_until(query, records: int, ranges: bool = False) -> dict:
     """Wait until ``records`` rows went through ``query``; stop it; summarise its progress."""
     while True:
         if query.exception():
             raise SystemExit(str(query.exception()))
-        batches = [p for p in query.recentProgress if p["numInputRows"]]
+        batches = with_records(query.recentProgress, ranges)
         if sum(p["numInputRows"] for p in batches) >= records:
             break
         time.sleep(0.1)
@@ -140,14 +162,15 @@ def main() -> None:
         from kafka_eos import connectors
         connectors.register(spark)
     root = f"{a.checkpoint}/run-{os.getpid()}"  # a retried job starts from a fresh checkpoint
+    ranges = _pairs(a.source_option).get("emit") == "offsetRanges"
     warmup = None
     if a.warmup_input:
         started = time.monotonic()
-        run_until(start(spark, a, a.warmup_input, a.warmup_output, root + "/warmup"), a.warmup_records)
+        run_until(start(spark, a, a.warmup_input, a.warmup_output, root + "/warmup"), a.warmup_records, ranges)
         warmup = round(time.monotonic() - started, 2)
     if a.profile:
         _register_profiled(spark, a.profile)
-    result = run_until(start(spark, a, a.input, a.output, root + "/main", profiled=bool(a.profile)), a.records)
+    result = run_until(start(spark, a, a.input, a.output, root + "/main", profiled=bool(a.profile)), a.records, ranges)
     result.update({"source": a.source_format, "sink": a.sink_format, "guarantee": a.guarantee,
                    "warmup_s": warmup, "source_options": _pairs(a.source_option),
                    "sink_options": _pairs(a.sink_option), "profiled": bool(a.profile)})

@@ -40,7 +40,11 @@ MEMORY_SAMPLED = ("eos", "spark_default", "spark_tuned")  # first round only: sa
 SPARK_TUNED_SINK = {"kafka.linger.ms": "5", "kafka.batch.size": "1000000", "kafka.compression.type": "none"}
 # kafka-eos exactly-once with its batches read by at most as many tasks as local[2] has cores
 EOS_TASKS_SOURCE = {"maxTasksPerBatch": "2"}
+# kafka-eos exactly-once, the sink reading the records of the source's offset ranges itself
+EOS_RANGES_SOURCE = {"emit": "offsetRanges"}
 SPARK_TUNED_SOURCE = {"kafka.max.partition.fetch.bytes": "10485760"}
+EXTRA_EOS = {"eos_tasks": EOS_TASKS_SOURCE, "eos_ranges": EOS_RANGES_SOURCE,
+             "eos_ranges_tasks": {**EOS_RANGES_SOURCE, **EOS_TASKS_SOURCE}}
 
 
 @dataclass(frozen=True)
@@ -103,9 +107,9 @@ def run_config(inp: Input, name: str, sample_memory: bool = False, trigger_s: fl
     if name in ("eos", "eos_alo"):
         guarantee = "exactly_once" if name == "eos" else "at_least_once"
         return spark_run(inp, "kafka-eos", "kafka-eos", guarantee, sample_memory, trigger_s)
-    if name == "eos_tasks":
+    if name in EXTRA_EOS:
         return spark_run(inp, "kafka-eos", "kafka-eos", "exactly_once", sample_memory, trigger_s,
-                         source_options=EOS_TASKS_SOURCE)
+                         source_options=EXTRA_EOS[name])
     tuned = name == "spark_tuned"
     return spark_run(inp, "kafka", "kafka", sample_memory=sample_memory, trigger_s=trigger_s,
                      source_options=SPARK_TUNED_SOURCE if tuned else None,

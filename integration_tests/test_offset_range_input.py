@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, unique
+from integration_tests.kafka_tools import ABORTED_BASE, assert_exactly_once, check_exactly_once, unique
 from integration_tests.pipeline_runs import kill_group, run_to_completion, seed_input, start_job, wait_for
 from kafka_eos.txn.sink_log import SinkLogReader
 
@@ -31,3 +31,44 @@ def test_ranges_read_by_the_sink_are_exactly_once_across_a_driver_kill(bootstrap
     batches = [reader.get(b) for b in range(20) if reader.get(b) is not None]
     assert len(batches) >= 3, "the input took several batches"
     assert sum(h.records for record in batches for h in record.handles) == IDS, "the sinks read every committed id once"
+
+
+def test_ranges_from_latest_copy_keys_values_and_headers_of_input_arriving_while_running(spark, bootstrap, tmp_path):
+    """Spark's default start (latest), a skewed keyed topic, input arriving after the start and an
+    aborted input transaction: every id once, each with its key and headers, nothing from before."""
+    import time
+
+    from confluent_kafka import Producer
+
+    from integration_tests.kafka_tools import create_topic, produce, read_all
+    from kafka_eos import connectors
+    topic, out = create_topic(bootstrap, unique("in"), 3), create_topic(bootstrap, unique("out"), 2)
+    produce(bootstrap, topic, [(b"old", b"%d" % (50_000 + i)) for i in range(30)])  # before the start
+    connectors.register(spark)
+    source = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "includeHeaders": "true",
+              "emit": "offsetRanges"}
+    query = (spark.readStream.format("kafka-eos").options(**source).load().writeStream.format("kafka-eos")
+             .options(**{f"source.{k}": v for k, v in source.items()})
+             .option("kafka.bootstrap.servers", bootstrap).option("topic", out)
+             .option("transactional.id.prefix", unique("ranges-latest"))
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(processingTime="500 milliseconds").start())
+    try:
+        while query.lastProgress is None:  # batch 0 recorded the start
+            time.sleep(0.2)
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        for i in range(900):  # keyed and skewed: two keys of three go to one partition
+            producer.produce(topic, key=b"k%d" % (i % 3), value=b"%d" % i, partition=0 if i % 3 else i % 3 + 1,
+                             headers=[("id", b"%d" % i)])
+        producer.flush(30)
+        produce(bootstrap, topic, [(b"bad", b"%d" % (ABORTED_BASE + i)) for i in range(20)],
+                transactional=unique("in-abort"), commit=False)
+        deadline = time.monotonic() + 120
+        while len(read_all(bootstrap, out, idle_s=0.5)) < 900 and time.monotonic() < deadline:
+            assert query.exception() is None, query.exception()
+            time.sleep(1)
+    finally:
+        query.stop()
+    assert_exactly_once(check_exactly_once(bootstrap, out, 900))
+    for message in read_all(bootstrap, out):
+        i = int(message.value())
+        assert message.key() == b"k%d" % (i % 3) and message.headers() == [("id", b"%d" % i)]

@@ -133,3 +133,14 @@ def test_max_tasks_per_batch_groups_whole_ranges_into_tasks():
     assert sorted((r.partition, r.start, r.end) for g in grouped for r in g.ranges) == \
         [(p, 0, 10 * (p + 1)) for p in range(6)]
     assert input_partitions(start, end, None, max_tasks=2)[0].value == grouped[0].value  # replay: same tasks
+
+
+def test_emit_offset_ranges_is_for_streams_in_any_case():
+    from kafka_eos.connectors.source.options import SourceOptionError, parse_source_options
+    base = {"kafka.bootstrap.servers": "k:9092", "subscribe": "in"}
+    assert parse_source_options({**base, "emit": "offsetranges"}, streaming=True).emit_ranges
+    assert not parse_source_options(base, streaming=True).emit_ranges
+    with pytest.raises(SourceOptionError, match="emit=offsetRanges is for streaming queries"):
+        parse_source_options({**base, "emit": "offsetRanges"}, streaming=False)
+    with pytest.raises(SourceOptionError, match="must be 'records' or 'offsetRanges'"):
+        parse_source_options({**base, "emit": "ranges"}, streaming=True)
