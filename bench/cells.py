@@ -3,8 +3,9 @@
 ``16p`` and ``64p``: the method of ``bench.throughput`` (one input topic written once,
 interleaved rounds, settling, the steady-state rate) on an input topic of 16 or 64 partitions of
 ``CELL_SIZE`` (100 B) records in batches of records / 4, trigger 5 s, for ``CELL_CONFIGS`` (eos,
-eos_alo, spark_tuned, and eos_tasks: exactly-once with the source option maxTasksPerBatch=2, the
-cores of local[2]); per round eos / spark_tuned, eos_alo / eos and eos_tasks / spark_tuned. Both sources run one task
+eos_alo, spark_tuned, eos_tasks: exactly-once with the source option maxTasksPerBatch=2, the
+cores of local[2], and eos_ranges_tasks: the same with emit=offsetRanges, the sink reading the
+records); per round eos / spark_tuned, eos_alo / eos and eos_tasks (eos_ranges_tasks) / spark_tuned. Both sources run one task
 per input partition; every output topic has as many partitions as the input.
 
 ``small_batch``: ``SMALL_BATCH_PARTITIONS`` (8) partitions, 100 B, ``maxOffsetsPerTrigger``
@@ -24,7 +25,7 @@ from typing import Callable
 from bench import throughput
 from bench.method import key_medians, round_ratios, summary
 
-CELL_CONFIGS = ("eos", "eos_alo", "spark_tuned", "eos_tasks")
+CELL_CONFIGS = ("eos", "eos_alo", "spark_tuned", "eos_tasks", "eos_ranges_tasks")
 CELL_SIZE = 100
 SMALL_BATCH_PARTITIONS = 8
 SMALL_BATCH_OFFSETS = 4_000
@@ -93,8 +94,9 @@ def batch_summary(runs: dict[str, list[dict]]) -> dict:
         ratios["spark_tuned_vs_eos"] = round_ratios(ms["spark_tuned"], ms["eos"])
     if "eos" in ms and "eos_alo" in ms:
         ratios["eos_vs_eos_alo"] = round_ratios(ms["eos"], ms["eos_alo"])
-    if "eos_tasks" in ms and "spark_tuned" in ms:
-        ratios["spark_tuned_vs_eos_tasks"] = round_ratios(ms["spark_tuned"], ms["eos_tasks"])
+    for name in ("eos_tasks", "eos_ranges_tasks"):
+        if name in ms and "spark_tuned" in ms:
+            ratios[f"spark_tuned_vs_{name}"] = round_ratios(ms["spark_tuned"], ms[name])
     return {"batch_ms": {name: summary(v) for name, v in ms.items()},
             "stages_ms": {name: {k: round(statistics.median(f[k] for f in fs), 1) for k in BATCH_STAGES}
                           for name, fs in figures.items()},

@@ -48,9 +48,9 @@ def _single(value: float) -> dict:
     return {"median": value, "min": value, "max": value, "per_round": [value]}
 
 
-def pss_ratio(memory: dict | None) -> dict | None:
-    """exactly-once / Spark tuned peak PSS of one size's sampled runs (None if either is missing)."""
-    eos, tuned = (memory or {}).get("eos"), (memory or {}).get("spark_tuned")
+def pss_ratio(memory: dict | None, name: str = "eos") -> dict | None:
+    """``name`` / Spark tuned peak PSS of one size's sampled runs (None if either is missing)."""
+    eos, tuned = (memory or {}).get(name), (memory or {}).get("spark_tuned")
     if not eos or not tuned or not tuned.get("total_pss_mb"):
         return None
     return {**_single(round(eos["total_pss_mb"] / tuned["total_pss_mb"], 3)),
@@ -96,7 +96,15 @@ def goals_27(ratios: dict, cells: dict, memory: dict, latency_runs: list[dict]) 
              for n in ("16p", "64p") if n in cells]
     if "small_batch" in cells:
         tasks.append(cell("small_batch", cell_ratio("small_batch", "spark_tuned_vs_eos_tasks"), THROUGHPUT_BOUND))
+    ranges = [cell(f"{size_label(s)}, 4 partitions", ratios.get(s, {}).get("eos_ranges_vs_spark_tuned"),
+                   THROUGHPUT_BOUND) for s in SIZES]
+    ranges += [cell("100 B, 16 partitions (maxTasksPerBatch=2)", cell_ratio("16p", "eos_ranges_tasks_vs_spark_tuned"),
+                    THROUGHPUT_BOUND),
+               cell("small_batch (maxTasksPerBatch=2)", cell_ratio("small_batch", "spark_tuned_vs_eos_ranges_tasks"),
+                    THROUGHPUT_BOUND)]
     pss = [cell(size_label(s), pss_ratio(memory.get(s)), PSS_BOUND, at_least=False) for s in SIZES]
+    ranges_pss = [cell(size_label(s), pss_ratio(memory.get(s), "eos_ranges"), PSS_BOUND, at_least=False)
+                  for s in SIZES]
     latency = [cell(f"trigger {LATENCY_TRIGGER_S:g} s", latency_ratio(latency_runs), LATENCY_BOUND, at_least=False)]
     return {
         "exactly_once_vs_spark_tuned": goal(
@@ -106,12 +114,19 @@ def goals_27(ratios: dict, cells: dict, memory: dict, latency_runs: list[dict]) 
             "exactly-once with maxTasksPerBatch=2 >= 1.0x Spark tuned (the cells that ran it)",
             "eos_tasks / spark_tuned records/s; small_batch: spark_tuned ms / eos_tasks ms", THROUGHPUT_BOUND, True,
             tasks),
+        "exactly_once_ranges_vs_spark_tuned": goal(
+            "exactly-once with emit=offsetRanges (the sink reads the records) >= 1.0x Spark tuned",
+            "eos_ranges (eos_ranges_tasks) / spark_tuned records/s; small_batch: spark_tuned ms / eos_ranges_tasks ms",
+            THROUGHPUT_BOUND, True, ranges),
         "at_least_once_vs_exactly_once": goal(
             "at-least-once >= 1.0x exactly-once everywhere",
             "eos_alo / eos records/s; small_batch: eos ms / eos_alo ms", THROUGHPUT_BOUND, True, alo),
         "peak_pss_vs_spark_tuned": goal(
             "peak PSS <= 1.3x Spark tuned's", "eos / spark_tuned peak PSS of the whole job (one sample)",
             PSS_BOUND, False, pss),
+        "peak_pss_ranges_vs_spark_tuned": goal(
+            "peak PSS with emit=offsetRanges <= 1.3x Spark tuned's",
+            "eos_ranges / spark_tuned peak PSS of the whole job (one sample)", PSS_BOUND, False, ranges_pss),
         "latency_p99_vs_spark": goal(
             "latency at trigger 1 s: p99 <= Spark's own pipeline", "kafka-eos p99 / Spark kafka p99",
             LATENCY_BOUND, False, latency),

@@ -3,6 +3,7 @@
 Configurations (``CONFIGS``), each run once per round in this order, ``rounds`` times, all on
 the same input topic (read from the beginning every time):
   eos             kafka-eos source + sink, exactly-once;
+  eos_ranges      the same with the source option emit=offsetRanges: the sink reads the records;
   eos_alo         kafka-eos source + sink, at-least-once;
   spark_default   Spark's built-in ``kafka`` source + sink with the Java clients' defaults;
   spark_tuned     the same, producer tuned like the kafka-eos producer (``SPARK_TUNED_SINK``:
@@ -34,9 +35,9 @@ from integration_tests.kafka_tools import committed_end_offsets, create_topic, u
 JOB = Path(__file__).with_name("k2k_job.py")
 WARMUP_RECORDS = 100_000
 PARTITIONS = 4
-CONFIGS = ("eos", "eos_alo", "spark_default", "spark_tuned", "python_ceiling")
+CONFIGS = ("eos", "eos_ranges", "eos_alo", "spark_default", "spark_tuned", "python_ceiling")
 PEERS = ("eos_alo", "spark_default", "spark_tuned", "python_ceiling")
-MEMORY_SAMPLED = ("eos", "spark_default", "spark_tuned")  # first round only: sampling costs CPU
+MEMORY_SAMPLED = ("eos", "eos_ranges", "spark_default", "spark_tuned")  # first round only: sampling costs CPU
 SPARK_TUNED_SINK = {"kafka.linger.ms": "5", "kafka.batch.size": "1000000", "kafka.compression.type": "none"}
 # kafka-eos exactly-once with its batches read by at most as many tasks as local[2] has cores
 EOS_TASKS_SOURCE = {"maxTasksPerBatch": "2"}
@@ -122,8 +123,9 @@ def ratios(rates: dict[str, list[float]]) -> dict:
     out = {f"eos_vs_{peer}": round_ratios(rates["eos"], rates[peer]) for peer in PEERS if "eos" in rates and peer in rates}
     if "eos" in rates and "eos_alo" in rates:
         out["eos_alo_vs_eos"] = round_ratios(rates["eos_alo"], rates["eos"])
-    if "eos_tasks" in rates and "spark_tuned" in rates:
-        out["eos_tasks_vs_spark_tuned"] = round_ratios(rates["eos_tasks"], rates["spark_tuned"])
+    for name in EXTRA_EOS:
+        if name in rates and "spark_tuned" in rates:
+            out[f"{name}_vs_spark_tuned"] = round_ratios(rates[name], rates["spark_tuned"])
     return out
 
 

@@ -66,3 +66,15 @@ def test_lines_say_which_goals_are_met():
     assert out[0].startswith("goal exactly-once >= 1.0x Spark tuned (")
     assert "met no; 100 B, 4 partitions 1.02 [0.98-1.1] yes; 1 KB, 4 partitions 0.71 [0.7-0.72] no" in out[0]
     assert lines(goals_27({}, {}, {}, []))[-1].endswith("met incomplete (not every cell measured); trigger 1 s not measured")
+
+
+def test_the_ranges_goals_read_their_own_configurations():
+    ratios = {"100": {"eos_ranges_vs_spark_tuned": ratio(1.1, 1.2)}, "1024": {"eos_ranges_vs_spark_tuned": ratio(0.9)}}
+    cells = {"16p": {"ratios": {"eos_ranges_tasks_vs_spark_tuned": ratio(2.0)}},
+             "small_batch": {"ratios_ms": {"spark_tuned_vs_eos_ranges_tasks": ratio(0.5)}}}
+    memory = {"100": {"eos_ranges": {"total_pss_mb": 1200}, "spark_tuned": {"total_pss_mb": 1000}}}
+    goals = goals_27(ratios, cells, memory, [])
+    ranges = goals["exactly_once_ranges_vs_spark_tuned"]
+    assert [c["met"] for c in ranges["cells"]] == [True, False, True, False] and ranges["met"] is False
+    pss = goals["peak_pss_ranges_vs_spark_tuned"]
+    assert [c["met"] for c in pss["cells"]] == [True, None] and pss["met"] is None
