@@ -160,9 +160,13 @@ def load_avg() -> float:
 
 
 def write_result(name: str | None, result: dict) -> Path:
-    """``bench/results/<date>-<name>.json`` (``<date>.json`` without a name); returns the path."""
+    """``bench/results/<date>-<name>.json`` (``<date>.json`` without a name; ``-2``, ``-3``, ...
+    appended when a run of the same day and parts wrote one already); returns the path."""
     RESULTS.mkdir(exist_ok=True)
     today = date.today().isoformat()
-    path = RESULTS / (f"{today}-{name}.json" if name else f"{today}.json")
+    stem = f"{today}-{name}" if name else today
+    path, n = RESULTS / f"{stem}.json", 2
+    while path.exists():  # an earlier run's file is kept, never replaced
+        path, n = RESULTS / f"{stem}-{n}.json", n + 1
     path.write_text(json.dumps({"date": today, "machine": machine(), **result}, indent=2))
     return path

@@ -5,7 +5,8 @@ pure rules of ``kafka_eos.config.determinism``: a non-deterministic expression (
 ``deterministic`` flag), a round-robin ``repartition(n)`` with
 ``spark.sql.execution.sortBeforeRepartition=false`` or a ``coalesce(n)`` after a shuffle raise
 ``NonDeterministicPlanError`` naming the expression (its SQL text) and the fix; a stream-static
-join is logged as a warning. ``allow_nondeterministic=True`` turns refusals into warnings.
+join is logged as a warning. ``allow_nondeterministic=True`` turns refusals into warnings. A frame
+of offset-range rows (emit=offsetRanges) must reach the sink unchanged (``range_rows_changed``).
 
 Covered: the plan of ``df`` as given (the YAML pipeline builder checks its whole frame; code users
 call this on the frame they pass to ``writeStream``). Not covered: a Python UDF that is random but
@@ -20,6 +21,7 @@ from typing import Any, Callable
 from kafka_eos import KafkaEosError
 from kafka_eos.config import determinism
 from kafka_eos.config.determinism import REFUSE, Finding
+from kafka_eos.connectors.source.range_rows import RangeRowsError, is_range_schema
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +92,39 @@ def plan_findings(df: Any) -> list[Finding] | None:
     return found
 
 
+_RANGES_KEPT = frozenset({"StreamingRelationV2", "StreamingRelation", "StreamingDataSourceV2Relation",
+                          "StreamingDataSourceV2ScanRelation", "SubqueryAlias", "View", "Project"})
+
+
+def range_rows_changed(df: Any) -> str | None:
+    """For a frame of offset-range rows (source option emit=offsetRanges): the first plan node that
+    may drop, add or change rows (anything but the scan and projections of its columns as they
+    are), or None. None too for other frames and on Spark Connect."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None or not is_range_schema(df.schema):
+        return None
+    stack = [jdf.queryExecution().analyzed()]
+    while stack:
+        node = stack.pop()
+        name = node.nodeName()
+        kept = name in _RANGES_KEPT and (name != "Project" or all(
+            e.getClass().getSimpleName() == "AttributeReference" for e in _seq(node.projectList())))
+        if not kept:
+            return node.simpleString(200).splitlines()[0]
+        stack += _seq(node.children())
+    return None
+
+
 def check_deterministic(df: Any, allow_nondeterministic: bool = False,
                         warn: Callable[[str], None] = log.warning) -> list[Finding]:
     """Raise ``NonDeterministicPlanError`` for what a replay may not reproduce (unless allowed);
-    warn about the rest. Returns every finding (empty: nothing found)."""
+    warn about the rest. Returns every finding (empty: nothing found). A frame of offset-range
+    rows that the query changes is refused first, whatever is allowed (``RangeRowsError``)."""
+    changed = range_rows_changed(df)
+    if changed:
+        raise RangeRowsError(f"the query changes the source's offset-range rows ({changed}): the sink would skip or "
+                             "repeat records. With emit=offsetRanges hand the source's rows to the sink as they are, "
+                             "or read records (emit=records) to transform them")
     found = plan_findings(df)
     if found is None:
         warn("kafka-eos: the plan check is skipped on Spark Connect (no JVM plan to walk): make sure the "

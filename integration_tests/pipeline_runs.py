@@ -71,6 +71,20 @@ def run_to_completion(args: list[str], log: Path, timeout: float = 400) -> None:
     assert rc == 0, f"job failed ({rc}):\n{tail(log)}"
 
 
+def killed_at_then_finished(args: list[str], point: str, directory: Path, log: Path) -> list:
+    """Run the job until fault ``point`` (``name@batch``) pauses it, kill it, run it again to the
+    end; the sink log's batch records of ``<directory>/checkpoint``, in order."""
+    from kafka_eos.txn.sink_log import SinkLogReader
+    faults = directory / "faults"
+    faults.mkdir(exist_ok=True)
+    proc = start_job(args + ["--fault", point, "--fault-dir", str(faults)], log)
+    wait_for((faults, point.split("@")[0] + ".*"), proc, 300, log)
+    kill_group(proc)
+    run_to_completion(args, log)
+    reader = SinkLogReader(str(directory / "checkpoint" / "kafka-eos-sink"))
+    return [record for record in map(reader.get, range(50)) if record is not None]
+
+
 def tail(log: Path, lines: int = 60) -> str:
     text = log.read_text(errors="replace").splitlines() if log.exists() else []
     keep = [l for l in text if not l.startswith("%") and "\tat " not in l]

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from integration_tests.kafka_tools import ABORTED_BASE, assert_exactly_once, check_exactly_once, unique
-from integration_tests.pipeline_runs import kill_group, run_to_completion, seed_input, start_job, wait_for
-from kafka_eos.txn.sink_log import SinkLogReader
+from integration_tests.pipeline_runs import killed_at_then_finished, seed_input
 
 IDS = 3000
 PARTITIONS = 4
@@ -17,18 +16,11 @@ PARTITIONS = 4
 def test_ranges_read_by_the_sink_are_exactly_once_across_a_driver_kill(bootstrap, tmp_path, point):
     names = {"input": unique("in"), "output": unique("out"), "prefix": unique("ranges")}
     seed_input(bootstrap, names["input"], IDS, partitions=PARTITIONS)
-    (tmp_path / "faults").mkdir()
     args = ["--bootstrap", bootstrap, "--input", names["input"], "--output", names["output"],
             "--checkpoint", str(tmp_path / "checkpoint"), "--prefix", names["prefix"], "--max-offsets", "1000",
             "--emit-ranges"]
-    log = tmp_path / "job.log"
-    proc = start_job(args + ["--fault", point, "--fault-dir", str(tmp_path / "faults")], log)
-    wait_for((tmp_path / "faults", point.split("@")[0] + ".*"), proc, 300, log)
-    kill_group(proc)
-    run_to_completion(args, log)
+    batches = killed_at_then_finished(args, point, tmp_path, tmp_path / "job.log")
     assert_exactly_once(check_exactly_once(bootstrap, names["output"], IDS))
-    reader = SinkLogReader(str(tmp_path / "checkpoint" / "kafka-eos-sink"))
-    batches = [reader.get(b) for b in range(20) if reader.get(b) is not None]
     assert len(batches) >= 3, "the input took several batches"
     assert sum(h.records for record in batches for h in record.handles) == IDS, "the sinks read every committed id once"
 
@@ -72,3 +64,18 @@ def test_ranges_from_latest_copy_keys_values_and_headers_of_input_arriving_while
     for message in read_all(bootstrap, out):
         i = int(message.value())
         assert message.key() == b"k%d" % (i % 3) and message.headers() == [("id", b"%d" % i)]
+
+
+def test_a_query_that_changes_the_range_rows_is_refused(spark, bootstrap):
+    from kafka_eos import connectors
+    from kafka_eos.connectors.source.range_rows import RangeRowsError
+    connectors.register(spark)
+    rows = (spark.readStream.format("kafka-eos").option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", unique("in")).option("emit", "offsetRanges").load())
+    connectors.check_deterministic(rows)
+    connectors.check_deterministic(rows.select("topic", "partition", "fromOffset", "untilOffset", "cluster"))
+    for changed in (rows.where("partition > 0"), rows.selectExpr("topic", "partition", "fromOffset",
+                                                                 "untilOffset - 1 AS untilOffset", "cluster"),
+                    rows.union(rows)):
+        with pytest.raises(RangeRowsError, match="the query changes the source's offset-range rows"):
+            connectors.check_deterministic(changed, allow_nondeterministic=True)

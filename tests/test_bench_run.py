@@ -67,3 +67,12 @@ def test_plot_draws_a_partial_run(tmp_path):
     result.update(date="2026-11-26", machine={k: "?" for k in ("cores", "cpu", "pyspark", "spark_sql_kafka", "kafka",
                                                               "librdkafka", "python", "java")})
     assert plot(result, tmp_path / "r.png").stat().st_size > 0
+
+
+def test_a_second_run_of_the_day_keeps_the_first_runs_file(tmp_path, monkeypatch):
+    from bench import common
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    monkeypatch.setattr(common, "machine", lambda: {})
+    first, second, third = (common.write_result("4p", {"run": n}) for n in range(3))
+    assert [p.name[10:] for p in (first, second, third)] == ["-4p.json", "-4p-2.json", "-4p-3.json"]
+    assert '"run": 0' in first.read_text()

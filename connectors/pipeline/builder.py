@@ -8,6 +8,10 @@
     late     = raw rows behind the watermark -> late-topic rows (``late_records``; with late_topic)
     query    = (result unionByName dlq unionByName late).writeStream.format("kafka-eos")   (sink_options)
 
+A pipeline that copies records as they are (``passes_through``) is ``raw`` with the source option
+emit=offsetRanges: its rows are offset ranges and the sink, given the source's options as
+``source.*``, reads and writes the records in one process per task.
+
 Invariants:
 - One source and one sink: output, DLQ and late rows of a batch are committed together, so the
   DLQ and the late topic are exactly-once too.
@@ -36,7 +40,7 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from kafka_eos import KafkaEosError
 from kafka_eos import connectors
 from kafka_eos.config.model import DataFormat, PipelineConfig, Step
-from kafka_eos.config.spark_option_table import sink_option
+from kafka_eos.config.spark_option_table import sink_option, source_option
 from kafka_eos.connectors.pipeline import stop
 from kafka_eos.connectors.plan_check import NonDeterministicPlanError, check_deterministic
 from kafka_eos.connectors.pipeline.late_records import late_frame
@@ -46,6 +50,7 @@ from kafka_eos.connectors.pipeline.spark_options import (sink_options, sink_sele
                                                          late_topic, routes_by_topic, trigger_kwargs,
                                                          uses_dlq)
 from kafka_eos.connectors.source.start import pin_start
+from kafka_eos.option_map import OptionMap
 from kafka_eos.serde import batch
 from kafka_eos.serde.codecs import ValueSerde
 
@@ -62,13 +67,33 @@ def scans_per_batch(cfg: PipelineConfig) -> int:
     return 1 + int(uses_dlq(cfg)) + int(late_topic(cfg) is not None)
 
 
-def read_source(spark: SparkSession, cfg: PipelineConfig) -> DataFrame:
-    """The source stream; a plan of several scans gets one start for all (``pin_start``)."""
-    connectors.register(spark)
+def passes_through(cfg: PipelineConfig) -> bool:
+    """Whether the pipeline copies records as they are (bytes in and out, no transform, no side
+    output, key to key, value to value, headers to headers or none): then the source hands the sink
+    its offset ranges and each sink task reads and writes its records in one process
+    (``emit=offsetRanges``), unless ``source.options`` sets ``emit`` itself."""
+    s, t, k = cfg.source, cfg.transform, cfg.sink
+    return (s.format is DataFormat.BYTES and s.key_format is DataFormat.BYTES and k.format is DataFormat.BYTES
+            and not t.sql and not t.steps and t.watermark is None and scans_per_batch(cfg) == 1
+            and bool(k.topic) and not k.topic_column and k.key_column == "key" and k.value_column == "value"
+            and k.headers_column == ("headers" if s.include_headers else None)
+            and "emit" not in OptionMap({k: str(v) for k, v in s.options}))
+
+
+def stream_source_options(cfg: PipelineConfig) -> dict[str, str]:
+    """The source's options in the query (also the sink's ``source.*`` when it reads the ranges)."""
     options = {**source_options(cfg), **stop.source_options(cfg.checkpoint.location)}
     if scans_per_batch(cfg) > 1:
         options = pin_start(options)
-    return spark.readStream.format("kafka-eos").options(**options).load()
+    if passes_through(cfg):
+        options[source_option("emit").name] = "offsetRanges"
+    return options
+
+
+def read_source(spark: SparkSession, cfg: PipelineConfig) -> DataFrame:
+    """The source stream; a plan of several scans gets one start for all (``pin_start``)."""
+    connectors.register(spark)
+    return spark.readStream.format("kafka-eos").options(**stream_source_options(cfg)).load()
 
 
 def decode(raw: DataFrame, cfg: PipelineConfig, serde: ValueSerde,
@@ -156,8 +181,10 @@ def dlq_rows(decoded: DataFrame, cfg: PipelineConfig) -> DataFrame:
 def build_frame(spark: SparkSession, cfg: PipelineConfig,
                 on_skipped: Callable[[int], None] | None = None) -> DataFrame:
     """The whole pipeline as one streaming DataFrame in the sink's shape."""
-    in_serde, out_serde = source_serde(cfg.source), sink_serde(cfg.sink)
     raw = read_source(spark, cfg)
+    if passes_through(cfg):  # offset ranges: the sink reads the records (writer_options)
+        return raw
+    in_serde, out_serde = source_serde(cfg.source), sink_serde(cfg.sink)
     decoded = decode(raw, cfg, in_serde, on_skipped)
     result = encode(transform(spark, transform_input(decoded, cfg), cfg), cfg, out_serde)
     if uses_dlq(cfg):
@@ -175,6 +202,8 @@ def writer_options(cfg: PipelineConfig, once: bool) -> dict[str, str]:
                batch_log.name: batch_log.text(False)}
     if once:
         options[interval.name] = interval.text(0)
+    if passes_through(cfg):
+        options.update({f"source.{k}": v for k, v in stream_source_options(cfg).items()})
     return options
 
 

@@ -6,6 +6,8 @@
 Invariants:
 - A line is printed once per batch that ran (progress with ``addBatch``), in batch order; idle
   triggers (no batch ran) print nothing.
+- Records read are Spark's input rows, except for a pipeline whose rows are offset ranges
+  (``builder.passes_through``): there they are the records the sink log says were written.
 - Counts of records written come from the sink log (the batch's record ``metrics`` and the
   per-topic counts of its handles), which the sink writes before Spark reports the batch; when a
   batch has no sink record (nothing to commit) the line shows Spark's numbers only.
@@ -25,7 +27,7 @@ from typing import Callable
 
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
-from kafka_eos.connectors.pipeline.builder import scans_per_batch
+from kafka_eos.connectors.pipeline.builder import passes_through, scans_per_batch
 from kafka_eos.connectors.pipeline.checkpoint_log import source_offsets
 from kafka_eos.connectors.pipeline.spark_options import late_topic, sink_options
 from kafka_eos.connectors.sink.options import sink_log_location as sink_options_log_location
@@ -141,6 +143,7 @@ class ProgressReporter:
         self.dlq_topic = cfg.errors.dlq_topic
         self.late_topic = late_topic(cfg)
         self.scans = scans_per_batch(cfg)
+        self.ranges = passes_through(cfg)
         self.location = sink_log_location(cfg)
         self.redact, self.emit, self.skipped = redactor, emit, skipped
         self.last_batch = -1
@@ -167,8 +170,10 @@ class ProgressReporter:
         for progress in sorted(query.recentProgress, key=lambda p: p.batchId):
             if progress.batchId <= self.last_batch or "addBatch" not in (progress.durationMs or {}):
                 continue
-            read, record, skipped = records_read(progress, self.scans), self._record(progress.batchId), \
-                self._skipped_delta()
+            record, skipped = self._record(progress.batchId), self._skipped_delta()
+            # offset-range rows (passes_through): Spark counts ranges; the sink's handles count records
+            read = records_read(progress, self.scans) if not self.ranges else (
+                int(record.metrics.get("records", 0)) if record and record.metrics else 0)
             report = batch_report(progress, read, record, self.dlq_topic, skipped, self.late_topic)
             line = format_line(self.name, report, record.metrics if record else None, self.dlq_topic,
                                self.late_topic)
