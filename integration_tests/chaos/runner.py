@@ -58,6 +58,7 @@ class ChaosSettings:
     partitions: int = 3
     live_start: bool = False  # startingOffsets=latest while the input is being written
     container: bool = False  # the one broker is a container: container faults instead of broker kills
+    emit_ranges: bool = False  # a copy: the source emits offset ranges and the sink reads the records
 
     def __post_init__(self) -> None:
         if self.container and self.brokers > 1:
@@ -94,6 +95,7 @@ class ChaosRun:
                 "--checkpoint", str(self.workdir / "checkpoint"), "--prefix", self.prefix,
                 "--max-offsets", str(max(500, self.s.records // 40)), "--transaction-timeout-ms", "60000",
                 "--starting-offsets", "latest" if self.s.live_start else "earliest"]
+        args += ["--emit-ranges"] if self.s.emit_ranges else []
         return args + (["--trigger", "1", "--run-seconds", "3600"] if streaming else [])
 
     def master(self) -> str:
@@ -247,10 +249,12 @@ def main() -> None:
                    help="start the query with startingOffsets=latest while the input is being written")
     p.add_argument("--container", action="store_true",
                    help="the broker is a container: pause and network-disconnect faults instead of broker kills")
+    p.add_argument("--emit-ranges", action="store_true",
+                   help="a copy: source option emit=offsetRanges, the sink reads and writes the records")
     a = p.parse_args()
     print(f"[chaos] seed={a.seed} (replay with --seed {a.seed})", flush=True)
     report = run(ChaosSettings(a.records, a.faults, a.seed, a.brokers, a.standalone, live_start=a.live_start,
-                               container=a.container))
+                               container=a.container, emit_ranges=a.emit_ranges))
     sys.exit(0 if report.ok else 1)
 
 

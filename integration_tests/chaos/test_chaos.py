@@ -28,6 +28,13 @@ def test_long_chaos_run_started_at_latest_while_input_arrives(tmp_path):
 
 
 @pytest.mark.chaos
+def test_long_chaos_run_of_a_copy_started_at_latest(tmp_path):
+    """A copy (emit=offsetRanges: the sink tasks read the records) through the same faults."""
+    assert_exactly_once(run(ChaosSettings(records=200_000, faults=20, seed=SEED + 4, live_start=True,
+                                          emit_ranges=True), tmp_path))
+
+
+@pytest.mark.chaos
 def test_long_chaos_run_three_brokers_and_standalone_spark(tmp_path):
     assert_exactly_once(run(ChaosSettings(records=200_000, faults=20, seed=SEED + 1, brokers=3,
                                           standalone=True), tmp_path))
