@@ -12,7 +12,7 @@ IDS = 3000
 PARTITIONS = 4
 
 
-@pytest.mark.parametrize("point", ["after_decision@1", "before_decision@1"])
+@pytest.mark.parametrize("point", ["after_decision@1", pytest.param("before_decision@1", marks=pytest.mark.chaos)])
 def test_ranges_read_by_the_sink_are_exactly_once_across_a_driver_kill(bootstrap, tmp_path, point):
     names = {"input": unique("in"), "output": unique("out"), "prefix": unique("ranges")}
     seed_input(bootstrap, names["input"], IDS, partitions=PARTITIONS)
