@@ -62,6 +62,11 @@ def _pairs(items: list[str]) -> dict[str, str]:
     return dict(item.split("=", 1) for item in items)
 
 
+def emits_ranges(a: argparse.Namespace) -> bool:
+    """Whether the source option emit=offsetRanges is given (rows are offset ranges)."""
+    return _pairs(a.source_option).get("emit") == "offsetRanges"
+
+
 def start(spark: SparkSession, a: argparse.Namespace, source: str, output: str, checkpoint: str,
           profiled: bool = False):
     source_format = PROFILED if profiled and a.source_format == "kafka-eos" else a.source_format
@@ -70,10 +75,9 @@ def start(spark: SparkSession, a: argparse.Namespace, source: str, output: str, 
                       **({"maxOffsetsPerTrigger": str(a.max_offsets)} if a.max_offsets else {}),
                       **_pairs(a.source_option)}
     frame = spark.readStream.format(source_format).options(**source_options).load()
-    ranges = source_options.get("emit") == "offsetRanges"  # the kafka-eos sink reads the records itself
-    writer = (frame if ranges else frame.selectExpr("key", "value")).writeStream.format(sink_format)
+    writer = (frame if emits_ranges(a) else frame.selectExpr("key", "value")).writeStream.format(sink_format)
     writer = writer.option("checkpointLocation", checkpoint).options(**_pairs(a.sink_option))
-    if ranges:
+    if emits_ranges(a):  # the kafka-eos sink reads the records itself
         writer = writer.options(**{f"source.{k}": v for k, v in source_options.items()})
     if a.sink_format != "noop":
         writer = writer.option("kafka.bootstrap.servers", a.bootstrap).option("topic", output)
@@ -162,7 +166,7 @@ def main() -> None:
         from kafka_eos import connectors
         connectors.register(spark)
     root = f"{a.checkpoint}/run-{os.getpid()}"  # a retried job starts from a fresh checkpoint
-    ranges = _pairs(a.source_option).get("emit") == "offsetRanges"
+    ranges = emits_ranges(a)
     warmup = None
     if a.warmup_input:
         started = time.monotonic()

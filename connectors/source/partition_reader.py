@@ -29,7 +29,7 @@ from kafka_eos.client_factory import ConsumerFactory
 from kafka_eos.connectors.source.arrow_rows import to_record_batches
 from kafka_eos.kafka_clients import request_s
 from kafka_eos.connectors.source.options import SourceOptions
-from kafka_eos.connectors.source.planning import KafkaInputPartition, apply_data_loss_policy
+from kafka_eos.connectors.source.planning import apply_data_loss_policy, task_ranges
 from kafka_eos.offsets.data_loss import DataLossFinding, detect
 from kafka_eos.offsets.ranges import OffsetRange
 
@@ -54,24 +54,20 @@ def read_partition(partition: object, options: SourceOptions, schema: pa.Schema,
                    new_consumer: ConsumerFactory = client_factory.consumer) -> Iterator[pa.RecordBatch]:
     """Batches of the partition's ranges, one range after the other (nothing for the placeholder
     partition Spark may send)."""
-    return _read_ranges(range_readers(partition, options, schema, new_consumer))
+    return _read_ranges(_readers(task_ranges(partition), options, schema, new_consumer))
 
 
 def read_messages(ranges: Iterable[OffsetRange], options: SourceOptions,
                   new_consumer: ConsumerFactory = client_factory.consumer) -> Iterator[list[Message]]:
     """The records of ``ranges`` as lists of confluent-kafka messages (the sink's own read of
     ``emit=offsetRanges`` input), under the same rules as ``read_partition``."""
-    readers = [RangeReader(rng, options, None, new_consumer) for rng in ranges if rng.size > 0]
-    return _read_ranges(readers, RangeReader.messages)
+    return _read_ranges(_readers(ranges, options, None, new_consumer), RangeReader.messages)
 
 
-def range_readers(partition: object, options: SourceOptions, schema: pa.Schema | None,
-                  new_consumer: ConsumerFactory = client_factory.consumer) -> list["RangeReader"]:
-    """A reader per non-empty range of ``partition`` (none for Spark's placeholder partition)."""
-    if not isinstance(partition, KafkaInputPartition):
-        return []
-    return [RangeReader(r, options, schema, new_consumer) for r in partition.ranges
-            if isinstance(r, OffsetRange) and r.size > 0]
+def _readers(ranges: Iterable[OffsetRange], options: SourceOptions, schema: pa.Schema | None,
+             new_consumer: ConsumerFactory) -> list["RangeReader"]:
+    """A reader per non-empty range."""
+    return [RangeReader(r, options, schema, new_consumer) for r in ranges if isinstance(r, OffsetRange) and r.size > 0]
 
 
 def _batches(reader: "RangeReader") -> Iterator:

@@ -40,6 +40,11 @@ class KafkaInputPartition(InputPartition):
         return value if isinstance(value, tuple) else (value,)
 
 
+def task_ranges(partition: object) -> tuple[OffsetRange, ...]:
+    """The ranges of a task's input partition (none for the placeholder partition Spark may send)."""
+    return partition.ranges if isinstance(partition, KafkaInputPartition) else ()
+
+
 def input_partitions(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int],
                      min_partitions: int | None, max_tasks: int | None = None) -> list[KafkaInputPartition]:
     groups = pack_ranges(split_ranges(ranges_between(start, end), min_partitions), max_tasks)

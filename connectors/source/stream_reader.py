@@ -50,7 +50,7 @@ from kafka_eos.connectors.source.alignment import SourceAligner
 from kafka_eos.connectors.source.arrow_rows import arrow_schema
 from kafka_eos.connectors.source.options import parse_source_options
 from kafka_eos.connectors.source.partition_reader import read_partition
-from kafka_eos.connectors.source.planning import KafkaInputPartition, apply_data_loss_policy, input_partitions
+from kafka_eos.connectors.source.planning import apply_data_loss_policy, input_partitions, task_ranges
 from kafka_eos.connectors.source.range_rows import range_batch
 from kafka_eos.offsets import model
 from kafka_eos.offsets import plan_steps as steps
@@ -146,8 +146,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition):
         if self.options.emit_ranges:  # the sink reads the records (range_rows)
-            ranges = partition.ranges if isinstance(partition, KafkaInputPartition) else ()
-            return iter([range_batch(ranges, self.options.kafka_conf["bootstrap.servers"])])
+            return iter([range_batch(task_ranges(partition), self.options.kafka_conf["bootstrap.servers"])])
         return read_partition(partition, self.options, arrow_schema(self.schema))
 
     def commit(self, end: dict) -> None:
