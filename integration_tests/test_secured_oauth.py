@@ -169,8 +169,8 @@ def test_tokens_expiring_mid_run_are_refreshed_without_a_stop(oauth_broker, oaut
     assert stale.describe_cluster()["brokers"], "a fresh token logs in"
     started, before = time.monotonic(), oauth.issued(CLIENT)
     log = tmp_path / "job.log"
-    # 75 batches of 40: at 1 s a batch the run still outlives two token lifetimes (30 of 100 did
-    # while a batch took 2 s, and stopped doing so when batches got faster)
+    # 75 batches of 40, so the run outlives two token lifetimes even at 1 s a batch (30 batches of
+    # 100 took 43 s in one run: shorter than the two lifetimes the test needs)
     finish(start_oauth_job(oauth_broker, oauth, job_args(names, tmp_path, 40), log), log)
     took = time.monotonic() - started
     assert took > 2 * LIFETIME_S, f"the run took {took:.0f}s: too short to outlive its tokens"

@@ -5,9 +5,7 @@ Steps for task attempt a of (batch N, sink partition k):
   2. guard: if a decision newer than the one this batch was planned after is in the sink log,
      batch N is decided without us: write nothing (``StaleAttemptError``);
   3. init_transactions on id(k, N, a) -> fences older users of that id and aborts their txn
-     (at-least-once: no transaction; ``producer_stats.await_producer_id`` instead); steps 2-3 run
-     in a thread from the task's start, while its first rows come (``ProducerOpening``; lazily at
-     the first row for at-least-once without the sink's topic option);
+     (at-least-once: no transaction; ``producer_stats.await_producer_id`` instead);
      attempts of one task have distinct ids (``TransactionalIdFactory``), so they never fence
      each other; the driver commits the handle of the attempt that finished first;
   4. begin, produce every row; ``_precommit``: ``_flush`` until the leaders acknowledged every
@@ -53,7 +51,6 @@ from kafka_eos import KafkaEosError
 from kafka_eos.txn.flush import (FAILED_TXN_STATES, TransactionFailed, abort_own, client_wait_s,
                                  delivery_failure, flush_checked, txn_state)
 from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.producer_opening import ProducerOpening
 from kafka_eos.txn.records import Records
 from kafka_eos.txn.producer_stats import (STATS_INTERVAL_MS, LatestStats, await_producer_id, next_stats,
                                           records_per_partition)
@@ -86,14 +83,11 @@ class KafkaWriter:
         self._decided = decided
         self._client_wait_s = client_wait_s(config.transaction_timeout_ms)  # init_transactions, flush
         self._producer: Producer | None = None
-        self._opening: ProducerOpening[Producer] | None = None  # step 3 while the first rows come
         self._stats = LatestStats()
         self._errors: list[str] = []
         self._records = 0
 
     def write(self, batches: Iterable[Rows]) -> TxnHandle:
-        if self.config.exactly_once or self.config.topic:  # at-least-once needs a topic for await_producer_id
-            self._opening = ProducerOpening(lambda: self._open(self.config.topic), self._close_unused)
         try:
             for batch in batches:
                 if batch.num_rows:
@@ -107,16 +101,6 @@ class KafkaWriter:
             if reason and not isinstance(exc, KafkaWriteError):
                 raise self._failed(reason) from exc
             raise
-        finally:
-            if self._opening is not None:
-                self._opening.discard()  # an empty or failed task: what was opened for it is closed
-
-    def _close_unused(self, producer: Producer) -> None:
-        """A producer opened for this task that never got a row: purge and abort (best effort)."""
-        not_ended = abort_own(producer, self.config.exactly_once)
-        if not_ended:
-            log.warning("kafka-eos: %s: the unused producer's transaction was not aborted (%s); the driver's "
-                        "sweep ends it, or the broker at transaction.timeout.ms", self.transactional_id, not_ended)
 
     def _abandon(self) -> None:
         """Purge and abort this task's own transaction (bounded, best effort); drop the producer."""
@@ -170,7 +154,7 @@ class KafkaWriter:
     def _produce_batch(self, batch: Rows) -> None:
         topics, keys, values, partitions, headers = self._columns(batch)
         if self._producer is None:
-            self._producer = self._opening.result() if self._opening else self._open(topics[0])
+            self._producer = self._open(topics[0])
         produce, poll = self._producer.produce, self._producer.poll
         for row in range(batch.num_rows):
             topic = topics[row]

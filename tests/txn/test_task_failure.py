@@ -154,29 +154,10 @@ def test_a_bad_column_aborts_the_opened_transaction(tmp_path, producers):
     assert _aborted(producers[0])
 
 
-def test_a_bad_first_batch_leaves_nothing_open(tmp_path, producers):
-    writer = writer_of(tmp_path, 0, 0)
+def test_a_bad_first_batch_opens_no_producer(tmp_path, producers):
     with pytest.raises(KafkaWriteError, match="'value' column"):
-        writer.write([pa.record_batch({"v": [1]})])
-    writer._opening._thread.join(5)  # the task did not wait for it
-    # the producer opened while the rows came (ProducerOpening) is aborted, nothing was produced
-    assert len(producers) == 1 and _aborted(producers[0]) and not producers[0].queued
-
-
-def test_an_empty_task_aborts_the_producer_opened_for_it(tmp_path, producers):
-    writer = writer_of(tmp_path, 0, 0)
-    handle = writer.write([])
-    writer._opening._thread.join(5)  # the task did not wait for it
-    assert handle.records == 0 and handle.transactional_id is None
-    assert len(producers) == 1 and _aborted(producers[0])
-
-
-def test_a_failed_open_fails_the_task_at_its_first_row(tmp_path, producers):
-    from kafka_eos.txn.kafka_writer import StaleAttemptError
-    writer = writer_of(tmp_path, 4, 0, decided=lambda: True)  # decided before init_transactions
-    with pytest.raises(StaleAttemptError, match="before init_transactions"):
-        writer.write([_rows(b"a")])
-    assert producers == []
+        writer_of(tmp_path, 0, 0).write([pa.record_batch({"v": [1]})])
+    assert producers == []                       # the columns are read before the producer opens
 
 
 def test_a_successful_write_is_not_aborted(tmp_path, producers):
