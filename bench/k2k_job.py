@@ -75,9 +75,10 @@ def start(spark: SparkSession, a: argparse.Namespace, source: str, output: str, 
                       **({"maxOffsetsPerTrigger": str(a.max_offsets)} if a.max_offsets else {}),
                       **_pairs(a.source_option)}
     frame = spark.readStream.format(source_format).options(**source_options).load()
-    writer = (frame if emits_ranges(a) else frame.selectExpr("key", "value")).writeStream.format(sink_format)
+    ranges = emits_ranges(a)  # the kafka-eos sink reads the records itself
+    writer = (frame if ranges else frame.selectExpr("key", "value")).writeStream.format(sink_format)
     writer = writer.option("checkpointLocation", checkpoint).options(**_pairs(a.sink_option))
-    if emits_ranges(a):  # the kafka-eos sink reads the records itself
+    if ranges:
         writer = writer.options(**{f"source.{k}": v for k, v in source_options.items()})
     if a.sink_format != "noop":
         writer = writer.option("kafka.bootstrap.servers", a.bootstrap).option("topic", output)
