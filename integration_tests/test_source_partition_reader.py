@@ -67,3 +67,28 @@ def test_large_range_in_arrow_batches(bootstrap):
     produce(bootstrap, topic, [(b"%d" % i, b"x" * 100) for i in range(60_000)])
     got = read_range(bootstrap, topic, 100, 59_990)
     assert [o for o, _ in got] == list(range(100, 59_990))
+
+
+def test_a_group_of_ranges_reads_what_its_ranges_read_alone(bootstrap):
+    """maxTasksPerBatch: one consumer reads a task's ranges, among them two of one partition, on
+    transactional input of three partitions; each range gives exactly what it gives alone."""
+    topic = create_topic(bootstrap, unique("src-group"), 3)
+    txn = unique("txn")
+    for p in range(3):
+        produce(bootstrap, topic, [(None, b"c%d-%d" % (p, i)) for i in range(40)], txn, True, partition=p)
+        produce(bootstrap, topic, [(None, b"a%d" % p)] * 7, txn, False, partition=p)
+        produce(bootstrap, topic, [(None, b"n%d-%d" % (p, i)) for i in range(3)], partition=p)
+    ends = committed_end_offsets(bootstrap, topic)
+    ranges = [OffsetRange(topic, 0, 0, 20), OffsetRange(topic, 1, 3, ends[1]), OffsetRange(topic, 2, 41, ends[2]),
+              OffsetRange(topic, 0, 20, ends[0])]
+    options = parse_source_options({"kafka.bootstrap.servers": bootstrap, "subscribe": topic,
+                                    "kafkaConsumer.pollTimeoutMs": "10000"}, streaming=True)
+    alone = {r: [(x["partition"], x["offset"]) for b in read_partition(KafkaInputPartition(r), options, SCHEMA)
+                 for x in b.to_pylist()] for r in ranges}
+    started = time.monotonic()
+    grouped = [(x["partition"], x["offset"]) for b in read_partition(KafkaInputPartition(tuple(ranges)), options, SCHEMA)
+               for x in b.to_pylist()]
+    assert time.monotonic() - started < 5  # every range done by position, none by the poll timeout
+    assert sorted(grouped) == sorted(sum(alone.values(), []))
+    assert len(grouped) == 20 + (37 + 3) + 3 + (20 + 3)  # committed and plain records only, none twice
+    assert [o for p, o in grouped if p == 0] == sorted(o for p, o in grouped if p == 0)

@@ -3,7 +3,7 @@ import pytest
 from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException
 
 from kafka_eos.connectors.source.options import parse_source_options
-from kafka_eos.connectors.source.partition_reader import RangeReader
+from kafka_eos.connectors.source.range_reader import RangeReader
 from kafka_eos.connectors.source.planning import KafkaDataLossError
 from kafka_eos.offsets.ranges import OffsetRange
 
