@@ -37,9 +37,10 @@ POLL_SLICE_S = 0.01
 # records come a few at a time); past a range's end at most this many become Python objects.
 LEAST_ASKED = 1_000
 # Ranges read at once by one consumer. Re-assigning a consumer waits for its fetch in flight
-# (fetch.wait.max.ms, 500 ms), so every wave gets its own. Measured outside Spark (one run of 5
-# interleaved rounds): 4 ranges of 500 records 36 -> 11 ms, 16 ranges of 15,600 records 365 ->
-# 332 ms but CPU 327 -> 368 ms read all at once, 321 ms in waves of 4.
+# (fetch.wait.max.ms, 500 ms), so every wave gets its own. Outside Spark (medians of interleaved
+# rounds, consumer per range -> waves of 4): 4 ranges of 500 records 23-25 -> 10-11 ms (CPU 8 ->
+# 3.5 ms); 16 ranges of 15,600 records, wall 258-298 -> 268-284 ms but CPU 243-270 -> 287-315 ms
+# (all 16 at once: CPU 368 ms). In Spark the 16-partition cell still gained 1.17-1.33x.
 WAVE_RANGES = 4
 
 
