@@ -11,6 +11,7 @@ from pyspark.sql.types import StructType
 from kafka_eos.config.spark_option_table import source_option
 from kafka_eos.connectors.schema import source_schema
 from kafka_eos.connectors.source.range_rows import RANGE_SCHEMA
+from kafka_eos.connectors.worker_gc import freeze_loaded
 
 
 class KafkaEosDataSource(DataSource):
@@ -31,11 +32,15 @@ class KafkaEosDataSource(DataSource):
 
     def streamReader(self, schema: StructType):
         from kafka_eos.connectors.source.stream_reader import KafkaStreamReader
-        return KafkaStreamReader(dict(self.options), schema)
+        reader = KafkaStreamReader(dict(self.options), schema)
+        freeze_loaded()
+        return reader
 
     def streamWriter(self, schema: StructType, overwrite: bool):
         from kafka_eos.connectors.sink.query_start import QueryStart  # the sink's start steps, every writer
-        return QueryStart().writer(dict(self.options), schema)
+        writer = QueryStart().writer(dict(self.options), schema)
+        freeze_loaded()
+        return writer
 
 
 def register(spark) -> None:

@@ -25,6 +25,7 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 from kafka_eos.connectors.sink.range_input import range_records
 from kafka_eos.connectors.sink.startup_checks import check_speculation
 from kafka_eos.connectors.source.options import SourceOptions
+from kafka_eos.connectors.worker_gc import freeze_loaded
 from kafka_eos.txn.fault_injection import task_input
 from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.handle import TxnHandle
@@ -62,6 +63,7 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
         return {k: v for k, v in self.__dict__.items() if k != "_protocol"}
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
+        freeze_loaded()
         context = _task_context()
         # cast: Spark sets the batch id on every task of a micro-batch
         batch_id = int(cast(str, context.getLocalProperty("streaming.sql.batchId")))
@@ -76,6 +78,7 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
         return SinkCommitMessage(writer.write(self._task_input(rows, batch_id)).to_dict())
 
     def commit(self, messages: list, batchId: int) -> None:
+        freeze_loaded()
         handles = [TxnHandle.from_dict(m.handle) for m in messages]
         self._protocol.commit_batch(batchId, handles)
 

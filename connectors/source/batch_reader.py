@@ -18,6 +18,7 @@ from kafka_eos.connectors.source.arrow_rows import arrow_schema
 from kafka_eos.connectors.source.options import parse_source_options
 from kafka_eos.connectors.source.partition_reader import read_partition
 from kafka_eos.connectors.source.planning import KafkaInputPartition, apply_data_loss_policy, input_partitions
+from kafka_eos.connectors.worker_gc import freeze_loaded
 from kafka_eos.offsets import model
 from kafka_eos.offsets.data_loss import detect
 from kafka_eos.offsets.kafka_offsets import KafkaOffsets
@@ -57,4 +58,5 @@ class KafkaBatchReader(DataSourceReader):
                                 self.options.max_tasks_per_batch)
 
     def read(self, partition):
+        freeze_loaded()
         return read_partition(partition, self.options, arrow_schema(self.schema))

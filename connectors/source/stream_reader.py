@@ -52,6 +52,7 @@ from kafka_eos.connectors.source.options import parse_source_options
 from kafka_eos.connectors.source.partition_reader import read_partition
 from kafka_eos.connectors.source.planning import apply_data_loss_policy, input_partitions, task_ranges
 from kafka_eos.connectors.source.range_rows import range_batch
+from kafka_eos.connectors.worker_gc import freeze_loaded
 from kafka_eos.offsets import model
 from kafka_eos.offsets import plan_steps as steps
 from kafka_eos.offsets.kafka_offsets import KafkaOffsets
@@ -145,6 +146,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                 self.options.max_tasks_per_batch)
 
     def read(self, partition):
+        freeze_loaded()
         if self.options.emit_ranges:  # the sink reads the records (range_rows)
             return iter([range_batch(task_ranges(partition), self.options.kafka_conf["bootstrap.servers"])])
         return read_partition(partition, self.options, arrow_schema(self.schema))
