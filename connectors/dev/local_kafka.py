@@ -7,7 +7,9 @@ Invariants:
   ``kafka_eos.connectors.dev.node_config``'s; this module starts, stops and waits for nodes.
 - ``transaction.max.timeout.ms`` is a setting of the cluster (tests use a short one for the
   broker-aborts-on-timeout case).
-- Each node's output goes to ``<workdir>/node-N/broker.log``; ``log_tail()`` shows it.
+- Each node's output goes to ``<workdir>/node-N/broker.log``; ``log_tail()`` shows it. Leaving the
+  context manager removes the workdir (logs and topic data) when it was a temporary one (not
+  given in the settings): a bench run leaves about 20 GB of topic data behind otherwise.
 - ``kafka_version`` picks the broker jars (default: the pinned one, ``java_env.kafka_version()``);
   one log4j2.properties for every version (``node_config.LOG4J``).
 - ``transaction_version`` (4.0+ only) is formatted into the storage (``--feature
@@ -19,6 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import base64
+import shutil
 import signal
 import socket
 import subprocess
@@ -165,6 +168,8 @@ class LocalKafkaCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+        if self.settings.workdir is None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _java(self, java: str, classpath: str, node: Node) -> list[str]:
         return java_command(java, classpath, node, self.settings)
