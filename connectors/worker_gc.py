@@ -10,15 +10,12 @@ when their reference count drops; only reference cycles among them are kept, a o
 """
 from __future__ import annotations
 
+import functools
 import gc
 
-_done: list[bool] = []
 
-
+@functools.cache  # once per process
 def freeze_loaded() -> None:
-    """Once per process: collect, then freeze what is left."""
-    if _done:
-        return
-    _done.append(True)
+    """Collect, then freeze what is left."""
     gc.collect()
     gc.freeze()

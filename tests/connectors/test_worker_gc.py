@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 PROBE = """
 import gc, json, time
 import pyspark.worker, pyarrow, confluent_kafka, kafka_eos.connectors.datasource
@@ -29,19 +31,19 @@ print(json.dumps({"before_ms": before, "after_ms": full_pass_ms(), "frozen": fro
 """
 
 
-def _probe() -> dict:
+@pytest.fixture(scope="module")
+def out() -> dict:
+    """One probe run, read by both tests."""
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def test_the_first_call_freezes_what_the_process_holds_and_later_collections_skip_it():
-    out = _probe()
+def test_the_first_call_freezes_what_the_process_holds_and_later_collections_skip_it(out):
     assert out["frozen"] > 20_000  # pyspark, pyarrow, confluent-kafka and kafka-eos's objects
     assert out["after_ms"] < out["before_ms"] / 5
 
 
-def test_cycles_made_after_the_freeze_are_still_collected_and_a_second_call_freezes_nothing():
-    out = _probe()
+def test_cycles_made_after_the_freeze_are_still_collected_and_a_second_call_freezes_nothing(out):
     assert out["collected"] >= 1000
     assert out["frozen_again"] == out["frozen"]
