@@ -61,7 +61,7 @@ TIMEOUTS: dict[str, CallTimeout] = {
     "sink.producer_requests": CallTimeout("executor", DATA_SOCKET_TIMEOUT_MS / 1000, 900.0, "transaction_timeout_ms",
                                           "librdkafka (metadata, InitProducerId, AddPartitionsToTxn, produce, flush)"),
     "sink.describe_output_topics": CallTimeout("driver", REQUEST_S, _COMMIT_S, "commit.timeout.ms",
-                                               "new AdminClient (output-topic check, twice per batch)"),
+                                               "the same AdminClient until a request fails, then a new one"),
     "control.end_txn": CallTimeout("driver", REQUEST_S, _COMMIT_S, "commit.timeout.ms",
                                    "next round: FindCoordinator again on fresh metadata"),
     "control.describe_transactions": CallTimeout("driver", REQUEST_S, _COMMIT_S, "commit.timeout.ms",

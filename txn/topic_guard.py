@@ -12,16 +12,21 @@ and enforces:
   WARNING line and recorded, as is a topic seen for the first time;
 - the topics checked: the ``topic`` option's, every recorded one, and before a decision every
   topic the batch's handles wrote to (a ``topic`` column);
-- a broker that does not answer within ``timeout_s`` (transient errors are retried, each time on
-  a new client, ``kafka_clients.TIMEOUTS["sink.describe_output_topics"]``) fails the
-  check with ``OutputTopicCheckError``; nothing is decided on a guess.
+- a broker that does not answer within ``timeout_s`` (transient errors are retried,
+  ``kafka_clients.TIMEOUTS["sink.describe_output_topics"]``) fails the check with
+  ``OutputTopicCheckError``; nothing is decided on a guess;
+- one AdminClient per connection settings per process answers the checks (a new client cost
+  5-25 ms a check, twice a batch); an attempt that fails drops it, so every retry asks on a new
+  client (fresh metadata, no connection to a broker that hung).
 """
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Callable, Collection, Iterable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
+from confluent_kafka.admin import AdminClient
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from kafka_eos.kafka_clients import is_transient, request_s
@@ -47,23 +52,56 @@ def describe_topics(conf: Mapping[str, str], names: Collection[str], timeout_s: 
     """The identity of each topic (None: the broker does not know it), in one DescribeTopics."""
     if not names:
         return {}
-    found: dict[str, OutputTopic | None] = {}
     per_request = request_s("sink.describe_output_topics")
     for attempt in Retrying(retry=retry_if_exception(is_transient), stop=stop_after_delay(timeout_s),
                             wait=wait_exponential(0.1, max=1.0), reraise=True):
-        with attempt:  # a new client per attempt (an old one may keep asking a hung broker), held
-            admin = admin_client(conf)  # until its futures are answered: a dropped one fails them (_DESTROY)
-            futures = admin.describe_topics(TopicCollection(sorted(names)), request_timeout=per_request)
-            for name, future in futures.items():
-                try:
-                    description = future.result(per_request)
-                except KafkaException as exc:
-                    if _code(exc) not in _UNKNOWN:
-                        raise
-                    found[name] = None
-                    continue
-                found[name] = OutputTopic(name, str(description.topic_id), len(description.partitions))
+        with attempt:
+            admin = _held_admin(conf)
+            try:
+                return _describe(admin, sorted(names), per_request)
+            except BaseException:
+                _drop_admin(conf, admin)  # the retry asks on a new client
+                raise
+    raise AssertionError("unreachable: Retrying re-raises the last failure")
+
+
+def _describe(admin: AdminClient, names: list[str], per_request: float) -> dict[str, OutputTopic | None]:
+    found: dict[str, OutputTopic | None] = {}
+    futures = admin.describe_topics(TopicCollection(names), request_timeout=per_request)
+    for name, future in futures.items():
+        try:
+            description = future.result(per_request)
+        except KafkaException as exc:
+            if _code(exc) not in _UNKNOWN:
+                raise
+            found[name] = None
+            continue
+        found[name] = OutputTopic(name, str(description.topic_id), len(description.partitions))
     return found
+
+
+_admins: dict[tuple, AdminClient] = {}
+_admins_lock = threading.Lock()
+
+
+def _key(conf: Mapping[str, str]) -> tuple:
+    return tuple(sorted((k, str(v)) for k, v in conf.items()))
+
+
+def _held_admin(conf: Mapping[str, str]) -> AdminClient:
+    """This process's client for these settings (created on first use)."""
+    with _admins_lock:
+        admin = _admins.get(_key(conf))
+        if admin is None:
+            admin = _admins[_key(conf)] = admin_client(conf)
+        return admin
+
+
+def _drop_admin(conf: Mapping[str, str], admin: AdminClient) -> None:
+    """Forget ``admin`` (held by the caller until its futures are answered: a dropped client fails them)."""
+    with _admins_lock:
+        if _admins.get(_key(conf)) is admin:
+            del _admins[_key(conf)]
 
 
 class OutputTopicGuard:

@@ -115,3 +115,74 @@ def test_commit_of_a_batch_written_into_a_recreated_topic_aborts_and_decides_not
         protocol.commit_batch(1, [handle(0), handle(1), handle(2, records=0)])
     assert committer.aborted == [0, 1] and committer.committed == [0, 1]  # batch 0's commits only
     assert protocol.log.get(1) is None  # no decision recorded for batch 1
+
+
+# -- the AdminClient behind describe_topics: held across checks, replaced after a failed attempt --
+
+class FakeAdmin:
+    """An AdminClient's describe_topics: answers from ``answers`` (a topic's partition count, or an
+    exception to fail the attempt with)."""
+
+    def __init__(self, answers):
+        self.answers, self.asked = answers, 0
+
+    def describe_topics(self, topics, request_timeout):
+        from concurrent.futures import Future
+        from types import SimpleNamespace
+        self.asked += 1
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        futures = {}
+        for name in topics.topic_names:
+            future = Future()
+            if isinstance(answer, BaseException):
+                future.set_exception(answer)
+            else:
+                future.set_result(SimpleNamespace(topic_id=f"id-{name}", partitions=[0] * answer))
+            futures[name] = future
+        return futures
+
+
+@pytest.fixture
+def admins(monkeypatch):
+    """The clients describe_topics builds, in order; client k answers from ``plan[k]`` (the last
+    entry for later clients)."""
+    from kafka_eos.txn import topic_guard
+    built, plan = [], [[3]]
+
+    def build(conf):
+        built.append(FakeAdmin(list(plan[min(len(built), len(plan) - 1)])))
+        return built[-1]
+
+    monkeypatch.setattr(topic_guard, "_admins", {})
+    monkeypatch.setattr(topic_guard, "admin_client", build)
+    return built, plan
+
+
+def test_checks_with_the_same_settings_ask_on_one_client(admins):
+    from kafka_eos.txn.topic_guard import describe_topics
+    built, _ = admins
+    for _ in range(4):
+        assert describe_topics({"bootstrap.servers": "b:9092"}, ["out"], 5.0) == {"out": OutputTopic("out", "id-out", 3)}
+    describe_topics({"bootstrap.servers": "other:9092"}, ["out"], 5.0)
+    assert [a.asked for a in built] == [4, 1]
+
+
+def test_a_failed_attempt_drops_its_client_and_the_retry_asks_on_a_new_one(admins):
+    from confluent_kafka import KafkaError, KafkaException
+    from kafka_eos.txn.topic_guard import describe_topics
+    built, plan = admins
+    plan[:] = [[KafkaException(KafkaError(KafkaError._TRANSPORT)), 3], [3]]  # the first client fails once
+    assert describe_topics({"bootstrap.servers": "b:9092"}, ["out"], 5.0)["out"].partitions == 3
+    assert [a.asked for a in built] == [1, 1]  # the first client failed; the retry's client answered
+    describe_topics({"bootstrap.servers": "b:9092"}, ["out"], 5.0)
+    assert [a.asked for a in built] == [1, 2]  # the client that answered is kept
+
+
+def test_an_unknown_topic_is_none_and_keeps_the_client(admins):
+    from confluent_kafka import KafkaError, KafkaException
+    from kafka_eos.txn.topic_guard import describe_topics
+    built, plan = admins
+    plan[0] = [KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))]
+    assert describe_topics({"bootstrap.servers": "b:9092"}, ["gone"], 5.0) == {"gone": None}
+    describe_topics({"bootstrap.servers": "b:9092"}, ["gone"], 5.0)
+    assert [a.asked for a in built] == [2]
