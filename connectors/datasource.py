@@ -9,8 +9,7 @@ from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
 from kafka_eos.config.spark_option_table import source_option
-from kafka_eos.connectors.schema import source_schema
-from kafka_eos.connectors.source.range_rows import RANGE_SCHEMA
+from kafka_eos.connectors.schema import RANGE_SCHEMA, source_schema
 from kafka_eos.connectors.worker_gc import freeze_loaded
 
 

@@ -21,7 +21,8 @@ from typing import Any, Callable
 from kafka_eos import KafkaEosError
 from kafka_eos.config import determinism
 from kafka_eos.config.determinism import REFUSE, Finding
-from kafka_eos.connectors.source.range_rows import RangeRowsError, is_range_schema
+from kafka_eos.connectors.schema import is_range_schema
+from kafka_eos.connectors.source.range_rows import RangeRowsError
 
 log = logging.getLogger(__name__)
 

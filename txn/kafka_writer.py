@@ -39,9 +39,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Callable, Iterable, TypeAlias
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeAlias
 
-import pyarrow as pa
 from confluent_kafka import KafkaException, Producer
 
 from kafka_eos import client_factory
@@ -55,6 +54,9 @@ from kafka_eos.txn.records import Records
 from kafka_eos.txn.producer_stats import (STATS_INTERVAL_MS, LatestStats, await_producer_id, next_stats,
                                           records_per_partition)
 from kafka_eos.txn.sink_config import SinkConfig
+
+if TYPE_CHECKING:  # rows arrive as Arrow batches; this module itself needs no pyarrow
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 Rows: TypeAlias = "pa.RecordBatch | Records"  # Arrow rows of the query, or records the task read itself

@@ -5,23 +5,25 @@ Enforced here: such input needs the source's options on the sink, each prefixed 
 source's consumer settings, poll timeout and failOnDataLoss), and the sink's ``topic`` option;
 ``source.`` options without range input are refused, as a sign of a query that changed the rows.
 A task's records are its ranges' records in order (``range_records``), keys, values and, with
-``source.includeHeaders``, headers copied as they are.
+``source.includeHeaders``, headers copied as they are. Only ``range_records`` (executors) loads
+the reader and pyarrow: the driver's commit runner needs neither.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
-import pyarrow as pa
 from confluent_kafka import Message
 from pyspark.sql.types import StructType
 
+from kafka_eos.connectors.schema import is_range_schema
 from kafka_eos.connectors.source.options import SourceOptions, parse_source_options
-from kafka_eos.connectors.source.partition_reader import read_messages
-from kafka_eos.connectors.source.range_rows import is_range_schema, ranges_of
 from kafka_eos.option_map import OptionMap
 from kafka_eos.txn.errors import SinkConfigError
 from kafka_eos.txn.records import Records
 from kafka_eos.txn.sink_config import SinkConfig
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 PREFIX = "source."
 
@@ -49,6 +51,8 @@ def read_options(options: Mapping[str, str], schema: StructType, config: SinkCon
 
 def range_records(batches: Iterable[pa.RecordBatch], options: SourceOptions) -> Iterator[Records]:
     """The records of the task's ranges, in order."""
+    from kafka_eos.connectors.source.partition_reader import read_messages  # executors only (pyarrow)
+    from kafka_eos.connectors.source.range_rows import ranges_of
     cluster = options.kafka_conf["bootstrap.servers"]
     for messages in read_messages(ranges_of(batches, cluster), options):
         yield _records(messages, options.include_headers)

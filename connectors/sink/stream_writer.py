@@ -16,9 +16,8 @@ cleanup, the output-topic check) ran before ``QueryStart.writer`` built it. Enfo
 """
 from __future__ import annotations
 
-from typing import Iterator, cast
+from typing import TYPE_CHECKING, Iterator, cast
 
-import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
@@ -34,6 +33,9 @@ from kafka_eos.txn.kafka_writer import KafkaWriter
 from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 from kafka_eos.txn.replay import ReplayPlan
 from kafka_eos.txn.sink_config import SinkConfig
+
+if TYPE_CHECKING:  # the driver's planner and commit runner need no pyarrow of ours
+    import pyarrow as pa
 
 
 class SinkCommitMessage(WriterCommitMessage):

@@ -14,25 +14,17 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 import pyarrow as pa
-from pyspark.sql.types import LongType, IntegerType, StringType, StructField, StructType
 
 from kafka_eos import KafkaEosError
 from kafka_eos.offsets.ranges import OffsetRange
 
-RANGE_SCHEMA = StructType([StructField("topic", StringType()), StructField("partition", IntegerType()),
-                           StructField("fromOffset", LongType()), StructField("untilOffset", LongType()),
-                           StructField("cluster", StringType())])
+# the Arrow form of ``kafka_eos.connectors.schema.RANGE_SCHEMA``
 ARROW_SCHEMA = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("fromOffset", pa.int64()),
                           ("untilOffset", pa.int64()), ("cluster", pa.string())])
 
 
 class RangeRowsError(KafkaEosError, ValueError):
     """Rows given to the sink as offset ranges that it must not read; the message names the fix."""
-
-
-def is_range_schema(schema: StructType) -> bool:
-    """Whether a sink's input is offset ranges (the names and types of ``RANGE_SCHEMA``, in order)."""
-    return [(f.name, f.dataType) for f in schema.fields] == [(f.name, f.dataType) for f in RANGE_SCHEMA.fields]
 
 
 def range_batch(ranges: Iterable[OffsetRange], cluster: str) -> pa.RecordBatch:

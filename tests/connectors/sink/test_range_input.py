@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_eos.connectors.schema import source_schema
+from kafka_eos.connectors.schema import RANGE_SCHEMA, source_schema
 from kafka_eos.connectors.sink.range_input import read_options
-from kafka_eos.connectors.source.range_rows import RANGE_SCHEMA
 from kafka_eos.txn.errors import SinkConfigError
 from kafka_eos.txn.sink_config import SinkConfig
 

@@ -5,10 +5,9 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import StructType
 
-from kafka_eos.connectors.schema import source_schema
+from kafka_eos.connectors.schema import RANGE_SCHEMA, is_range_schema, source_schema
 from kafka_eos.connectors.source.planning import KafkaInputPartition
-from kafka_eos.connectors.source.range_rows import (RANGE_SCHEMA, RangeRowsError, is_range_schema, range_batch,
-                                                    ranges_of)
+from kafka_eos.connectors.source.range_rows import RangeRowsError, range_batch, ranges_of
 from kafka_eos.connectors.source.stream_reader import KafkaStreamReader
 from kafka_eos.offsets.ranges import OffsetRange
 
