@@ -13,6 +13,7 @@ sink task    wait for input (time inside the input iterator's ``next``: the sour
              loop, producer open (constructor, ``init_transactions``, ``begin_transaction``),
              ``flush`` and the rest of pre-commit;
 commit       the driver-side ``commit`` of the batch (EndTxn of every handle + sink log).
+Each line also has the worker's resident memory now and at its peak and pyarrow's pool (``_memory``).
 """
 from __future__ import annotations
 
@@ -111,11 +112,25 @@ def _patch_sink() -> None:
     _state().patched.add("sink")
 
 
+def _memory() -> dict:
+    """The worker's resident memory now and at its peak (VmRSS, VmHWM), and what pyarrow's default
+    pool holds now and held at most: which worker (source or sink) holds what."""
+    out: dict = {}
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                out["rss_mb" if line.startswith("VmRSS") else "rss_peak_mb"] = int(line.split()[1]) // 1024
+    if "pyarrow" in sys.modules:
+        pool = sys.modules["pyarrow"].default_memory_pool()
+        out.update(arrow_mb=pool.bytes_allocated() // 2**20, arrow_peak_mb=pool.max_memory() // 2**20)
+    return out
+
+
 def _emit(directory: str, side: str, records: int, wall: float) -> None:
     context = TaskContext.get()
     line = {"side": side, "pid": os.getpid(), "records": records, "wall_s": round(wall, 6),
             "t1": round(time.time(), 4), "t0": round(time.time() - wall, 4),
-            **{k: round(v, 6) for k, v in _state().clock.items()}}
+            **{k: round(v, 6) for k, v in _state().clock.items()}, **_memory()}
     if context is not None:
         line.update(batch=int(context.getLocalProperty("streaming.sql.batchId") or -1),
                     partition=context.partitionId())
