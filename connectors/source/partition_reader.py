@@ -29,6 +29,12 @@ T = TypeVar("T")
 Read = Callable[[RangeReader, list[Message]], Iterable[T]]
 
 BATCH_RECORDS = 20_000  # ~2 MB of 100-byte records: measured fastest (cache-sized Arrow batches)
+# A consume asks for at most about this many bytes of keys and values (the size of the last
+# consume's records, sampled): 2 MB is 20,000 records of 100 B but only 2,000 of 1 KB. One task
+# reading 62,500 records of 1 KB outside Spark, 3 rounds: 139-224 ms and CPU 162-219 ms at 2,000
+# per consume against 336-522 ms and 325-398 ms at 20,000; the worker's peak RSS +53 MB instead of +123-131.
+BATCH_BYTES = 2_000_000
+SAMPLED = 8  # records of a consume whose sizes estimate the next one's
 # librdkafka's consume returns when it holds the asked count or at this timeout. A range that ends
 # at the partition's end on a transaction marker never gets its count (the marker is no record),
 # so each such range waited the whole slice: 100 ms before (4 ranges of 500 records: 407 -> 46 ms).
@@ -118,8 +124,10 @@ def _read_wave(consumer: Consumer, readers: list[RangeReader], read: Read[T]) ->
     key_of, active = _keys(readers)
     for reader in readers:
         reader.begin()
+    record_bytes = 0
     while active:
-        messages = consumer.consume(num_messages=_asked(active.values()), timeout=POLL_SLICE_S)
+        messages = consumer.consume(num_messages=_asked(active.values(), record_bytes), timeout=POLL_SLICE_S)
+        record_bytes = _record_bytes(messages) or record_bytes
         served = set()
         for key, part in _runs(messages, key_of):
             owner = active.get(key)
@@ -139,12 +147,22 @@ def _read_wave(consumer: Consumer, readers: list[RangeReader], read: Read[T]) ->
             consumer.incremental_unassign([active.pop(key).ktp for key in finished])
 
 
-def _asked(readers: Iterable[RangeReader]) -> int:
-    """How many messages one consume asks for: at most what the closest-to-done range still
+def _asked(readers: Iterable[RangeReader], record_bytes: int = 0) -> int:
+    """How many messages one consume asks for: about ``BATCH_BYTES`` of records of
+    ``record_bytes`` (0: not known yet) and at most what the closest-to-done range still
     needs (or ``LEAST_ASKED``), so that little past a range's end becomes Python objects; its
     partition is unassigned before the next consume, which drops the rest in librdkafka."""
     left = [r.rng.end - r.next_offset for r in readers]
-    return min(BATCH_RECORDS, sum(left), max(min(left), LEAST_ASKED))
+    by_bytes = max(1, BATCH_BYTES // record_bytes) if record_bytes else BATCH_RECORDS
+    return min(BATCH_RECORDS, by_bytes, sum(left), max(min(left), LEAST_ASKED))
+
+
+def _record_bytes(messages: list[Message]) -> int:
+    """The mean key + value size of up to ``SAMPLED`` of ``messages``, spread over them (0 if none)."""
+    if not messages:
+        return 0
+    sample = messages[::max(1, len(messages) // SAMPLED)][:SAMPLED]
+    return max(1, sum(len(m.value() or b"") + len(m.key() or b"") for m in sample) // len(sample))
 
 
 def _keys(readers: list[RangeReader]) -> tuple[Callable[[Message], object], dict[object, RangeReader]]:
