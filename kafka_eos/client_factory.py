@@ -22,13 +22,16 @@ Invariants:
 - A truststore (``ssl.truststore.location`` / ``.password`` / ``.type``, not librdkafka settings)
   becomes ``ssl.ca.pem`` for every librdkafka client (``kafka_eos.truststores``, which raises
   ``StoreProblem`` for one no client can use); the control plane trusts the same certificates.
+- A client the driver keeps across calls is held by ``HeldClients``: one per connection settings
+  per process, built on first use, forgotten by ``drop`` (the caller's next ``get`` builds anew).
 """
 from __future__ import annotations
 
 import functools
 import logging
+import threading
 from enum import Enum
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Generic, Mapping, TypeVar
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
@@ -39,6 +42,7 @@ from kafka_eos.kafka_clients import admin_settings, control_plane_settings
 from kafka_eos.oauth_tokens import CALLBACK_KEY, load_callback
 
 log = logging.getLogger(__name__)
+C = TypeVar("C")
 Settings = Mapping[str, Any]
 AdminFactory = Callable[[Settings], AdminClient]
 ProducerFactory = Callable[[Settings], Producer]
@@ -104,3 +108,30 @@ def control_plane_client(settings: Mapping[str, object]) -> ControlPlaneClient:
     """The control-plane client for kafka-python ``settings`` (``txn.client_settings`` maps
     librdkafka's), with the per-request timeout and keepalive of ``kafka_clients``."""
     return ControlPlaneClient(**settings, **control_plane_settings())
+
+
+class HeldClients(Generic[C]):
+    """One client per connection settings per process (thread-safe): ``get`` builds it with
+    ``build`` on first use, ``drop`` forgets it. Settings named in ``ignored`` do not tell
+    clients apart."""
+
+    def __init__(self, build: Callable[[Settings], C], ignored: Collection[str] = ()) -> None:
+        self._build, self._ignored = build, frozenset(ignored)
+        self._clients: dict[tuple, C] = {}
+        self._lock = threading.Lock()
+
+    def _key(self, conf: Settings) -> tuple:
+        return tuple(sorted((k, str(v)) for k, v in conf.items() if k not in self._ignored))
+
+    def get(self, conf: Settings) -> C:
+        with self._lock:
+            client = self._clients.get(self._key(conf))
+            if client is None:
+                client = self._clients[self._key(conf)] = self._build(conf)
+            return client
+
+    def drop(self, conf: Settings, client: C) -> None:
+        """Forget ``client`` if it is still the one held for ``conf``."""
+        with self._lock:
+            if self._clients.get(self._key(conf)) is client:
+                del self._clients[self._key(conf)]

@@ -11,10 +11,9 @@ the same connection and security settings as the producers (librdkafka settings 
 """
 from __future__ import annotations
 
-import threading
 from typing import Callable, Mapping
 
-from kafka_eos.client_factory import control_plane_client
+from kafka_eos.client_factory import HeldClients, control_plane_client
 from kafka_eos.control_plane_client import END_TXN_MAX_VERSION, ControlPlaneClient
 from kafka_eos.txn.client_settings import IGNORED, kafka_python_settings
 
@@ -23,16 +22,11 @@ __all__ = ["END_TXN_MAX_VERSION", "ControlPlaneClient", "ControlPlaneFactory", "
 ControlPlaneFactory = Callable[[Mapping[str, str]], ControlPlaneClient]
 """What collaborators (the committer, the aborter) receive: librdkafka settings -> client."""
 
-_clients: dict[tuple, ControlPlaneClient] = {}
-_lock = threading.Lock()
+_clients: HeldClients[ControlPlaneClient] = HeldClients(
+    lambda conf: control_plane_client(kafka_python_settings(conf)), IGNORED)
 
 
 def control_plane(conf: Mapping[str, str]) -> ControlPlaneClient:
     """The process-wide client for these connection settings (created on first use); raises
     ``ClientSettingsError`` for a security setting it cannot carry."""
-    key = tuple(sorted((k, str(v)) for k, v in conf.items() if k not in IGNORED))
-    with _lock:
-        client = _clients.get(key)
-        if client is None:
-            client = _clients[key] = control_plane_client(kafka_python_settings(conf))
-        return client
+    return _clients.get(conf)

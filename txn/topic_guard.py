@@ -22,13 +22,13 @@ and enforces:
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Callable, Collection, Iterable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
+from kafka_eos.client_factory import HeldClients
 from kafka_eos.kafka_clients import is_transient, request_s
 from kafka_eos.txn.broker_configs import admin_client
 from kafka_eos.txn.errors import OutputTopicChangedError, OutputTopicCheckError
@@ -56,11 +56,11 @@ def describe_topics(conf: Mapping[str, str], names: Collection[str], timeout_s: 
     for attempt in Retrying(retry=retry_if_exception(is_transient), stop=stop_after_delay(timeout_s),
                             wait=wait_exponential(0.1, max=1.0), reraise=True):
         with attempt:
-            admin = _held_admin(conf)
+            admin = _admins.get(conf)
             try:
                 return _describe(admin, sorted(names), per_request)
-            except BaseException:
-                _drop_admin(conf, admin)  # the retry asks on a new client
+            except BaseException:  # held by us until its futures are answered (a dropped client fails them)
+                _admins.drop(conf, admin)  # the retry asks on a new client
                 raise
     raise AssertionError("unreachable: Retrying re-raises the last failure")
 
@@ -80,28 +80,7 @@ def _describe(admin: AdminClient, names: list[str], per_request: float) -> dict[
     return found
 
 
-_admins: dict[tuple, AdminClient] = {}
-_admins_lock = threading.Lock()
-
-
-def _key(conf: Mapping[str, str]) -> tuple:
-    return tuple(sorted((k, str(v)) for k, v in conf.items()))
-
-
-def _held_admin(conf: Mapping[str, str]) -> AdminClient:
-    """This process's client for these settings (created on first use)."""
-    with _admins_lock:
-        admin = _admins.get(_key(conf))
-        if admin is None:
-            admin = _admins[_key(conf)] = admin_client(conf)
-        return admin
-
-
-def _drop_admin(conf: Mapping[str, str], admin: AdminClient) -> None:
-    """Forget ``admin`` (held by the caller until its futures are answered: a dropped client fails them)."""
-    with _admins_lock:
-        if _admins.get(_key(conf)) is admin:
-            del _admins[_key(conf)]
+_admins: HeldClients[AdminClient] = HeldClients(lambda conf: admin_client(conf))  # admin_client read at each build
 
 
 class OutputTopicGuard:

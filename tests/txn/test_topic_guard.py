@@ -146,6 +146,7 @@ class FakeAdmin:
 def admins(monkeypatch):
     """The clients describe_topics builds, in order; client k answers from ``plan[k]`` (the last
     entry for later clients)."""
+    from kafka_eos.client_factory import HeldClients
     from kafka_eos.txn import topic_guard
     built, plan = [], [[3]]
 
@@ -153,7 +154,7 @@ def admins(monkeypatch):
         built.append(FakeAdmin(list(plan[min(len(built), len(plan) - 1)])))
         return built[-1]
 
-    monkeypatch.setattr(topic_guard, "_admins", {})
+    monkeypatch.setattr(topic_guard, "_admins", HeldClients(lambda conf: topic_guard.admin_client(conf)))
     monkeypatch.setattr(topic_guard, "admin_client", build)
     return built, plan
 
