@@ -77,12 +77,16 @@ class Run:
         return "\n".join([l for l in self.out + self.err if "\tat " not in l][-40:])
 
 
+FEED_PAUSE_S = 1.0  # about 170 orders/s, below the pipeline's 250/s (500 per 2 s trigger): no growing backlog
+
+
 def feed(bootstrap: str, topic: str, runs: dict[str, int], stop: threading.Event) -> None:
-    """Orders in small committed transactions until ``stop`` is set."""
+    """Orders in small committed transactions until ``stop`` is set, slower than the pipeline
+    reads them, so that input arrives throughout and the final ``--once`` run has little left."""
     while not stop.is_set():
         data = produce_orders(bootstrap, topic, 200, aborted_every=200, aborted_size=5)
         runs[data.run] = 200
-        time.sleep(0.3)
+        stop.wait(FEED_PAUSE_S)
 
 
 def no_recovery(stderr: list[str]) -> None:
