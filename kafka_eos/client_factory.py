@@ -124,14 +124,16 @@ class HeldClients(Generic[C]):
         return tuple(sorted((k, str(v)) for k, v in conf.items() if k not in self._ignored))
 
     def get(self, conf: Settings) -> C:
+        key = self._key(conf)
         with self._lock:
-            client = self._clients.get(self._key(conf))
+            client = self._clients.get(key)
             if client is None:
-                client = self._clients[self._key(conf)] = self._build(conf)
+                client = self._clients[key] = self._build(conf)
             return client
 
     def drop(self, conf: Settings, client: C) -> None:
         """Forget ``client`` if it is still the one held for ``conf``."""
+        key = self._key(conf)
         with self._lock:
-            if self._clients.get(self._key(conf)) is client:
-                del self._clients[self._key(conf)]
+            if self._clients.get(key) is client:
+                del self._clients[key]
