@@ -1,7 +1,8 @@
 """Spark sessions and spark-submit runs sized for a 2-core machine (tests, demo, benches).
 
 Invariant: Python workers run the interpreter running this code (``PYSPARK_PYTHON``), so the
-executors see the same installed kafka-eos as the driver.
+executors see the same installed kafka-eos as the driver; on a local master their daemon has the
+data path imported before it forks them (``worker_daemon``).
 """
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Sequence
+
+from kafka_eos.connectors.worker_daemon import daemon_conf
 
 SMALL_CONF = {
     "spark.ui.enabled": "false",
@@ -33,7 +36,7 @@ def local_session(master: str = "local[2]", app: str = "kafka-eos", conf: dict |
     os.environ.update({k: v for k, v in python_env().items() if k.startswith("PYSPARK_")})
     from pyspark.sql import SparkSession
     builder = SparkSession.builder.master(master).appName(app)
-    for key, value in {**SMALL_CONF, **(conf or {})}.items():
+    for key, value in {**SMALL_CONF, **daemon_conf(master, conf), **(conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
@@ -50,7 +53,7 @@ def spark_submit(script: str | Path, args: Sequence[str] = (), master: str = "lo
                  extra: Sequence[str] = ()) -> subprocess.CompletedProcess:
     """Run ``script`` through the real ``spark-submit``; return the finished process."""
     cmd = [spark_submit_binary(), "--master", master]
-    for key, value in {**SMALL_CONF, **(conf or {})}.items():
+    for key, value in {**SMALL_CONF, **daemon_conf(master, conf), **(conf or {})}.items():
         cmd += ["--conf", f"{key}={value}"]
     cmd += [*extra, str(script), *args]
     return subprocess.run(cmd, env=python_env(), capture_output=True, text=True, timeout=timeout)

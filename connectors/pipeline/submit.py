@@ -16,6 +16,8 @@ Invariants:
 - The driver's console is what ``kafka-eos run`` has in this process (``console.submit_env``):
   quiet unless ``verbose``. The command line carries the pipeline's path and flags, never a
   setting of the file (secrets stay in the file and the environment, read by the driver).
+- On a local master the task workers fork from kafka-eos's Python daemon (``worker_daemon``)
+  unless ``conf`` names a daemon module.
 - The exit code is spark-submit's: 0 when the query stopped cleanly (``--once``), else non-zero.
 """
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import IO, Iterable, Mapping
 from kafka_eos.config.redact import Redactor
 from kafka_eos.connectors.pipeline.console import quiet_environment, submit_env
 from kafka_eos.connectors.spark_harness import python_env, spark_submit_binary
+from kafka_eos.connectors.worker_daemon import daemon_conf
 
 PACKAGES = ("kafka_eos", "kafka_eos.txn", "kafka_eos.offsets", "kafka_eos.serde", "kafka_eos.config",
             "kafka_eos.connectors")
@@ -98,6 +101,7 @@ def submit(pipeline: str | Path, master: str, redact: Redactor, once: bool = Fal
     """Run the pipeline with spark-submit; stream its output (redacted); return its exit code."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     quiet_environment(master, verbose)
+    conf = {**daemon_conf(master, conf), **(conf or {})}
     with tempfile.TemporaryDirectory(prefix="kafka-eos-submit-") as tmp:
         cmd = submit_command(pipeline, master, build_zip(Path(tmp)), once, conf, name, verbose, metrics_port)
         proc = subprocess.Popen(cmd, env=submit_env(verbose, python_env()), stdout=subprocess.PIPE,

@@ -35,11 +35,14 @@ def plan(seed: int, count: int, kinds: tuple[str, ...], min_s: float = 3.0, max_
     return [Fault(kind, round(rng.uniform(min_s, max_s), 2), rng.randint(1, 3)) for kind in chosen]
 
 
+TASK_DAEMONS = ("pyspark.daemon", "kafka_eos.connectors.worker_daemon")  # the latter on local masters
+
+
 def is_task_worker(cmd: str, parent_cmd: str) -> bool:
-    """A Python worker of a Spark task (forked from pyspark.daemon), not one of the driver's own
-    data source runners (``pyspark.daemon pyspark.sql.worker.<role>``: planning, the writer's
-    commit), whose loss is a driver crash and stops the query by Spark's design."""
-    return ("pyspark.daemon" in cmd and "pyspark.daemon" in parent_cmd
+    """A Python worker of a Spark task (forked from its daemon, one of ``TASK_DAEMONS``), not one
+    of the driver's own data source runners (``pyspark.daemon pyspark.sql.worker.<role>``:
+    planning, the writer's commit), whose loss is a driver crash and stops the query by Spark's design."""
+    return (any(d in cmd and d in parent_cmd for d in TASK_DAEMONS)
             and "pyspark.sql.worker." not in cmd)
 
 

@@ -51,6 +51,8 @@ def test_python_worker_faults_hit_task_workers_not_the_drivers_data_source_runne
     from integration_tests.chaos.injector import is_task_worker
     daemon = "/venv/bin/python3 -m pyspark.daemon"
     assert is_task_worker(daemon + " ", daemon + " ")
+    preloaded = "/venv/bin/python3 -m kafka_eos.connectors.worker_daemon pyspark.worker"
+    assert is_task_worker(preloaded, preloaded)
     for role in ("plan_data_source_read", "write_into_data_source", "lookup_data_sources"):
         runner = f"{daemon} pyspark.sql.worker.{role} "
         assert not is_task_worker(runner, runner)

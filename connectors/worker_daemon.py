@@ -1,0 +1,70 @@
+"""Spark's Python daemon for task workers, with kafka-eos's data path imported before it forks.
+
+pyspark forks each task's Python worker from one daemon per executor (``spark.python.daemon.module``,
+default ``pyspark.daemon``), and a fork imports what its task runs: pyarrow, whose first
+``pa.array`` imports pandas, confluent-kafka, fastavro, kafka-eos's reader, codecs and writer. A
+query's first tasks each start up to four workers (reader, decode, encode, writer) that import all
+of it at once. Here it is imported once, before any fork; the forks share its pages.
+
+Enforced here:
+- ``daemon_conf``: this daemon only for a local master whose workers run this interpreter (where
+  this module is installed); on a cluster the daemon starts before ``--py-files`` reach it, so it
+  stays pyspark's;
+- the preload starts no Python thread (one would not survive a fork; the native pools numpy's
+  BLAS and Arrow's allocator start at import restart in the fork): ``preload`` checks it;
+- what the preload leaves is frozen out of garbage collection (``worker_gc``'s rule, once per
+  daemon, so each fork starts frozen).
+"""
+from __future__ import annotations
+
+import gc
+import importlib
+import os
+import re
+import sys
+import threading
+from typing import Mapping
+
+DAEMON_MODULE_CONF = "spark.python.daemon.module"
+PRELOADED = ("pyarrow", "pandas", "fastavro", "confluent_kafka", "pyspark.sql.pandas.types",
+             "pyspark.sql.pandas.serializers", "pyspark.sql.worker.plan_data_source_read",
+             "pyspark.sql.worker.write_into_data_source", "kafka_eos.connectors.datasource",
+             "kafka_eos.connectors.source.stream_reader", "kafka_eos.connectors.source.partition_reader",
+             "kafka_eos.connectors.source.range_reader", "kafka_eos.connectors.sink.stream_writer",
+             "kafka_eos.serde.batch", "kafka_eos.serde.codecs")
+_LOCAL = re.compile(r"local(\[[^\]]*\])?")
+
+
+def daemon_conf(master: str, conf: Mapping[str, str] | None = None,
+                env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``{spark.python.daemon.module: this module}`` for a local master whose Python workers run
+    this interpreter (``PYSPARK_PYTHON`` and ``spark.pyspark.python`` unset or equal to it);
+    else ``{}``, and a daemon module the caller set is kept as given."""
+    settings, environment = conf or {}, os.environ if env is None else env
+    if DAEMON_MODULE_CONF in settings or not _LOCAL.fullmatch(master.strip()):
+        return {}
+    pythons = (settings.get("spark.pyspark.python"), environment.get("PYSPARK_PYTHON"))
+    if any(p and os.path.realpath(p) != os.path.realpath(sys.executable) for p in pythons):
+        return {}
+    return {DAEMON_MODULE_CONF: __name__}
+
+
+def preload(modules: tuple[str, ...] = PRELOADED) -> None:
+    """Import ``modules``, build one Arrow array (pyarrow's lazy pandas import), freeze the rest."""
+    for module in modules:
+        importlib.import_module(module)
+    importlib.import_module("pyarrow").array([0])
+    if threading.active_count() != 1:
+        raise RuntimeError(f"preloading started {threading.active_count() - 1} Python thread(s) in Spark's "
+                           "Python daemon; a forked worker would not have them")
+    gc.collect()
+    gc.freeze()
+
+
+if __name__ == "__main__":
+    try:
+        preload()
+    except ImportError as exc:  # a worker imports what it needs itself: slower, not wrong
+        print(f"kafka-eos: Spark's Python daemon starts without its preload: {exc}", file=sys.stderr)
+    from pyspark.daemon import manager
+    manager()
