@@ -13,7 +13,10 @@ Enforced here:
 - the preload starts no Python thread (one would not survive a fork; the native pools numpy's
   BLAS and Arrow's allocator start at import restart in the fork): ``preload`` checks it;
 - what the preload leaves is frozen out of garbage collection (``worker_gc``'s rule, once per
-  daemon, so each fork starts frozen).
+  daemon, so each fork starts frozen);
+- ``start_early``: where this daemon is set, a one-row Python UDF job starts it and a worker per
+  core in the background while the driver plans the first batch (on one core: pyspark's own
+  runners); a UDF and the data path's tasks share a daemon (an RDD job would start another).
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import os
 import re
 import sys
 import threading
-from typing import Mapping
+from typing import Any, Mapping
 
 DAEMON_MODULE_CONF = "spark.python.daemon.module"
 PRELOADED = ("pyarrow", "pandas", "fastavro", "confluent_kafka", "pyspark.sql.pandas.types",
@@ -59,6 +62,27 @@ def preload(modules: tuple[str, ...] = PRELOADED) -> None:
                            "Python daemon; a forked worker would not have them")
     gc.collect()
     gc.freeze()
+
+
+def start_early(spark: Any) -> threading.Thread | None:
+    """Start the task workers (``preload`` in their daemon) in a background job, if this daemon is
+    set; a failure there (the session stopped first) is left to the query's own tasks to meet."""
+    context = spark.sparkContext
+    if context.getConf().get(DAEMON_MODULE_CONF) != __name__:
+        return None
+
+    def start() -> None:
+        from pyspark.sql.functions import udf
+        context.setJobDescription("kafka-eos: start the Python workers")
+        cores = context.defaultParallelism
+        try:
+            spark.range(0, cores, 1, cores).select(udf(lambda x: x, "long")("id")).collect()
+        except Exception as exc:  # noqa: BLE001 - best effort: the query starts its workers itself
+            print(f"kafka-eos: the Python workers did not start early: {type(exc).__name__}", file=sys.stderr)
+
+    thread = threading.Thread(target=start, name="kafka-eos-worker-start", daemon=True)
+    thread.start()
+    return thread
 
 
 if __name__ == "__main__":

@@ -46,11 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
     from kafka_eos.connectors.pipeline.metrics import serve
     from kafka_eos.connectors.pipeline.runner import RUN_CONF, PipelineFailed, run_query
+    from kafka_eos.connectors.worker_daemon import start_early
     builder = SparkSession.builder.appName(f"kafka-eos {cfg.name}")
     conf = {**RUN_CONF, "spark.ui.showConsoleProgress": "true" if args.verbose else "false"}
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    start_early(spark)
     metrics = None
     try:
         metrics = serve(cfg, args.metrics_port, _emit)

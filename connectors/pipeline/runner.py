@@ -174,10 +174,12 @@ def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
     file's ``metrics:``, a Prometheus endpoint serves the batches' numbers (``metrics.endpoint``)."""
     from kafka_eos.connectors.pipeline.console import console_conf, quiet_environment
     from kafka_eos.connectors.spark_harness import local_session
+    from kafka_eos.connectors.worker_daemon import start_early
     quiet_environment(master, verbose)
     user = conf or {}
     spark = local_session(master, app=f"kafka-eos {cfg.name}",
                           conf={**RUN_CONF, **user, **console_conf(verbose, user)})
+    start_early(spark)
     try:
         return _serve_and_run(spark, cfg, once, emit, metrics_port)
     finally:

@@ -55,3 +55,28 @@ def test_the_preload_loads_the_data_path_starts_no_python_thread_and_freezes_it(
     assert "pandas" in out["loaded"] and len(out["loaded"]) == len(set(out["loaded"]))
     from kafka_eos.connectors.worker_daemon import PRELOADED
     assert out["loaded"] == list(PRELOADED)
+
+
+class _Conf(dict):
+    def get(self, key, default=None):  # SparkConf.get's signature
+        return super().get(key, default)
+
+
+class _Context:
+    def __init__(self, conf: dict):
+        self._conf = _Conf(conf)
+
+    def getConf(self):
+        return self._conf
+
+
+class _Session:
+    def __init__(self, conf: dict):
+        self.sparkContext = _Context(conf)
+
+
+@pytest.mark.parametrize("conf", [{}, {DAEMON_MODULE_CONF: "pyspark.daemon"}])
+def test_no_early_start_without_kafka_eos_daemon(conf):
+    """A cluster master, or a daemon the user chose: its workers start with the first batch."""
+    from kafka_eos.connectors.worker_daemon import start_early
+    assert start_early(_Session(conf)) is None
