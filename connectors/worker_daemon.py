@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import gc
 import importlib
+import logging
 import os
 import re
 import sys
 import threading
 from typing import Any, Mapping
 
+log = logging.getLogger(__name__)
 DAEMON_MODULE_CONF = "spark.python.daemon.module"
 PRELOADED = ("pyarrow", "pandas", "fastavro", "confluent_kafka", "pyspark.sql.pandas.types",
              "pyspark.sql.pandas.serializers", "pyspark.sql.worker.plan_data_source_read",
@@ -78,7 +80,7 @@ def start_early(spark: Any) -> threading.Thread | None:
         try:
             spark.range(0, cores, 1, cores).select(udf(lambda x: x, "long")("id")).collect()
         except Exception as exc:  # noqa: BLE001 - best effort: the query starts its workers itself
-            print(f"kafka-eos: the Python workers did not start early: {type(exc).__name__}", file=sys.stderr)
+            log.debug("the Python workers did not start early: %s", type(exc).__name__)
 
     thread = threading.Thread(target=start, name="kafka-eos-worker-start", daemon=True)
     thread.start()
