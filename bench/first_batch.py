@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ import time
 from pathlib import Path
 
 from bench.common import load_avg
+from bench.guarantee_gap import spread
 
 DAEMONS = {"preloaded": [], "pyspark": ["--conf", "spark.python.daemon.module=pyspark.daemon"]}
 PIPELINE = Path(__file__).resolve().parent.parent / "config" / "pipelines" / "orders-json.yaml"
@@ -43,11 +43,12 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run_once(bootstrap: str, daemon: str) -> dict:
     """One `kafka-eos run --once` on a fresh checkpoint; its wall time and batch 0's."""
+    from kafka_eos.connectors.spark_harness import python_env
     with tempfile.TemporaryDirectory(prefix="bench-first-batch-") as checkpoints:
         env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "KAFKA_EOS_CHECKPOINTS": checkpoints}
         load, started = load_avg(), time.monotonic()
         done = subprocess.run([sys.executable, "-m", "kafka_eos.connectors.cli", "run", str(PIPELINE), "--once",
-                               *DAEMONS[daemon]], env={**_environ(), **env}, capture_output=True, text=True,
+                               *DAEMONS[daemon]], env={**python_env(), **env}, capture_output=True, text=True,
                               timeout=600)
         wall = time.monotonic() - started
     found = BATCH.search(done.stdout)
@@ -55,15 +56,6 @@ def run_once(bootstrap: str, daemon: str) -> dict:
         raise RuntimeError(f"{daemon}: exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     return {"daemon": daemon, "wall_s": round(wall, 1), "batch0_s": round(int(found.group(1)) / 1000, 1),
             "load_avg_1m": load}
-
-
-def _environ() -> dict[str, str]:
-    from kafka_eos.connectors.spark_harness import python_env
-    return python_env()
-
-
-def spread(values: list[float]) -> dict:
-    return {"median": round(statistics.median(values), 1), "min": min(values), "max": max(values), "n": len(values)}
 
 
 def measure(bootstrap: str, a: argparse.Namespace) -> dict:

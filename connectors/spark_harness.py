@@ -32,11 +32,16 @@ def python_env() -> dict[str, str]:
     return env
 
 
+def _conf(master: str, conf: dict | None) -> dict:
+    """``SMALL_CONF``, the master's daemon (``worker_daemon.daemon_conf``), then the caller's ``conf``."""
+    return {**SMALL_CONF, **daemon_conf(master, conf), **(conf or {})}
+
+
 def local_session(master: str = "local[2]", app: str = "kafka-eos", conf: dict | None = None):
     os.environ.update({k: v for k, v in python_env().items() if k.startswith("PYSPARK_")})
     from pyspark.sql import SparkSession
     builder = SparkSession.builder.master(master).appName(app)
-    for key, value in {**SMALL_CONF, **daemon_conf(master, conf), **(conf or {})}.items():
+    for key, value in _conf(master, conf).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
@@ -53,7 +58,7 @@ def spark_submit(script: str | Path, args: Sequence[str] = (), master: str = "lo
                  extra: Sequence[str] = ()) -> subprocess.CompletedProcess:
     """Run ``script`` through the real ``spark-submit``; return the finished process."""
     cmd = [spark_submit_binary(), "--master", master]
-    for key, value in {**SMALL_CONF, **daemon_conf(master, conf), **(conf or {})}.items():
+    for key, value in _conf(master, conf).items():
         cmd += ["--conf", f"{key}={value}"]
     cmd += [*extra, str(script), *args]
     return subprocess.run(cmd, env=python_env(), capture_output=True, text=True, timeout=timeout)

@@ -20,7 +20,6 @@ Enforced here:
 """
 from __future__ import annotations
 
-import gc
 import importlib
 import logging
 import os
@@ -28,6 +27,8 @@ import re
 import sys
 import threading
 from typing import Any, Mapping
+
+from kafka_eos.connectors.worker_gc import freeze
 
 log = logging.getLogger(__name__)
 DAEMON_MODULE_CONF = "spark.python.daemon.module"
@@ -62,8 +63,7 @@ def preload(modules: tuple[str, ...] = PRELOADED) -> None:
     if threading.active_count() != 1:
         raise RuntimeError(f"preloading started {threading.active_count() - 1} Python thread(s) in Spark's "
                            "Python daemon; a forked worker would not have them")
-    gc.collect()
-    gc.freeze()
+    freeze()
 
 
 def start_early(spark: Any) -> threading.Thread | None:

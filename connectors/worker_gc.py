@@ -14,8 +14,10 @@ import functools
 import gc
 
 
-@functools.cache  # once per process
-def freeze_loaded() -> None:
+def freeze() -> None:
     """Collect, then freeze what is left."""
     gc.collect()
     gc.freeze()
+
+
+freeze_loaded = functools.cache(freeze)  # once per process
