@@ -1,0 +1,100 @@
+"""Suite-wide hooks (issue 47): the kind of every integration test module, as a marker of that name
+(``make chaos KIND=network`` runs ``-m "chaos and network"``), and with ``--timing-summary=N`` where
+a run's time went: the N slowest tests and the seconds per test module, printed before pytest's
+closing line. The per-test seconds file is pytest's own JUnit XML (``--junitxml``, see the Makefile)."""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Protocol
+
+import pytest
+
+INTEGRATION = Path(__file__).resolve().parent / "integration_tests"
+
+# Kind -> file name patterns under integration_tests/; the first kind (in this order) whose pattern
+# matches wins, so exact names come before the prefixes they would also match (test_sink_crash_matrix
+# is crash, not sink). Each kind is a marker registered in pyproject.toml. A module matched by none
+# is "other"; tests/test_test_timing.py fails on it, so a new module gets its kind here.
+KINDS: dict[str, tuple[str, ...]] = {
+    "network": ("test_network_faults.py", "test_driver_partition.py"),
+    "broker": ("test_broker_outage.py", "test_broker_versions.py", "test_txn_v2.py", "test_sink_expired_id.py"),
+    "crash": ("test_sink_crash_matrix.py", "test_secured_crash_matrix.py", "test_distributed.py", "chaos/test_*.py"),
+    "secured": ("test_secured_*.py",),
+    "containers": ("test_containers*.py", "test_compose.py", "test_engine_script.py"),
+    "pipeline": ("test_pipeline_*.py", "test_pass_through_pipeline.py", "test_status.py", "test_metrics.py",
+                 "test_late_records.py", "test_registry_*.py", "test_console.py", "test_local_binding.py",
+                 "test_validate_live.py", "test_plan_determinism.py", "test_spark_connect.py"),
+    "sink": ("test_sink_*.py", "test_at_least_once_producer_id.py", "test_log_store_s3.py", "test_prefix_claims.py"),
+    "source": ("test_source_*.py", "test_offset_range_input.py"),
+    "txn": ("test_broker.py", "test_txn_kafka.py", "test_end_txn_round.py"),
+    "other": ("test_dev_environment.py", "test_leak_check.py", "test_spark_harness.py", "test_wheel.py"),
+}
+
+
+def mapped_kind(module: str) -> str | None:
+    """The kind of an integration module (its path under integration_tests/), None if unmapped."""
+    return next((kind for kind, patterns in KINDS.items() if any(fnmatch(module, p) for p in patterns)), None)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(INTEGRATION):
+            item.add_marker(mapped_kind(item.path.relative_to(INTEGRATION).as_posix()) or "other")
+
+
+class Timed(Protocol):
+    """What the summary reads of a report: one phase (setup, call or teardown) of one test."""
+    nodeid: str
+    duration: float
+
+
+def seconds_per_test(reports: Iterable[Timed]) -> dict[str, float]:
+    totals: dict[str, float] = defaultdict(float)
+    for report in reports:
+        totals[report.nodeid] += report.duration
+    return dict(totals)
+
+
+def slowest(per_test: dict[str, float], n: int) -> list[tuple[str, float]]:
+    return sorted(per_test.items(), key=lambda item: item[1], reverse=True)[:n]
+
+
+def seconds_per_module(per_test: dict[str, float]) -> list[tuple[str, float, int]]:
+    """(module, seconds, tests) for each module, slowest first."""
+    seconds: dict[str, float] = defaultdict(float)
+    tests: dict[str, int] = defaultdict(int)
+    for nodeid, s in per_test.items():
+        module = nodeid.split("::")[0]
+        seconds[module] += s
+        tests[module] += 1
+    return sorted(((m, seconds[m], tests[m]) for m in seconds), key=lambda row: row[1], reverse=True)
+
+
+def summary(reports: Iterable[Timed], n: int) -> list[tuple[str, list[str]]]:
+    """The printed sections, (title, lines): the n slowest tests, then every module."""
+    per_test = seconds_per_test(reports)
+    modules = seconds_per_module(per_test)
+    return [
+        (f"{n} slowest tests (setup + call + teardown)", [f"{s:9.2f}s  {nodeid}" for nodeid, s in slowest(per_test, n)]),
+        (f"seconds per test module ({len(per_test)} tests, {sum(per_test.values()):.1f}s)",
+         [f"{s:9.2f}s  {count:4d} tests  {module}" for module, s, count in modules]),
+    ]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--timing-summary", type=int, default=0, metavar="N",
+                     help="print the N slowest tests (setup + call + teardown) and the seconds per test module")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    n: int = config.getoption("timing_summary")
+    if n <= 0:
+        return
+    reports = [r for rs in terminalreporter.stats.values() for r in rs if isinstance(r, pytest.TestReport)]
+    for title, lines in summary(reports, n):
+        terminalreporter.write_sep("=", title)
+        for line in lines:
+            terminalreporter.write_line(line)
