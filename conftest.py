@@ -19,7 +19,7 @@ INTEGRATION = Path(__file__).resolve().parent / "integration_tests"
 # is crash, not sink). Each kind is a marker registered in pyproject.toml. A module matched by none
 # is "other"; tests/test_test_timing.py fails on it, so a new module gets its kind here.
 KINDS: dict[str, tuple[str, ...]] = {
-    "network": ("test_network_faults.py", "test_driver_partition.py"),
+    "network": ("test_network_faults.py", "test_start_faults.py", "test_driver_partition.py"),
     "broker": ("test_broker_outage.py", "test_broker_versions.py", "test_txn_v2.py", "test_sink_expired_id.py"),
     "crash": ("test_sink_crash_matrix.py", "test_secured_crash_matrix.py", "test_distributed.py", "chaos/test_*.py"),
     "secured": ("test_secured_*.py",),

@@ -1,8 +1,9 @@
 """The driver's control-plane client class: kafka-python's KafkaAdminClient plus EndTxn for a
 transaction some other client (an executor's librdkafka producer) opened.
 
-Only the class lives here (bottom layer, so ``kafka_eos.client_factory`` can build it); which
-librdkafka settings it carries and the one-client-per-settings cache stay in
+Its connections go through ``kafka_eos.control_plane_bootstrap`` (every bootstrap broker in
+turn, one clear error when none answers). Only the class lives here (bottom layer, so
+``kafka_eos.client_factory`` can build it); which librdkafka settings it carries and the one-client-per-settings cache stay in
 ``kafka_eos.txn.control_plane``. Enforced here: EndTxn is sent at most at version
 ``END_TXN_MAX_VERSION`` (transactions v1, what librdkafka-opened transactions need).
 """
@@ -11,16 +12,32 @@ from __future__ import annotations
 from collections import Counter
 
 from kafka.admin import KafkaAdminClient
+from kafka.net.compat import KafkaNetClient
+from kafka.net.selector import NetworkSelector
 from kafka.protocol.metadata import CoordinatorType
 from kafka.protocol.producer.transaction import EndTxnRequest
+
+from kafka_eos.control_plane_bootstrap import FailoverConnectionManager
+from kafka_eos.kafka_clients import control_plane_connection_settings
 
 # EndTxn v3/v4 = transactions v1 semantics, which librdkafka-opened transactions need (v5+ is
 # transactions v2 and must not be mixed with a v1 client's transactions).
 END_TXN_MAX_VERSION = 4
 
 
+class FailoverNetClient(KafkaNetClient):
+    """kafka-python's network client on ``FailoverConnectionManager``."""
+
+    def __init__(self, **configs: object) -> None:
+        net = NetworkSelector(**configs)
+        manager = FailoverConnectionManager(net, **{**configs, **control_plane_connection_settings()})
+        super().__init__(net=net, manager=manager, **configs)
+
+
 class ControlPlaneClient(KafkaAdminClient):
     """KafkaAdminClient plus EndTxn for a transaction some other client opened."""
+
+    DEFAULT_CONFIG = {**KafkaAdminClient.DEFAULT_CONFIG, "kafka_client": FailoverNetClient}
 
     def end_txn_round(self, requests: list[tuple[str, int, int]], commit: bool) -> dict[str, int]:
         """Send EndTxn for each (transactional id, producer id, epoch) at once; return error codes."""
@@ -41,6 +58,10 @@ class ControlPlaneClient(KafkaAdminClient):
                 except Exception:  # noqa: BLE001 - connection-level failure: retry the round
                     codes[tid] = -1
         return codes
+
+    def live_brokers(self) -> list[int]:
+        """The broker ids of the client's cluster metadata, lowest first."""
+        return sorted(broker.node_id for broker in self._manager.cluster.brokers())
 
     def forget_coordinators(self, transactional_ids: list[str]) -> None:
         """Drop the cached coordinators of these ids and ask for fresh metadata, so the next

@@ -27,11 +27,15 @@ from typing import Any, Mapping
 import kafka.errors as kafka_python_errors
 from confluent_kafka import KafkaError, KafkaException
 
+from kafka_eos import KafkaEosError
+
 REQUEST_S = 10.0              # one request to one broker, on the driver's metadata/control paths
 LOOKUP_DEADLINE_MS = 120_000  # source lookups on the driver (outlasts a failover and replica.lag.time.max.ms)
 COMMIT_DEADLINE_MS = 120_000  # the driver's EndTxn rounds for one batch
 METADATA_SOCKET_TIMEOUT_MS = 10_000
 DATA_SOCKET_TIMEOUT_MS = 30_000
+BOOTSTRAP_TRY_S = 5.0         # the control plane's first try of one bootstrap broker (doubled each round)
+BOOTSTRAP_DEADLINE_S = 60.0   # the control plane's bootstrap, every listed broker tried in turn
 
 
 @dataclass(frozen=True)
@@ -95,9 +99,29 @@ def data_settings(conf: Mapping[str, object]) -> dict[str, str]:
 
 
 def control_plane_settings() -> dict[str, object]:
-    """kafka-python settings of the driver's control-plane client (beside the connection ones)."""
+    """kafka-python settings of the driver's control-plane client (beside the connection ones): a
+    request and a new connection to one broker wait at most ``REQUEST_S``."""
     options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
-    return {"request_timeout_ms": int(REQUEST_S * 1000), "socket_options": options}
+    return {"request_timeout_ms": int(REQUEST_S * 1000), "socket_options": options,
+            "bootstrap_timeout_ms": int(BOOTSTRAP_DEADLINE_S * 1000)}
+
+
+def control_plane_connection_settings() -> dict[str, object]:
+    """The control plane's connection manager's settings (kafka-python's admin client does not take
+    them): a new connection to one broker waits ``BOOTSTRAP_TRY_S``, at most ``REQUEST_S`` after failures."""
+    return {"socket_connection_setup_timeout_ms": int(BOOTSTRAP_TRY_S * 1000),
+            "socket_connection_setup_timeout_max_ms": int(REQUEST_S * 1000)}
+
+
+class BrokersUnreachable(KafkaEosError):
+    """No broker of ``bootstrap.servers`` answered; ``outcomes``: broker address -> what it did."""
+
+    def __init__(self, bootstrap: str, outcomes: Mapping[str, str], waited_s: float) -> None:
+        said = "; ".join(f"{broker} {outcome}" for broker, outcome in outcomes.items()) or "none was tried"
+        super().__init__(f"kafka-eos: no Kafka broker of bootstrap.servers={bootstrap} answered within "
+                         f"{waited_s:.0f} s: {said}. Check that the brokers run and that this host reaches "
+                         "them (firewall, advertised listeners, security settings)")
+        self.bootstrap, self.outcomes = bootstrap, dict(outcomes)
 
 
 class PartialFailure(Exception):
@@ -123,6 +147,8 @@ _PYTHON_TRANSIENT = (kafka_python_errors.KafkaConnectionError, kafka_python_erro
 
 def is_transient(exc: BaseException) -> bool:
     """True for a failure a broker outage, a hung broker, or a leader/coordinator move explains."""
+    if isinstance(exc, BrokersUnreachable):
+        return True
     if isinstance(exc, PartialFailure):
         return bool(exc.errors) and all(is_transient(e) for e in exc.errors.values())
     if isinstance(exc, (TimeoutError, FutureTimeout, ConnectionError)):

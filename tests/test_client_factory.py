@@ -147,3 +147,32 @@ def test_broker_config_asks_the_admin_its_factory_gives():
             return type("M", (), {"brokers": {}})()
     with pytest.raises(broker_configs.ClusterUnreachable, match="no live brokers"):
         broker_configs.broker_config({"bootstrap.servers": "b:1"}, "x", 0.1, new_admin=Recorder(NoBrokers()))
+
+
+def test_broker_config_passes_over_a_broker_that_does_not_answer():
+    """Issue 44: DescribeConfigs went to the lowest broker id only; hung, it failed the start."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    class Answer:
+        def __init__(self, value):
+            self.value = value
+
+        def result(self, timeout):
+            if isinstance(self.value, BaseException):
+                raise self.value
+            return {"x": type("E", (), {"value": self.value})()}
+
+    class OneHung:
+        asked: list = []
+
+        def list_topics(self, timeout):
+            return type("M", (), {"brokers": {1: 0, 2: 0, 3: 0}})()
+
+        def describe_configs(self, resources, request_timeout):
+            broker = int(resources[0].name)
+            self.asked.append(broker)
+            hung = KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out"))
+            return {resources[0]: Answer(hung if broker == 1 else "900000")}
+    admin = OneHung()
+    assert broker_configs.broker_config({"bootstrap.servers": "b:1"}, "x", 5.0, new_admin=lambda conf: admin) == "900000"
+    assert admin.asked == [1, 2]

@@ -8,8 +8,9 @@ Invariants:
 - The client takes librdkafka settings as given (confluent-kafka's AdminClient, built by
   ``kafka_eos.client_factory`` with ``Noise.SILENT``), so every connection and security setting
   the producers use applies here too; its own log is silenced (every failure is raised typed).
-- The broker asked is the lowest broker id in the cluster metadata, on a BROKER resource; the
-  value reported includes the broker's defaults.
+- The broker asked is the lowest broker id in the cluster metadata that answers, on a BROKER
+  resource (a broker that does not answer within the request timeout is passed over); the value
+  reported includes the broker's defaults.
 - DescribeConfigs is retried on transient errors (``kafka_clients.is_transient``) until ``timeout_s``.
 - Failures are typed: ``SettingsRefused`` (the client refuses the settings),
   ``AuthenticationFailed`` (the brokers refused the SASL login: ``txn.auth_errors``, user and
@@ -27,7 +28,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_expone
 
 from kafka_eos import KafkaEosError, client_factory
 from kafka_eos.client_factory import AdminFactory, Noise
-from kafka_eos.kafka_clients import admin_settings, is_transient, request_s
+from kafka_eos.kafka_clients import PartialFailure, admin_settings, is_transient, request_s
 from kafka_eos.txn.auth_errors import AuthWatch, failure
 
 TRANSACTION_MAX_TIMEOUT_MS = "transaction.max.timeout.ms"
@@ -105,19 +106,34 @@ def _raise_if_authentication(admin: AdminClient) -> None:
 
 def broker_config(conf: Mapping[str, str], key: str, timeout_s: float = request_s("checks.broker_config"),
                   new_admin: AdminFactory = admin_client) -> str | None:
-    """The value of ``key`` on the lowest-id broker (None if the broker does not report it)."""
+    """The value of ``key`` on the lowest-id broker that answers (None if it does not report it)."""
     admin = new_admin(conf)
-    broker = broker_ids(admin, timeout_s)[0]
-    resource = ConfigResource(ResourceType.BROKER, str(broker))
+    brokers = broker_ids(admin, timeout_s)
+    per_broker = min(request_s("checks.broker_config"), timeout_s)
     try:
         for attempt in Retrying(retry=retry_if_exception(is_transient), stop=stop_after_delay(timeout_s),
                                 wait=wait_exponential(0.1, max=1.0), reraise=True):
             with attempt:
-                entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout_s)
-    except (KafkaException, TimeoutError) as exc:
-        raise DescribeConfigsFailed(broker, str(exc) or "no answer within the timeout") from None
+                entries = _first_answer(admin, brokers, per_broker)
+    except (KafkaException, TimeoutError, PartialFailure) as exc:
+        raise DescribeConfigsFailed(brokers[0], str(exc) or "no answer within the timeout") from None
     entry = entries.get(key)
     return None if entry is None else entry.value
+
+
+def _first_answer(admin: AdminClient, brokers: list[int], timeout_s: float) -> dict:
+    """DescribeConfigs of the first broker in ``brokers`` that answers within ``timeout_s``; a
+    broker that does not (hung, cut off) is passed over for the next one."""
+    failures: dict[int, BaseException] = {}
+    for broker in brokers:
+        resource = ConfigResource(ResourceType.BROKER, str(broker))
+        try:
+            return admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout_s)
+        except (KafkaException, TimeoutError) as exc:
+            if not is_transient(exc):
+                raise
+            failures[broker] = exc
+    raise PartialFailure(failures)
 
 
 def transaction_max_timeout_ms(conf: Mapping[str, str], timeout_s: float = request_s("checks.broker_config"),

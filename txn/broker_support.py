@@ -12,16 +12,19 @@ Invariants:
   on a ``transaction.version=2`` broker it commits and aborts v2 transactions as well
   (``integration_tests/test_txn_v2.py``), so the feature is read for the message only.
 - Reads only (Metadata for the live brokers, then ApiVersions on each); every broker of the cluster is checked, so a
-  rolling upgrade with one old broker left is refused too.
+  rolling upgrade with one old broker left is refused too. A broker that does not answer (hung, cut
+  off) does not stop the check: it is returned as silent (``BrokerCheck``), for the caller to ask again.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from dataclasses import dataclass
+from typing import Collection, Mapping
 
 from kafka.protocol.api_key import ApiKey
 
 from kafka_eos import KafkaEosError
 from kafka_eos.client_factory import AdminFactory
+from kafka_eos.kafka_clients import is_transient
 from kafka_eos.txn.broker_configs import admin_client, broker_ids
 from kafka_eos.txn.control_plane import ControlPlaneFactory, control_plane
 
@@ -48,15 +51,35 @@ def unsupported(broker: str, version: tuple[int, ...], api_versions: Mapping[int
     return None
 
 
+@dataclass(frozen=True)
+class BrokerCheck:
+    """What one check saw: the brokers that answered and are supported, the ones that did not answer."""
+    supported: frozenset[int]
+    silent: frozenset[int]
+
+
 def check_brokers(conf: Mapping[str, str], timeout_s: float, factory: ControlPlaneFactory = control_plane,
-                  new_admin: AdminFactory = admin_client) -> None:
-    """Raise ``UnsupportedBrokerError`` naming every live broker (Metadata) the sink cannot run on."""
+                  new_admin: AdminFactory = admin_client, skip: Collection[int] = ()) -> BrokerCheck:
+    """Raise ``UnsupportedBrokerError`` naming every live broker (Metadata) that answers and the sink
+    cannot run on; a broker that does not answer (hung, cut off: a transient failure) is returned
+    as silent, for the caller to name and ask again later. Brokers in ``skip`` are not asked."""
     client = factory(conf)
-    reasons = []
+    reasons, supported, silent = [], set(), set()
     for broker in broker_ids(new_admin(conf), timeout_s):
-        data = client.get_broker_version_data(broker)
+        if broker in skip:
+            continue
+        try:
+            data = client.get_broker_version_data(broker)
+        except Exception as exc:  # noqa: BLE001 - classified: only a broker that does not answer is let through
+            if not is_transient(exc):
+                raise
+            silent.add(broker)
+            continue
         reason = unsupported(str(broker), data.broker_version, data.api_versions)
         if reason:
             reasons.append(reason)
+        else:
+            supported.add(broker)
     if reasons:
         raise UnsupportedBrokerError("; ".join(reasons))
+    return BrokerCheck(frozenset(supported), frozenset(silent))

@@ -48,15 +48,31 @@ class TransactionAborter:
         return {self._ids.id_for(p, batch_id, a) for p in range(sink_partitions) for a in range(ATTEMPT_IDS)}
 
     def ongoing(self) -> list[str]:
-        """Transactional ids under our prefix whose transaction is Ongoing."""
+        """Transactional ids under our prefix whose transaction is Ongoing, as the brokers that answer
+        list them (ListTransactions is per broker: one that does not answer is named in a warning;
+        its coordinator partitions have usually moved to one that does, and the next sweep asks again)."""
         client = self._control_plane(self._conf)
-        try:
-            listings = client.list_transactions(state_filters=["Ongoing"],
-                                                transactional_id_pattern=self._ids.pattern().pattern)
-        except Errors.UnsupportedVersionError:  # brokers before 4.1: filter here
-            listings = client.list_transactions(state_filters=["Ongoing"])
-        rows = [t for per_broker in listings.values() for t in per_broker]
+        rows, silent = [], []
+        for broker in client.live_brokers():
+            try:
+                rows += self._list(client, broker)
+            except Exception as exc:  # noqa: BLE001 - classified: only a broker that does not answer is passed over
+                if not is_transient(exc):
+                    raise
+                silent.append(broker)
+        if silent:
+            log.warning("kafka-eos: broker(s) %s did not answer ListTransactions; the open transactions they "
+                        "coordinate are swept at the next cleanup (or end at transaction.timeout.ms)",
+                        ", ".join(map(str, silent)))
         return sorted(t.transactional_id for t in rows if self._ids.owns(t.transactional_id))
+
+    def _list(self, client, broker: int) -> list:
+        try:
+            listing = client.list_transactions(broker_ids=[broker], state_filters=["Ongoing"],
+                                               transactional_id_pattern=self._ids.pattern().pattern)
+        except Errors.UnsupportedVersionError:  # brokers before 4.1: filter here
+            listing = client.list_transactions(broker_ids=[broker], state_filters=["Ongoing"])
+        return [t for per_broker in listing.values() for t in per_broker]
 
     def abort_lingering(self, keep: Collection[str] = frozenset()) -> list[str]:
         """Abort every Ongoing transaction under the prefix except ``keep``; return the ids aborted."""

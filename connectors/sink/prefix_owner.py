@@ -1,7 +1,7 @@
 """The sink's ownership of its transactional ids (the query start's step 4; ``SinkQueries`` runs it
 once per query and driver process).
 
-``owned_config(config, options, query_id)``:
+``owned_config(config, options, query_id)`` (``owned_scheme``: steps 1 and 2 only):
 1. a retired checkpoint (``kafka-eos retire``) is refused: ``CheckpointRetiredError``;
 2. the id scheme of the checkpoint's sink log (``txn.sink_markers.id_scheme``: the owner ids
    ``<prefix>-<owner>-<p>-<slot>``, owner = ``owner_of(query id)``, or the legacy ids of a sink
@@ -59,12 +59,20 @@ def check_not_retired(log_location: str) -> None:
         raise CheckpointRetiredError.of_marker(f"{log_location}/{sink_markers.RETIRED}", marker.get("retired_at", "?"))
 
 
-def owned_config(config: SinkConfig, options: Mapping[str, str], query_id: str | None) -> SinkConfig:
+def owned_scheme(config: SinkConfig, options: Mapping[str, str], query_id: str | None) -> SinkConfig:
+    """Steps 1 and 2 only (no cluster call): what a commit writer needs, the prefix being claimed
+    by the task writers' start of the same query."""
     check_not_retired(config.log_location)                                           # step 1
     if not config.exactly_once:
         return config
     scheme = sink_markers.id_scheme(config.log_location, owner_of(query_id or config.log_location))
-    config = replace(config, id_owner=scheme.id_owner)                               # step 2
+    return replace(config, id_owner=scheme.id_owner)                                 # step 2
+
+
+def owned_config(config: SinkConfig, options: Mapping[str, str], query_id: str | None) -> SinkConfig:
+    config = owned_scheme(config, options, query_id)                                 # steps 1, 2
+    if not config.exactly_once:
+        return config
     enabled, topic = claim_settings(options)
     checkpoint = checkpoint_identity(options, config.log_location)
     if enabled:                                                                      # step 3

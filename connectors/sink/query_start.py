@@ -24,8 +24,10 @@ only (``writer_role``). ``KafkaEosDataSource.streamWriter`` calls ``QueryStart.w
      sweep never aborts what a decision commits); the running batch has none open yet;
   8. the output topics are the ones earlier batches wrote to (``before_writes``): a deleted or
      re-created topic stops the query before any task writes.
-A commit/abort writer runs neither 7 nor 8: its batch's pre-committed transactions are open and a
-failure while it is built would leave them neither committed nor aborted; its commit checks the
+A commit/abort writer runs neither 2, the cluster part of 4 (``owned_scheme``: the task writers of
+the same query claimed the prefix), 7 nor 8: its batch's pre-committed transactions are open and a
+failure while it is built (a broker that does not answer a start-up check) would leave them
+neither committed nor aborted; the commit needs only what the commit needs. Its commit checks the
 topics again before the decision (protocol step 2b) and aborts what it refuses. Constructors and
 pickle hooks call no cluster. ``release_sink`` is the query's end, for the caller that ran it.
 """
@@ -41,7 +43,7 @@ from pyspark.sql.types import StructType
 
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.sink.options import batch_log, fault_plan, sink_config
-from kafka_eos.connectors.sink.prefix_owner import owned_config
+from kafka_eos.connectors.sink.prefix_owner import owned_config, owned_scheme
 from kafka_eos.connectors.sink.range_input import read_options
 from kafka_eos.connectors.sink.sink_queries import SINK_QUERIES, SinkQueries
 from kafka_eos.connectors.sink.startup_checks import check_acls, check_brokers, check_schema, check_timeouts
@@ -114,6 +116,7 @@ class QueryStart:
     cluster_checks: Callable[[SinkConfig], None] = check_cluster
     binding_check: Callable[[SinkConfig, str | None], None] = check_sink_log_binding
     claim: Callable[[SinkConfig, Mapping[str, str], str | None], SinkConfig] = owned_config
+    scheme: Callable[[SinkConfig, Mapping[str, str], str | None], SinkConfig] = owned_scheme  # a commit writer's step 4
     topic_guard: Callable[[SinkConfig], OutputTopicGuard] = OutputTopicGuard.from_config
     make_writer: type[KafkaEosStreamWriter] = KafkaEosStreamWriter  # a subclass: the bench's profiled one
 
@@ -124,13 +127,16 @@ class QueryStart:
         if source is None:
             check_schema(schema, config)
         check_client_settings(config.client_conf(), config.exactly_once)
-        self.cluster_checks(config)                                                   # step 2
+        tasks = self.role is WriterRole.TASKS
+        if tasks:
+            self.cluster_checks(config)                                               # step 2
         query_id = checkpoint_query_id(options)
         self.binding_check(config, query_id)                                          # step 3
-        config = self.queries.owned(config, query_id, lambda c: self.claim(c, options, query_id))  # step 4
+        claim = self.claim if tasks else self.scheme
+        config = self.queries.owned(config, query_id, lambda c: claim(c, options, query_id))  # step 4
         protocol = self.queries.protocol(config, faults, query_id)                   # step 5
         plan = protocol.recover()                                                     # step 6
-        if self.role is WriterRole.TASKS:
+        if tasks:
             if self.queries.first_start(config, query_id):                            # step 7
                 protocol.aborter.abort_lingering(keep_at_start(protocol.log.latest()))
             self.topic_guard(config).before_writes()                                  # step 8

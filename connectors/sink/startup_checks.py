@@ -15,7 +15,9 @@ transaction: a missing one fails the start with ``AclMissingError`` naming the `
 command to add it.
 
 Every live broker must be Kafka 3.7+ and offer the requests the driver sends
-(``kafka_eos.txn.broker_support``, ApiVersions; asked once per process and connection settings).
+(``kafka_eos.txn.broker_support``, ApiVersions; asked once per process and connection settings;
+a broker that does not answer, hung or cut off, does not stop the start: it is named in a warning
+and asked again at a later batch's start, no sooner than ``RECHECK_S``).
 
 The broker's ``transaction.max.timeout.ms`` is read once per process and connection settings
 (``kafka_eos.txn.broker_configs``, DescribeConfigs); a broker that cannot be asked fails the start.
@@ -23,6 +25,10 @@ The broker's ``transaction.max.timeout.ms`` is read once per process and connect
 from __future__ import annotations
 
 import functools
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
 
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
 
@@ -31,7 +37,10 @@ from kafka_eos.txn.errors import SinkConfigError
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.timeouts import check_transaction_timeout
 
+log = logging.getLogger(__name__)
+
 BROKER_TIMEOUT_S = 30.0  # as long as a control-plane request may take
+RECHECK_S = 300.0        # a broker that did not answer the check is asked again no sooner than this
 _ALLOWED = {"key": (StringType, BinaryType), "value": (StringType, BinaryType), "topic": (StringType,),
             "partition": (IntegerType,)}
 
@@ -55,15 +64,34 @@ def broker_max_timeout_ms(conf_key: tuple) -> int | None:
     return broker_configs.transaction_max_timeout_ms(dict(conf_key), BROKER_TIMEOUT_S)
 
 
-@functools.lru_cache(maxsize=16)
-def _brokers_checked(conf_key: tuple) -> bool:
-    broker_support.check_brokers(dict(conf_key), BROKER_TIMEOUT_S)
-    return True
+@dataclass
+class _Brokers:
+    """One connection settings' broker check in this process: who answered, when to ask the others."""
+    supported: set[int] = field(default_factory=set)
+    ask_again_at: float = 0.0
+    complete: bool = False
 
 
-def check_brokers(config: SinkConfig) -> None:
-    """Raise ``UnsupportedBrokerError`` for a broker the sink is not proven on (name, version, fix)."""
-    _brokers_checked(tuple(sorted(config.client_conf().items())))
+_BROKERS: dict[tuple, _Brokers] = {}
+
+
+def check_brokers(config: SinkConfig, now: Callable[[], float] = time.monotonic,
+                  ask: Callable[..., broker_support.BrokerCheck] = broker_support.check_brokers) -> None:
+    """Raise ``UnsupportedBrokerError`` for a broker the sink is not proven on (name, version, fix).
+    A broker that does not answer is named in a warning and asked again at a later writer's start,
+    no sooner than ``RECHECK_S`` after (so a hung broker costs a batch one connect timeout at most
+    that often); the brokers that answered are not asked again."""
+    state = _BROKERS.setdefault(tuple(sorted(config.client_conf().items())), _Brokers())
+    if state.complete or now() < state.ask_again_at:
+        return
+    seen = ask(config.client_conf(), BROKER_TIMEOUT_S, skip=state.supported)
+    state.supported |= seen.supported
+    state.complete = not seen.silent
+    if seen.silent:
+        state.ask_again_at = now() + RECHECK_S
+        log.warning("kafka-eos: broker(s) %s did not answer the start-up check (ApiVersions: Kafka 3.7+, the "
+                    "requests the commit sends); the sink runs on the brokers that answered and asks again in "
+                    "%.0f s", ", ".join(map(str, sorted(seen.silent))), RECHECK_S)
 
 
 def check_timeouts(config: SinkConfig) -> None:

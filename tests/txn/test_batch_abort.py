@@ -105,6 +105,9 @@ class FakePlane:
     def __init__(self, ongoing: dict[str, int]):
         self.ongoing, self.ended = dict(ongoing), []
 
+    def live_brokers(self):
+        return [1]
+
     def list_transactions(self, **kwargs):
         return {1: [type("T", (), {"transactional_id": t})() for t in self.ongoing]}
 

@@ -53,3 +53,41 @@ def test_every_live_broker_is_asked_and_an_old_one_left_by_a_rolling_upgrade_is_
         check_brokers({}, 1.0, lambda conf: FakeControlPlane(brokers), lambda conf: FakeAdmin([3, 1, 2]))
     assert "broker 1 " not in str(refused.value) and "broker 3 " not in str(refused.value)
     check_brokers({}, 1.0, lambda conf: FakeControlPlane({1: brokers[1]}), lambda conf: FakeAdmin([1]))
+
+
+class HungBroker(FakeControlPlane):
+    def __init__(self, brokers, hung):
+        super().__init__(brokers)
+        self.hung = hung
+
+    def get_broker_version_data(self, broker):
+        import kafka.errors as Errors
+        if broker in self.hung:
+            raise Errors.KafkaTimeoutError(f"node {broker}: no answer within 5 s")
+        return super().get_broker_version_data(broker)
+
+
+def test_a_broker_that_does_not_answer_is_returned_silent_not_raised():
+    """Issue 44: a hung broker's ApiVersions timed out and stopped the query's start."""
+    brokers = {1: ((4, 2), TXN_APIS), 2: ((4, 2), TXN_APIS), 3: ((4, 2), TXN_APIS)}
+    seen = check_brokers({}, 1.0, lambda conf: HungBroker(brokers, {2}), lambda conf: FakeAdmin([1, 2, 3]))
+    assert seen.supported == {1, 3} and seen.silent == {2}
+    again = check_brokers({}, 1.0, lambda conf: HungBroker(brokers, set()), lambda conf: FakeAdmin([1, 2, 3]),
+                          skip=seen.supported)
+    assert again.supported == {2} and again.silent == frozenset()
+
+
+def test_an_old_broker_is_refused_even_while_another_is_silent():
+    brokers = {1: ((3, 5), TXN_APIS), 2: ((4, 2), TXN_APIS)}
+    with pytest.raises(UnsupportedBrokerError, match="Kafka broker 1 is Kafka 3.5"):
+        check_brokers({}, 1.0, lambda conf: HungBroker(brokers, {2}), lambda conf: FakeAdmin([1, 2]))
+
+
+def test_a_failure_other_than_silence_is_raised():
+    import kafka.errors as Errors
+
+    class Refusing(FakeControlPlane):
+        def get_broker_version_data(self, broker):
+            raise Errors.SaslAuthenticationFailedError("bad password")
+    with pytest.raises(Errors.SaslAuthenticationFailedError):
+        check_brokers({}, 1.0, lambda conf: Refusing({}), lambda conf: FakeAdmin([1]))

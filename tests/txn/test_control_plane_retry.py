@@ -128,6 +128,9 @@ def test_abort_lingering_never_raises_and_names_what_was_not_cleaned(monkeypatch
 
 def test_abort_lingering_survives_a_failing_end_txn(monkeypatch, caplog):
     class Lister:
+        def live_brokers(self):
+            return [1]
+
         def list_transactions(self, **kwargs):
             return {1: [type("T", (), {"transactional_id": "orders-0-1"})()]}
 
@@ -151,3 +154,22 @@ def test_end_txn_windows_keep_each_coordinator_within_its_in_flight_limit():
     for window in windows:
         for node in (1, 2):
             assert sum(nodes[r[0]] == node for r in window) <= 5
+
+
+def test_the_sweep_lists_each_broker_and_passes_over_one_that_does_not_answer(caplog):
+    """Issue 44: ListTransactions went to every broker in one call; one hung broker failed the whole
+    sweep, and the transactions the answering brokers coordinate stayed open."""
+    class OneSilent:
+        def live_brokers(self):
+            return [1, 2, 3]
+
+        def list_transactions(self, broker_ids, **kwargs):
+            (broker,) = broker_ids
+            if broker == 2:
+                raise Errors.KafkaTimeoutError("no answer within 10 s")
+            return {broker: [type("T", (), {"transactional_id": f"orders-0-{broker}"})()]}
+    aborter = TransactionAborter({"bootstrap.servers": "x:1"}, TransactionalIdFactory("orders", slots=2), 0.3,
+                                 lambda conf: OneSilent())
+    with caplog.at_level(logging.WARNING):
+        assert aborter.ongoing() == ["orders-0-1", "orders-0-3"]
+    assert "broker(s) 2 did not answer ListTransactions" in caplog.text

@@ -1,0 +1,189 @@
+"""A query starts, restarts and stops while one broker of three is hung, cut off or dead (issue 44).
+
+The faults of ``test_network_faults`` land once a query runs; these land on the way into it: before
+spark-submit starts (the sink's start-up checks and the control plane's bootstrap run then), during
+batch 0 (the commit runner, a fresh Python process, makes its first cluster calls at the first
+commit) and at a restart from the checkpoint. A 3-node cluster (replication 3, min ISR 2), a
+processing-time query (trigger 2 s), input arriving throughout. Each fault is held at least
+``HOLD_S`` and until a batch has committed while it lasts (bounded by ``COMMIT_WITHIN_S``); the query
+must never stop on its own, and every produced id is in the read_committed output exactly once.
+Real brokers, real spark-submit. One cell per fault kind in ``make test``; the rest in ``make chaos``.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, ContextManager, Iterator
+
+import pytest
+
+from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
+from integration_tests import network_faults as faults
+from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, create_topic, unique
+from integration_tests.pipeline_runs import kill_group, start_job, tail
+from integration_tests.providers import local_broker
+from integration_tests.test_broker_outage import Feeder, latest_batch, wait_complete
+from integration_tests.test_network_faults import bootstrap_first, commit_times, coordinator
+
+HOLD_S = 60            # the least time a fault is held
+COMMIT_WITHIN_S = 420  # a fault is held until a batch commits during it, at most this long (spark-submit's start included)
+HEAL_S = 15
+
+
+@contextlib.contextmanager
+def killed(cluster: LocalKafkaCluster, node_id: int) -> Iterator[None]:
+    """The node's JVM killed (SIGKILL) for the block, started again after it."""
+    cluster.stop_node(node_id, kill=True)
+    try:
+        yield
+    finally:
+        cluster.start_node(node_id)
+
+
+@dataclass(frozen=True)
+class StartFault:
+    name: str
+    node: Callable[[LocalKafkaCluster, str], int]
+    inject: Callable[[LocalKafkaCluster, int], ContextManager[None]]
+
+
+@dataclass
+class Run:
+    """One query's job and what the test measured of it."""
+    tmp: Path
+    bootstrap: str
+    names: dict[str, str]
+    figures: dict[str, object]
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.tmp / "checkpoint"
+
+    def start(self, log_name: str):
+        args = ["--bootstrap", self.bootstrap, "--input", self.names["input"], "--output", self.names["output"],
+                "--checkpoint", str(self.checkpoint), "--prefix", self.names["prefix"], "--trigger", "2",
+                "--run-seconds", "1800", "--max-offsets", "2000", "--stop-file", str(self.tmp / "stop")]
+        (self.tmp / "stop").unlink(missing_ok=True)
+        return start_job(args, self.tmp / log_name)
+
+
+def hold_until_committed(run: Run, proc, log: Path, before: int, cell: str) -> None:
+    """Keep the fault (the caller's block) for ``HOLD_S`` and until a batch after ``before`` commits."""
+    began = time.monotonic()
+    first_commit = None
+    while True:
+        assert proc.poll() is None, f"{cell}: the query stopped during the fault:\n{tail(log)}"
+        if first_commit is None and latest_batch(run.checkpoint) > before:
+            first_commit = time.monotonic() - began
+        held = time.monotonic() - began
+        if first_commit is not None and held >= HOLD_S:
+            break
+        assert held < COMMIT_WITHIN_S, f"{cell}: no batch committed within {COMMIT_WITHIN_S} s of the fault:\n{tail(log)}"
+        time.sleep(2)
+    run.figures[cell] = {"first commit s": round(first_commit, 1), "batches during": latest_batch(run.checkpoint) - before,
+                         "held s": round(time.monotonic() - began, 1)}
+
+
+def wait_batch_planned(run: Run, proc, log: Path, batch: int) -> None:
+    """Until Spark's offset log has ``batch`` (planned; its tasks run next) and its commit is not written."""
+    deadline = time.monotonic() + COMMIT_WITHIN_S
+    while not (run.checkpoint / "offsets" / str(batch)).exists():
+        assert proc.poll() is None, f"job exited early:\n{tail(log)}"
+        assert time.monotonic() < deadline, f"batch {batch} not planned within {COMMIT_WITHIN_S} s:\n{tail(log)}"
+        time.sleep(0.5)
+    assert latest_batch(run.checkpoint) < batch, "the batch committed before the fault could land"
+
+
+def stop_job(run: Run, proc, log: Path) -> int:
+    (run.tmp / "stop").touch()
+    rc = proc.wait(240)
+    assert rc == 0 and "query failed" not in log.read_text(), f"job failed ({rc}):\n{tail(log)}"
+    return rc
+
+
+@contextlib.contextmanager
+def cluster_run(tmp_path: Path) -> Iterator[tuple[LocalKafkaCluster, Run, Feeder]]:
+    with local_broker(ClusterSettings(nodes=3)) as broker:
+        names = {"input": unique("in"), "output": unique("out"), "prefix": unique("startfault")}
+        create_topic(broker.bootstrap, names["input"], partitions=3)
+        create_topic(broker.bootstrap, names["output"], partitions=3)
+        feeder = Feeder(broker.bootstrap, names["input"])
+        feeder.start()
+        try:
+            yield broker.cluster, Run(tmp_path, broker.bootstrap, names, {}), feeder
+        finally:
+            feeder.stopping.set()
+
+
+def finish(run: Run, feeder: Feeder, proc, log: Path) -> None:
+    """Stop the input, wait for all of it in the output, stop the query, count every id."""
+    started = time.time()
+    ids = feeder.stop()
+    drained = wait_complete(run.bootstrap, run.names["output"], ids, proc)
+    assert drained, f"output incomplete after the input stopped:\n{tail(log)}"
+    stop_job(run, proc, log)
+    report = check_exactly_once(run.bootstrap, run.names["output"], ids)
+    assert_exactly_once(report)
+    gaps = [b - a for a, b in zip(commit_times(run.checkpoint), commit_times(run.checkpoint)[1:])]
+    run.figures.update({"ids": ids, "longest batch s": round(max(gaps, default=0), 1), "report": report.line(),
+                        "drain s": round(time.time() - started, 1)})
+    print(f"start-fault figures: {run.figures}")
+
+
+def start_then_restart(tmp_path: Path, at_start: StartFault, at_restart: StartFault) -> dict:
+    """A query started with ``at_start`` on (held until a batch commits), stopped, then restarted
+    from its checkpoint with ``at_restart`` landing while the restart's first batch runs."""
+    with cluster_run(tmp_path) as (cluster, run, feeder):
+        log = tmp_path / "start.log"
+        node = at_start.node(cluster, run.names["prefix"])
+        with at_start.inject(cluster, node):
+            proc = run.start("start.log")
+            try:
+                hold_until_committed(run, proc, log, -1, f"{at_start.name} node {node} before the start")
+            except BaseException:
+                kill_group(proc)
+                raise
+        try:
+            time.sleep(HEAL_S)
+            stop_job(run, proc, log)
+        finally:
+            kill_group(proc)
+        log = tmp_path / "restart.log"
+        proc = run.start("restart.log")
+        try:
+            planned = latest_batch(run.checkpoint) + 1
+            wait_batch_planned(run, proc, log, planned)
+            node = at_restart.node(cluster, run.names["prefix"])
+            with at_restart.inject(cluster, node):
+                hold_until_committed(run, proc, log, planned - 1, f"{at_restart.name} node {node} during the restart's first batch")
+            time.sleep(HEAL_S)
+            finish(run, feeder, proc, log)
+        finally:
+            kill_group(proc)
+        return run.figures
+
+
+HUNG_FIRST = StartFault("hung", bootstrap_first, faults.hung)
+HUNG_COORDINATOR = StartFault("hung", coordinator, faults.hung)
+
+
+def test_a_query_starts_and_restarts_with_a_broker_hung(tmp_path):
+    """The two stops of issue 44: the first broker of bootstrap.servers hung before the query
+    starts (it never started: the control plane's bootstrap gave the hung broker its whole 30 s
+    deadline and tried no other), then the transaction coordinator of the sink's ids hung while
+    the restart's first batch runs (its commit runner's start-up checks asked the hung broker)."""
+    start_then_restart(tmp_path, HUNG_FIRST, HUNG_COORDINATOR)
+
+
+@pytest.mark.chaos
+def test_a_query_starts_and_restarts_with_a_broker_black_holed(tmp_path, iptables):
+    start_then_restart(tmp_path, StartFault("black hole", bootstrap_first, faults.black_hole),
+                       StartFault("black hole", coordinator, faults.black_hole))
+
+
+@pytest.mark.chaos
+def test_a_query_starts_and_restarts_with_a_broker_killed(tmp_path):
+    start_then_restart(tmp_path, StartFault("killed", bootstrap_first, killed),
+                       StartFault("killed", coordinator, killed))
