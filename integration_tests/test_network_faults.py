@@ -119,6 +119,7 @@ def test_stale_rule_cleanup_spares_a_live_sessions_rules(iptables):
             subprocess.run([binary, "-D", *rule], check=False, capture_output=True)
 
 
+@pytest.mark.chaos  # make test runs the same 45 s hang of a running query in test_start_faults (one cluster, one job)
 def test_query_survives_the_bootstrap_broker_hung_45s(tmp_path):
     """Longer than the source's former 30 s lookup deadline: the reported stop (issue 24). A
     produce in flight when the broker hangs waits out the sink's 30 s data socket timeout

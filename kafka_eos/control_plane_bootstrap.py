@@ -10,7 +10,7 @@ Enforced here (``FailoverConnectionManager``, the connection manager of
 - the listed brokers are tried one after another, starting at a random one, each within
   ``BOOTSTRAP_TRY_S`` in the first round, the try doubled every round up to ``REQUEST_S``, the
   next broker at once when one fails, until ``BOOTSTRAP_DEADLINE_S``;
-- what each broker did last (refused, no answer, TLS, login refused) is kept; past the
+- what each broker did last (refused, no answer, TLS, login refused: ``broker_outcomes``' words) is kept; past the
   deadline ``BrokersUnreachable`` names the list and each broker's outcome, in one line.
 """
 from __future__ import annotations
@@ -22,23 +22,27 @@ import time
 import kafka.errors as Errors
 from kafka.net.manager import KafkaConnectionManager
 
-from kafka_eos.kafka_clients import BOOTSTRAP_DEADLINE_S, BOOTSTRAP_TRY_S, REQUEST_S, BrokersUnreachable
+from kafka_eos import broker_outcomes
+from kafka_eos.kafka_clients import REQUEST_S, BrokersUnreachable, deadline_s, request_s
+
+BOOTSTRAP_TRY_S = request_s("control.bootstrap")        # one listed broker's first try
+BOOTSTRAP_DEADLINE_S = deadline_s("control.bootstrap")  # the whole bootstrap, when the client sets none
 
 PAUSE_S = 0.5  # between rounds when every broker failed at once (refused): no busy loop
 
 
 def outcome_of(exc: BaseException, waited_s: float) -> str:
-    """What a broker did, in words an operator acts on (never a setting's value)."""
+    """What a broker did, in ``broker_outcomes``' words (never a setting's value)."""
     text = str(exc)
     if isinstance(exc, (Errors.SaslAuthenticationFailedError, Errors.AuthorizationError)):
-        return f"refused the login ({type(exc).__name__}): check the SASL user, password and mechanism"
+        return broker_outcomes.login(type(exc).__name__)
     if isinstance(exc, ssl.SSLError) or "Handshake failed" in text or "SSL" in text:
-        return f"TLS handshake failed ({text[:160]}): check ssl.ca.location and the broker's certificate"
+        return broker_outcomes.tls(text)
     if isinstance(exc, (Errors.RequestTimedOutError, Errors.KafkaTimeoutError, TimeoutError)) or "timed out" in text:
-        return f"accepted no request within {waited_s:.0f} s (hung, overloaded, or its packets are dropped)"
+        return broker_outcomes.silent(waited_s)
     if "refused" in text.lower() or isinstance(exc, ConnectionRefusedError):
-        return "refused the connection (no broker listening on that port)"
-    return f"failed: {type(exc).__name__}: {text[:160]}"
+        return broker_outcomes.refused()
+    return broker_outcomes.other(f"{type(exc).__name__}: {text}")
 
 
 class FailoverConnectionManager(KafkaConnectionManager):

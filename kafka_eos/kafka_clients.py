@@ -41,37 +41,58 @@ BOOTSTRAP_DEADLINE_S = 60.0   # the control plane's bootstrap, every listed brok
 @dataclass(frozen=True)
 class CallTimeout:
     """How long one Kafka call may take: ``request_s`` per request, ``deadline_s`` in all (retries
-    included), changed with ``setting``; ``retries`` says what a retry does."""
+    included), changed with ``setting``; ``retries`` says what a retry does; ``one_silent`` what
+    happens when one broker of several does not answer (hung, cut off)."""
     where: str
     request_s: float
     deadline_s: float
     setting: str
     retries: str
+    one_silent: str
 
 
 _LOOKUP_S = LOOKUP_DEADLINE_MS / 1000
 _COMMIT_S = COMMIT_DEADLINE_MS / 1000
+_NEW_LEADER = "waits for the controller to move its partitions' leadership (broker.session.timeout.ms, 9 s by default)"
 TIMEOUTS: dict[str, CallTimeout] = {
-    "source.describe_topics": CallTimeout("driver", REQUEST_S, _LOOKUP_S, "lookupTimeoutMs", "new AdminClient"),
-    "source.list_topics": CallTimeout("driver", REQUEST_S, _LOOKUP_S, "lookupTimeoutMs", "new AdminClient"),
+    "control.bootstrap": CallTimeout("driver/CLI", BOOTSTRAP_TRY_S, BOOTSTRAP_DEADLINE_S, "-",
+                                     "the next listed broker at once; the try doubles each round",
+                                     "costs one try (5 s), then the next listed broker"),
+    "source.describe_topics": CallTimeout("driver", REQUEST_S, _LOOKUP_S, "lookupTimeoutMs", "new AdminClient",
+                                          "a request to it times out (10 s); the retry's new client asks another"),
+    "source.list_topics": CallTimeout("driver", REQUEST_S, _LOOKUP_S, "lookupTimeoutMs", "new AdminClient",
+                                      "a request to it times out (10 s); the retry's new client asks another"),
     "source.list_offsets": CallTimeout("driver", REQUEST_S, _LOOKUP_S, "lookupTimeoutMs",
-                                       "new AdminClient, unanswered partitions only"),
+                                       "new AdminClient, unanswered partitions only",
+                                       f"its partitions' ListOffsets {_NEW_LEADER}"),
     "source.head_records": CallTimeout("driver", METADATA_SOCKET_TIMEOUT_MS / 1000, _LOOKUP_S, "lookupTimeoutMs",
-                                       "librdkafka refetches until the deadline"),
-    "source.commit_group": CallTimeout("driver", 5.0, 5.0, "-", "none: monitoring only, a failure is logged"),
+                                       "librdkafka refetches until the deadline", f"a fetch from it {_NEW_LEADER}"),
+    "source.commit_group": CallTimeout("driver", 5.0, 5.0, "-", "none: monitoring only, a failure is logged",
+                                       "the group coordinator silent: logged, nothing waits"),
     "reader.fetch": CallTimeout("executor", DATA_SOCKET_TIMEOUT_MS / 1000, 120.0, "kafkaConsumer.pollTimeoutMs",
-                                "librdkafka refetches; then the task fails and Spark retries it"),
-    "reader.watermarks": CallTimeout("executor", REQUEST_S, REQUEST_S, "-", "the task fails, Spark retries it"),
+                                "librdkafka refetches; then the task fails and Spark retries it",
+                                "a fetch in flight waits 30 s, then librdkafka fetches from the new leader"),
+    "reader.watermarks": CallTimeout("executor", REQUEST_S, REQUEST_S, "-", "the task fails, Spark retries it",
+                                     "the task fails after 10 s, Spark retries it"),
     "sink.producer_requests": CallTimeout("executor", DATA_SOCKET_TIMEOUT_MS / 1000, 900.0, "transaction_timeout_ms",
-                                          "librdkafka (metadata, InitProducerId, AddPartitionsToTxn, produce, flush)"),
+                                          "librdkafka (metadata, InitProducerId, AddPartitionsToTxn, produce, flush)",
+                                          "a produce in flight waits 30 s, then goes to the new leader; the "
+                                          "transaction coordinator moves with its partition"),
     "sink.describe_output_topics": CallTimeout("driver", REQUEST_S, _COMMIT_S, "commit.timeout.ms",
-                                               "the same AdminClient until a request fails, then a new one"),
+                                               "the same AdminClient until a request fails, then a new one",
+                                               "a request to it times out (10 s); the new client asks another"),
     "control.end_txn": CallTimeout("driver", REQUEST_S, _COMMIT_S, "commit.timeout.ms",
-                                   "next round: FindCoordinator again on fresh metadata"),
+                                   "next round: FindCoordinator again on fresh metadata",
+                                   "the coordinator moves with its __transaction_state partition; the next "
+                                   "round finds it"),
     "control.describe_transactions": CallTimeout("driver", REQUEST_S, _COMMIT_S, "commit.timeout.ms",
-                                                 "within the EndTxn round"),
-    "control.list_transactions": CallTimeout("driver", REQUEST_S, REQUEST_S, "-", "the caller's own retry"),
-    "checks.broker_config": CallTimeout("driver/CLI", REQUEST_S, REQUEST_S, "--timeout", "DescribeConfigs retried"),
+                                                 "within the EndTxn round", "as EndTxn"),
+    "control.list_transactions": CallTimeout("driver", REQUEST_S, REQUEST_S, "-", "the caller's own retry",
+                                             "each broker asked in turn: the silent one named in a warning and "
+                                             "passed over (10 s); its coordinator partitions usually moved"),
+    "checks.broker_config": CallTimeout("driver/CLI", REQUEST_S, REQUEST_S, "--timeout", "DescribeConfigs retried",
+                                        "ApiVersions: named in a warning, asked again no sooner than 5 min; "
+                                        "DescribeConfigs: the next broker is asked"),
 }
 
 

@@ -12,19 +12,24 @@ Invariants:
   call of this object has answered, a refusal fails at once (the settings are wrong); after, it
   is retried like a transport failure (a restarting broker may refuse logins until its
   credentials load) and named if the deadline passes with the login still refused.
+- A cluster no lookup of this process has reached yet (a query's start) is given up on after
+  ``UNREACHABLE_AFTER_S`` when a probe finds no listed broker answering (``Unreachable``):
+  ``BrokersUnreachable`` names each broker and what it did, instead of the lookup's last error at
+  its deadline. Once reached, an outage is waited for until the deadline.
 """
 from __future__ import annotations
 
 import time
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Mapping, Optional, TypeVar
 
 from confluent_kafka import KafkaException
-from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, stop_any, wait_exponential
+from tenacity.stop import stop_base
 
-from kafka_eos import KafkaEosError
+from kafka_eos import KafkaEosError, broker_reach
 from kafka_eos.client_factory import AdminFactory
-from kafka_eos.kafka_clients import PartialFailure, is_transient, request_s
+from kafka_eos.kafka_clients import BrokersUnreachable, PartialFailure, is_transient, request_s
 from kafka_eos.txn.auth_errors import AuthWatch, failure
 
 T = TypeVar("T")
@@ -64,14 +69,46 @@ class LoginRefusals:
         return refused
 
 
+Probe = Callable[[Mapping[str, Any], float], Mapping[str, Optional[str]]]
+UNREACHABLE_AFTER_S = 45.0  # a lookup failing this long, no lookup of the process answered yet: probe the brokers
+PROBE_S = 5.0
+REACHED: set[str] = set()   # bootstrap lists a lookup of this process has had an answer from
+
+
+class Unreachable(stop_base):
+    """A stop condition of one lookup: the cluster never answered this process, the lookup failed
+    for ``UNREACHABLE_AFTER_S``, and a probe (once) finds no listed broker answering; then
+    ``outcomes`` says what each did. A cluster that answered once in this process (a running
+    query's outage) is waited for until the lookup's own deadline."""
+
+    def __init__(self, conf: Mapping[str, Any], probe: Probe) -> None:
+        self.bootstrap = str(conf.get("bootstrap.servers", ""))
+        self._conf, self._probe, self._began = conf, probe, time.monotonic()
+        self._probed = False
+        self.outcomes: dict[str, str] = {}
+
+    def waited_s(self) -> float:
+        return time.monotonic() - self._began
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        if self._probed or self.bootstrap in REACHED or self.waited_s() < UNREACHABLE_AFTER_S:
+            return False
+        self._probed = True
+        found = self._probe(self._conf, PROBE_S)
+        if found and all(outcome is not None for outcome in found.values()):
+            self.outcomes = {address: str(outcome) for address, outcome in found.items()}
+        return bool(self.outcomes)
+
+
 class LookupRetry:
     """The AdminClient of a ``KafkaOffsets`` (``admin``; ``new_admin`` builds one at start and one
     per retry) and its calls' retries."""
 
-    def __init__(self, conf: Mapping[str, str], timeout_s: float, new_admin: AdminFactory) -> None:
+    def __init__(self, conf: Mapping[str, str], timeout_s: float, new_admin: AdminFactory,
+                 probe: Probe = broker_reach.probe) -> None:
         self._conf = dict(conf)
         self.logins = LoginRefusals(self._conf)
-        self._new_admin = new_admin
+        self._new_admin, self._probe = new_admin, probe
         self.timeout_s = timeout_s
         self.admin = new_admin(self._client_conf())
 
@@ -83,7 +120,8 @@ class LookupRetry:
         call's one deadline (``timeout_s``) passes; the last error is re-raised, or
         ``SourceLoginRefused`` (see the module's invariants)."""
         deadline = time.monotonic() + self.timeout_s
-        retrying = Retrying(stop=stop_after_delay(self.timeout_s), reraise=True,
+        unreachable = Unreachable(self._conf, self._probe)
+        retrying = Retrying(stop=stop_any(stop_after_delay(self.timeout_s), unreachable), reraise=True,
                             wait=wait_exponential(multiplier=0.1, max=2.0), retry=retry_if_exception(is_transient))
         refused: str | None = None
         try:
@@ -98,9 +136,12 @@ class LookupRetry:
                         refused = self.logins.behind(self.admin, exc)
                         raise
                     self.logins.answered = True
+                    REACHED.add(unreachable.bootstrap)
                     return answer
         except (*FAILED, PartialFailure):
             if refused:
                 raise self.logins.error(refused) from None
+            if unreachable.outcomes:
+                raise BrokersUnreachable(unreachable.bootstrap, unreachable.outcomes, unreachable.waited_s()) from None
             raise
         raise AssertionError("unreachable")  # pragma: no cover - tenacity re-raises or returns

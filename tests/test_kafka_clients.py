@@ -106,6 +106,7 @@ def test_a_lookup_that_keeps_timing_out_names_the_deadline():
 
 DOC = ROOT / "config" / "README.md"
 DOC_ROWS = {  # the first cell of each row -> the calls of TIMEOUTS it documents
+    "control-plane bootstrap": ("control.bootstrap",),
     "DescribeTopics, Metadata: topic listing": ("source.describe_topics", "source.list_topics"),
     "ListOffsets": ("source.list_offsets",),
     "head records": ("source.head_records",),
@@ -136,7 +137,7 @@ def test_the_documented_timeout_table_matches_timeouts():
     rows = doc_table()
     assert len(rows) == len(DOC_ROWS)
     documented = []
-    for call_cell, per_request, deadline, setting, _retry in rows:
+    for call_cell, per_request, deadline, setting, _retry, one_silent in rows:
         calls = next(calls for start, calls in DOC_ROWS.items() if call_cell.startswith(start))
         for name in calls:
             call = TIMEOUTS[name]
@@ -145,6 +146,7 @@ def test_the_documented_timeout_table_matches_timeouts():
             default = re.search(r"\(`(\d+)`\)", setting)
             assert (seconds(deadline) or int(default.group(1)) / 1000) == call.deadline_s, (name, deadline)
             assert call.setting in setting.replace("—", "-"), (name, setting)
+            assert call.one_silent and one_silent, f"{name}: what one silent broker does is not said"
     assert sorted(documented) == sorted(TIMEOUTS), "every call of TIMEOUTS has one row"
 
 

@@ -168,3 +168,20 @@ def test_a_refused_client_setting_stops_the_start_before_any_cluster_call(tmp_pa
     with pytest.raises(ClientSettingsError, match="keytool -importkeystore"):
         start_.writer(refused, SCHEMA)
     assert called == [], "refused at step 1: no broker asked, no transaction opened"
+
+
+def test_a_commit_writer_asks_no_start_up_check_and_claims_nothing_on_the_cluster(tmp_path):
+    """Issue 44: the commit runner is a fresh process; its first writer ran the start-up checks
+    (ApiVersions of every broker) and one hung broker stopped the query at its first commit, with
+    the batch's transactions pre-committed. A commit writer needs only what the commit needs."""
+    called = []
+    commit = QueryStart(role=WriterRole.COMMIT, queries=SinkQueries(build=built),
+                        cluster_checks=lambda c: called.append("checks"), binding_check=lambda c, q: None,
+                        claim=lambda c, o, q: called.append("claim") or c, topic_guard=lambda c: Guard())
+    writer = commit.writer(options(tmp_path), SCHEMA)
+    assert called == [] and writer.config.id_owner is not None, "the id scheme comes from the sink log, locally"
+    tasks = QueryStart(role=WriterRole.TASKS, queries=SinkQueries(build=built),
+                       cluster_checks=lambda c: called.append("checks"), binding_check=lambda c, q: None,
+                       claim=lambda c, o, q: called.append("claim") or c, topic_guard=lambda c: Guard())
+    tasks.writer(options(tmp_path), SCHEMA)
+    assert called == ["checks", "claim"]
