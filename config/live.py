@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafka_eos import KafkaEosError
+from kafka_eos import KafkaEosError, broker_reach
 from kafka_eos.config.model import KafkaCluster, PipelineConfig
 from kafka_eos.config.violations import UNREACHABLE, Context, Violation
 from kafka_eos.oauth_tokens import token_problem
@@ -120,3 +120,22 @@ def live_context(cfg: PipelineConfig, timeout_s: float = 10.0) -> tuple[Context,
     if source_ok or sink_ok:
         problems += acl_problems(cfg, timeout_s, source_ok, sink_ok)
     return Context(broker_max_timeout_ms=broker_max), problems
+
+
+SILENT_PROBE_S = 5.0  # each listed broker of a cluster is asked this long, all at once
+
+
+def silent_brokers(cfg: PipelineConfig, timeout_s: float = SILENT_PROBE_S) -> list[str]:
+    """One warning per listed broker that does not answer while another of its cluster does (when
+    none answers, the reachability checks say so); each cluster is asked once, its brokers at once."""
+    warnings, asked = [], set()
+    for path, cluster in (("source.kafka", cfg.source.kafka), ("sink.kafka", cfg.sink.kafka)):
+        if not cluster.bootstrap_servers or cluster.bootstrap_servers in asked:
+            continue
+        asked.add(cluster.bootstrap_servers)
+        found = broker_reach.probe(cluster.client_conf(), timeout_s)
+        if any(outcome is None for outcome in found.values()):
+            warnings += [f"{path}: broker {address} {outcome}; the answers here come from the other brokers"
+                         for address, outcome in found.items() if outcome is not None]
+    return warnings
+

@@ -26,6 +26,7 @@ class Report:
     configs: list[PipelineConfig] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # a listed broker silent while others answer
 
     @property
     def exit_code(self) -> int:
@@ -41,6 +42,7 @@ class Report:
             mine = [v for v in self.violations if v.file == file]
             lines.append(f"{file}: OK" if not mine else f"{file}: {len(mine)} problem(s)")
             lines += [f"  {v.path}: {v.message}\n      fix: {v.fix}" for v in mine]
+        lines += [f"warning: {line}" for line in self.warnings]
         return self.redactor()("\n".join(lines))
 
 
@@ -64,6 +66,9 @@ def validate_files(paths: Sequence[str | os.PathLike], offline: bool = False, ti
         if cfg is not None:
             report.configs.append(cfg)
             report.violations += validate_config(cfg, offline, timeout_s, backstops)
+            if not offline:
+                from kafka_eos.config.live import silent_brokers
+                report.warnings += silent_brokers(cfg)
     report.violations += across_pipelines(report.configs)
     return report
 

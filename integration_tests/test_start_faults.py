@@ -27,6 +27,7 @@ from kafka_eos.kafka_clients import BOOTSTRAP_TRY_S
 from kafka_eos.txn.client_settings import kafka_python_settings
 from integration_tests import network_faults as faults
 from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, create_topic, unique
+from integration_tests.pipeline_cli import EXAMPLES, kafka_eos
 from integration_tests.pipeline_runs import kill_group, start_job, tail
 from integration_tests.providers import local_broker
 from integration_tests.test_broker_outage import Feeder, latest_batch, wait_complete
@@ -35,6 +36,7 @@ from integration_tests.test_network_faults import bootstrap_first, commit_times,
 HOLD_S = 60            # the least time a fault is held
 RUNNING_HOLD_S = 45    # a fault landing on a running query: longer than the sink's 30 s data socket timeout
 CLIENTS = 6            # fresh control-plane clients bootstrapped while the first broker hangs
+CLI_S = 120            # a CLI verb's bound with one broker silent
 COMMIT_WITHIN_S = 420  # a fault is held until a batch commits during it, at most this long (spark-submit's start included)
 HEAL_S = 15
 SPARK_START_S = 60     # spark-submit to the query's first lookup, on a loaded 2-core machine
@@ -86,6 +88,20 @@ def fresh_bootstraps(bootstrap: str, clients: int) -> list[float]:
         client = client_factory.control_plane_client(kafka_python_settings({"bootstrap.servers": bootstrap}))
         took.append(round(time.monotonic() - began, 1))
         client.close()
+    return took
+
+
+def cli_names_the_silent_broker(run: Run, port: int) -> dict[str, float]:
+    """``kafka-eos validate`` and ``status`` answer in bounded time with one broker silent, name it
+    in a warning, and say the pipeline's health (status never exits 2, "unreachable")."""
+    took = {}
+    for verb in ("validate", "status"):
+        began = time.monotonic()
+        done = kafka_eos([verb, str(EXAMPLES / "orders-json.yaml")], run.bootstrap, run.tmp / "cli", timeout=CLI_S)
+        took[verb] = round(time.monotonic() - began, 1)
+        warned = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("warning: ")]
+        assert any(f"127.0.0.1:{port} accepted no request" in line for line in warned), f"{verb}:\n{done.log()}"
+        assert verb != "status" or done.code != 2, f"status said unreachable:\n{done.log()}"
     return took
 
 
@@ -166,6 +182,8 @@ def start_then_restart(tmp_path: Path, at_start: StartFault, at_restart: StartFa
             try:
                 took = run.figures["control-plane bootstraps s"] = fresh_bootstraps(run.bootstrap, CLIENTS)
                 assert max(took) < BOOTSTRAP_TRY_S + 5, f"a bootstrap waited on the {at_start.name} broker: {took}"
+                if at_start.name == "hung":
+                    run.figures["cli s"] = cli_names_the_silent_broker(run, cluster.node(node).port)
                 hold_until_committed(run, proc, log, -1, f"{at_start.name} node {node} before the start")
             except BaseException:
                 kill_group(proc)

@@ -19,7 +19,7 @@ from typing import Any
 from kafka.errors import KafkaError
 
 from kafka_eos import KafkaEosError
-from kafka_eos.config.live import ClusterProblem, reachable
+from kafka_eos.config.live import ClusterProblem, reachable, silent_brokers
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
 from kafka_eos.config.violations import INVALID
@@ -50,6 +50,7 @@ class Report:
     facts: dict[str, Any] = field(default_factory=dict)
     attention: list[str] = field(default_factory=list)
     unreachable: str | None = None
+    warnings: list[str] = field(default_factory=list)  # a listed broker silent while others answer: not the pipeline's health
 
     @property
     def exit_code(self) -> int:
@@ -57,7 +58,7 @@ class Report:
 
     def document(self) -> dict[str, Any]:
         return {"format_version": FORMAT_VERSION, "status": _STATUS[self.exit_code], "exit_code": self.exit_code,
-                **self.facts, "attention": self.attention, "unreachable": self.unreachable}
+                **self.facts, "attention": self.attention, "unreachable": self.unreachable, "warnings": self.warnings}
 
 
 def _positions(cfg: PipelineConfig, report: Report) -> model.Offsets | None:
@@ -172,6 +173,7 @@ def gather(cfg: PipelineConfig, timeout_s: float = 10.0) -> Report:
     report.unreachable = problem
     if report.unreachable:
         return report
+    report.warnings = silent_brokers(cfg)
     try:
         report.facts["source"] = _source(cfg, positions, timeout_s)
     except KafkaLookupError as exc:
@@ -234,6 +236,7 @@ def render(cfg: PipelineConfig, report: Report, as_json: bool = False) -> str:
         lines = _lines(doc)
         if report.unreachable:
             lines.append(f"broker unreachable: {report.unreachable}")
+        lines += [f"warning: {line}" for line in report.warnings]
         lines += [f"attention: {line}" for line in report.attention]
         lines.append({HEALTHY: "status: healthy", ATTENTION: f"status: needs attention ({len(report.attention)})",
                       UNREACHABLE: "status: broker unreachable"}[report.exit_code])
