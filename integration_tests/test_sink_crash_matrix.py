@@ -22,8 +22,6 @@ def job_args(bootstrap, tmp_path, names) -> list[str]:
             "--max-offsets", "1000"]
 
 
-LONG_RUN = {"task_write", "after_decision", "between_end_txns", "after_end_txns"}  # `make chaos`; CI keeps the
-# rest (and test_secured_crash_matrix kills the driver after the decision over SASL_SSL)
 
 
 @pytest.fixture
@@ -42,9 +40,41 @@ def batch_records(tmp_path, batch: int) -> int:
     return sum(h.records for h in sink_log(tmp_path).get(batch).handles)
 
 
-@pytest.mark.parametrize("point", [pytest.param(p, marks=pytest.mark.chaos) if p in LONG_RUN else p for p in
-                                   ("task_write", "before_decision", "after_decision", "between_end_txns",
-                                    "after_end_txns")])
+STEPS = ("task_write", "before_decision", "after_decision", "between_end_txns", "after_end_txns")
+
+
+def committed_before(tmp_path, batch: int) -> int:
+    """The records of the batches before ``batch`` (all committed by the time ``batch`` runs)."""
+    return sum(batch_records(tmp_path, b) for b in range(batch))
+
+
+def test_driver_killed_at_every_step_of_one_query_is_exactly_once(bootstrap, tmp_path):
+    """The whole crash matrix in one query (make test): the driver is killed at each step of the
+    commit in turn, batch 1 mid-write, batch 2 before its decision, ... batch 5 after its EndTxn
+    round, each time restarted from the checkpoint (a fault point fires once per directory, so
+    each restart runs on to the next); then run to the end. 6 spark-submits instead of 10."""
+    names = {"input": unique("in"), "output": unique("out"), "prefix": unique("crash")}
+    seed_input(bootstrap, names["input"], IDS)
+    (tmp_path / "faults").mkdir()
+    args = job_args(bootstrap, tmp_path, names)[:-1] + ["500"]  # 500 a batch: 6 batches and more
+    plan = ",".join(f"{point}@{batch}" for batch, point in enumerate(STEPS, start=1))
+    log = tmp_path / "job.log"
+    for batch, point in enumerate(STEPS, start=1):
+        proc = start_job(args + ["--fault", plan, "--fault-dir", str(tmp_path / "faults")], log)
+        try:
+            wait_for((tmp_path / "faults", f"{point}.*"), proc, 300, log)
+            if point in ("before_decision", "after_decision"):  # pre-committed (maybe decided), not committed
+                visible = sum(output_ids(bootstrap, names["output"]).values())
+                assert visible == committed_before(tmp_path, batch), f"{point}@{batch} visible to read_committed"
+                assert sum(output_ids(bootstrap, names["output"], "read_uncommitted").values()) > visible
+        finally:
+            kill_group(proc)
+    run_to_completion(args + ["--fault", plan, "--fault-dir", str(tmp_path / "faults")], log)
+    assert_exactly_once(check_exactly_once(bootstrap, names["output"], IDS))
+
+
+@pytest.mark.chaos  # make test runs every step in one query (above)
+@pytest.mark.parametrize("point", STEPS)
 def test_driver_killed_then_restarted_is_exactly_once(point, bootstrap, pipeline, tmp_path):
     args = job_args(bootstrap, tmp_path, pipeline)
     log = tmp_path / "job.log"

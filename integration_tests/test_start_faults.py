@@ -25,10 +25,13 @@ from kafka_eos import client_factory
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
 from kafka_eos.kafka_clients import BOOTSTRAP_TRY_S
 from kafka_eos.txn.client_settings import kafka_python_settings
+from kafka_eos.txn.sink_log import DECIDED, PENDING, SinkLogReader
+from kafka_eos.txn.transaction_aborter import TransactionAborter
+from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
 from integration_tests import network_faults as faults
 from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, create_topic, unique
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos
-from integration_tests.pipeline_runs import kill_group, start_job, tail
+from integration_tests.pipeline_runs import kill_group, start_job, tail, wait_for
 from integration_tests.providers import local_broker
 from integration_tests.test_broker_outage import Feeder, latest_batch, wait_complete
 from integration_tests.test_network_faults import bootstrap_first, commit_times, coordinator
@@ -71,8 +74,8 @@ class Run:
     def checkpoint(self) -> Path:
         return self.tmp / "checkpoint"
 
-    def start(self, log_name: str):
-        args = ["--bootstrap", self.bootstrap, "--input", self.names["input"], "--output", self.names["output"],
+    def start(self, log_name: str, *extra: str):
+        args = [*extra, "--bootstrap", self.bootstrap, "--input", self.names["input"], "--output", self.names["output"],
                 "--checkpoint", str(self.checkpoint), "--prefix", self.names["prefix"], "--trigger", "2",
                 "--run-seconds", "1800", "--max-offsets", "2000", "--stop-file", str(self.tmp / "stop")]
         (self.tmp / "stop").unlink(missing_ok=True)
@@ -171,9 +174,10 @@ def finish(run: Run, feeder: Feeder, proc, log: Path) -> None:
 
 def start_then_restart(tmp_path: Path, at_start: StartFault, at_restart: StartFault,
                        running: StartFault | None = None) -> dict:
-    """A query started with ``at_start`` on (held until a batch commits), stopped, then restarted
-    from its checkpoint with ``at_restart`` landing while the restart's first batch runs, then
-    ``running`` landing while the restarted query runs (produces in flight)."""
+    """A query started with ``at_start`` on (held until a batch commits) and stopped with it still
+    on (nothing left open), then restarted from its checkpoint with ``at_restart`` landing while
+    the restart's first batch runs, then ``running`` landing while the restarted query runs
+    (produces in flight)."""
     with cluster_run(tmp_path) as (cluster, run, feeder):
         log = tmp_path / "start.log"
         node = at_start.node(cluster, run.names["prefix"])
@@ -185,14 +189,15 @@ def start_then_restart(tmp_path: Path, at_start: StartFault, at_restart: StartFa
                 if at_start.name == "hung":
                     run.figures["cli s"] = cli_names_the_silent_broker(run, cluster.node(node).port)
                 hold_until_committed(run, proc, log, -1, f"{at_start.name} node {node} before the start")
-            except BaseException:
+                began = time.monotonic()
+                stop_job(run, proc, log)  # the stop and its release, the fault still on
+                run.figures[f"stop with {at_start.name} node {node} s"] = round(time.monotonic() - began, 1)
+                left = TransactionAborter({"bootstrap.servers": run.bootstrap},
+                                          TransactionalIdFactory(run.names["prefix"], DEFAULT_SLOTS).prefix_wide()).ongoing()
+                assert left == [], f"open after the stop with {at_start.name} node {node}: {left}"
+            finally:
                 kill_group(proc)
-                raise
-        try:
-            time.sleep(HEAL_S)
-            stop_job(run, proc, log)
-        finally:
-            kill_group(proc)
+        time.sleep(HEAL_S)
         log = tmp_path / "restart.log"
         proc = run.start("restart.log")
         try:
@@ -273,3 +278,41 @@ def test_a_start_with_no_broker_answering_ends_with_one_error_naming_each(tmp_pa
     assert "Unable to bootstrap" not in text
     assert took < 120 + SPARK_START_S, f"the job took {took:.0f} s to fail"
     print(f"all brokers down: the job failed after {took:.0f} s")
+
+
+def pending_coordinator(run: Run) -> tuple[int, str]:
+    """The transaction coordinator of a transaction the sink log's decided batch still has to commit."""
+    latest = SinkLogReader(str(run.checkpoint / "kafka-eos-sink")).latest()
+    assert latest is not None and latest.state == DECIDED, f"no decided batch in the sink log: {latest}"
+    tid = next(h.transactional_id for h in latest.handles_with(PENDING) if h.transactional_id)
+    return faults.transaction_coordinator(run.bootstrap, tid), tid
+
+
+@pytest.mark.chaos
+def test_a_decided_batch_is_committed_at_a_restart_with_its_coordinator_hung(tmp_path):
+    """The driver killed after batch 2's decision, before its commit; the restart finds the batch
+    decided and commits it (EndTxn) while the coordinator of one of its transactions hangs: the
+    coordinator moves with its partition and the next EndTxn round finds it."""
+    with cluster_run(tmp_path) as (cluster, run, feeder):
+        (tmp_path / "faults").mkdir()
+        log = tmp_path / "start.log"
+        proc = run.start("start.log", "--fault", "after_decision@2", "--fault-dir", str(tmp_path / "faults"))
+        try:
+            wait_for((tmp_path / "faults", "after_decision.*"), proc, COMMIT_WITHIN_S, log)
+        finally:
+            kill_group(proc)
+        node, tid = pending_coordinator(run)
+        run.figures["pending transaction"] = tid
+        log = tmp_path / "restart.log"
+        with faults.hung(cluster, node):
+            proc = run.start("restart.log")
+            try:
+                hold_until_committed(run, proc, log, 2, f"hung node {node} (coordinator of {tid}) at the restart")
+            except BaseException:
+                kill_group(proc)
+                raise
+        try:
+            time.sleep(HEAL_S)
+            finish(run, feeder, proc, log)
+        finally:
+            kill_group(proc)
