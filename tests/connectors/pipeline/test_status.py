@@ -104,3 +104,16 @@ def test_a_refused_login_needs_attention_with_its_fix_not_unreachable(tmp_path, 
     assert report.exit_code == status.ATTENTION and report.unreachable is None
     assert report.attention == ["source.kafka: authentication failed for user 'etl' with SASL mechanism "
                                 "SCRAM-SHA-512 - fix: check sasl.username and sasl.password"]
+
+
+def test_a_silent_broker_is_a_warning_not_the_pipelines_health(tmp_path):
+    """Issue 44: one broker of several hung is named, and status still says the pipeline's health."""
+    cfg, found = load(tmp_path, valid(tmp_path))
+    assert cfg is not None, found
+    report = status.Report({"pipeline": "t", "file": cfg.origin, "guarantee": "exactly_once",
+                            "checkpoint": {"location": "c", "last_planned_batch": None, "last_committed_batch": None}})
+    report.warnings.append("sink.kafka: broker b2:9092 accepted no request within 5 s (hung, ...)")
+    assert report.exit_code == status.HEALTHY
+    text = status.render(cfg, report)
+    assert "warning: sink.kafka: broker b2:9092 accepted no request" in text and text.endswith("status: healthy")
+    assert json.loads(status.render(cfg, report, as_json=True))["warnings"] == report.warnings
