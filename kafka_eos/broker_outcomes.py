@@ -23,6 +23,10 @@ def login(detail: str) -> str:
     return f"refused the login ({detail[:120]}): check the SASL user, password and mechanism"
 
 
+def no_brokers() -> str:
+    return "answered with no live brokers (the cluster is starting, or its brokers are fenced)"
+
+
 def other(detail: str) -> str:
     return f"failed: {detail[:160]}"
 

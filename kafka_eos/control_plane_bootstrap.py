@@ -10,8 +10,9 @@ Enforced here (``FailoverConnectionManager``, the connection manager of
 - the listed brokers are tried one after another, starting at a random one, each within
   ``BOOTSTRAP_TRY_S`` in the first round, the try doubled every round up to ``REQUEST_S``, the
   next broker at once when one fails, until ``BOOTSTRAP_DEADLINE_S``;
-- what each broker did last (refused, no answer, TLS, login refused: ``broker_outcomes``' words) is kept; past the
-  deadline ``BrokersUnreachable`` names the list and each broker's outcome, in one line.
+- what each broker did last (refused, no answer, TLS, login refused: ``broker_outcomes``' words)
+  is kept; past the deadline ``BrokersUnreachable`` names the list and each broker's outcome, in
+  one line.
 """
 from __future__ import annotations
 
@@ -89,7 +90,7 @@ class FailoverConnectionManager(KafkaConnectionManager):
         try:
             await self.cluster.refresh_metadata(node_id)
             if not self.cluster.brokers():
-                return "answered with no live brokers (the cluster is starting or its brokers are fenced)"
+                return broker_outcomes.no_brokers()
         except Exception as exc:  # noqa: BLE001 - classified: the next broker is tried
             return outcome_of(exc, time.monotonic() - began)
         finally:

@@ -73,3 +73,18 @@ def test_every_listed_broker_is_tried_in_one_deadline_whatever_the_random_start(
 ])
 def test_a_brokers_failure_is_said_in_words_an_operator_acts_on(exc, said):
     assert said in outcome_of(exc, 5.0)
+
+
+def test_the_bootstrap_it_replaces_is_kafka_pythons_own():
+    """kafka-python's private bootstrap coroutine is what the fail-over overrides: an upgrade that
+    renames it or changes its signature must fail here, not silently restore the random pick."""
+    import inspect
+
+    from kafka.net.manager import KafkaConnectionManager
+
+    from kafka_eos.control_plane_bootstrap import FailoverConnectionManager
+    ours, theirs = FailoverConnectionManager._do_bootstrap, KafkaConnectionManager._do_bootstrap
+    assert inspect.iscoroutinefunction(theirs) and ours is not theirs
+    assert list(inspect.signature(theirs).parameters) == list(inspect.signature(ours).parameters) == ["self", "deadline"]
+    for used in ("get_connection", "reset_backoff", "_conns", "_auth_failures", "_bootstrap_wakeup"):
+        assert hasattr(KafkaConnectionManager, used) or used in inspect.getsource(KafkaConnectionManager.__init__), used
