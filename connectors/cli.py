@@ -106,6 +106,10 @@ def _describe(args: argparse.Namespace) -> int:
             details["live_offsets"] = describe.live_offsets(cfg, args.timeout)
         except Exception as exc:  # noqa: BLE001 - the plan is still worth printing
             details["live_offsets"] = f"unavailable: {exc}"
+        from kafka_eos.config.live import silent_brokers
+        warnings = silent_brokers(cfg)
+        if warnings:
+            details["warnings"] = warnings
     print(describe.render(cfg, details, as_json=args.json))
     return report.exit_code
 

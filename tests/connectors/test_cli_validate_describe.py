@@ -77,3 +77,17 @@ def test_describe_reads_where_a_checkpoint_resumes(tmp_path, capsys):
     assert main(["describe", "--offline", "--json", str(write(tmp_path, "p.yaml", valid(tmp_path)))]) == 0
     state = json.loads(capsys.readouterr().out)["checkpoint_state"]
     assert state == {"last_planned_batch": 1, "last_committed_batch": 0, "resume_from": [{"in": {"0": 10}}]}
+
+
+def test_describe_names_a_listed_broker_that_does_not_answer(tmp_path, capsys, monkeypatch):
+    """Issue 44: with one broker of several silent, describe still prints the plan and names it."""
+    from kafka_eos import broker_reach
+    from kafka_eos.connectors.pipeline import describe
+    monkeypatch.setattr(describe, "live_offsets", lambda cfg, timeout_s: {"in-0": {"latest": 3}})
+    monkeypatch.setattr(broker_reach, "probe", lambda conf, timeout_s: {"b1:9092": None, "b2:9092": "refused the connection"})
+    path = write(tmp_path, "p.yaml", valid(tmp_path))
+    assert main(["describe", "--json", str(path)]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["warnings"] == ["source.kafka: broker b2:9092 refused the connection; the answers here come from the "
+                                "other brokers"]
+    assert plan["live_offsets"] == {"in-0": {"latest": 3}}
