@@ -289,10 +289,14 @@ def pending_coordinator(run: Run) -> tuple[int, str]:
 
 
 @pytest.mark.chaos
-def test_a_decided_batch_is_committed_at_a_restart_with_its_coordinator_hung(tmp_path):
+@pytest.mark.parametrize("fault", ["hung", "black hole", "killed"])
+def test_a_decided_batch_is_committed_at_a_restart_with_its_coordinator_faulty(tmp_path, fault, request):
     """The driver killed after batch 2's decision, before its commit; the restart finds the batch
-    decided and commits it (EndTxn) while the coordinator of one of its transactions hangs: the
-    coordinator moves with its partition and the next EndTxn round finds it."""
+    decided and commits it (EndTxn) while the coordinator of one of its transactions is hung, cut
+    off or dead: the coordinator moves with its partition and the next EndTxn round finds it."""
+    if fault == "black hole":
+        request.getfixturevalue("iptables")
+    inject = {"hung": faults.hung, "black hole": faults.black_hole, "killed": killed}[fault]
     with cluster_run(tmp_path) as (cluster, run, feeder):
         (tmp_path / "faults").mkdir()
         log = tmp_path / "start.log"
@@ -304,10 +308,10 @@ def test_a_decided_batch_is_committed_at_a_restart_with_its_coordinator_hung(tmp
         node, tid = pending_coordinator(run)
         run.figures["pending transaction"] = tid
         log = tmp_path / "restart.log"
-        with faults.hung(cluster, node):
+        with inject(cluster, node):
             proc = run.start("restart.log")
             try:
-                hold_until_committed(run, proc, log, 2, f"hung node {node} (coordinator of {tid}) at the restart")
+                hold_until_committed(run, proc, log, 2, f"{fault} node {node} (coordinator of {tid}) at the restart")
             except BaseException:
                 kill_group(proc)
                 raise
