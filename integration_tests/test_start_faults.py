@@ -108,6 +108,15 @@ def cli_names_the_silent_broker(run: Run, port: int) -> dict[str, float]:
     return took
 
 
+def retire_answers(run: Run) -> float:
+    """``kafka-eos retire`` of another pipeline (its own checkpoint) ends in bounded time, exit 0:
+    recovery, the abort sweep and the prefix-claim topic with one broker silent."""
+    began = time.monotonic()
+    done = kafka_eos(["retire", str(EXAMPLES / "orders-json.yaml")], run.bootstrap, run.tmp / "cli", timeout=CLI_S)
+    assert done.code == 0 and "retired checkpoint" in done.stdout, f"retire:\n{done.log()}"
+    return round(time.monotonic() - began, 1)
+
+
 def hold_until_committed(run: Run, proc, log: Path, before: int, cell: str, hold_s: float = HOLD_S) -> None:
     """Keep the fault (the caller's block) for ``hold_s`` and until a batch after ``before`` commits."""
     began = time.monotonic()
@@ -189,6 +198,8 @@ def start_then_restart(tmp_path: Path, at_start: StartFault, at_restart: StartFa
                 if at_start.name == "hung":
                     run.figures["cli s"] = cli_names_the_silent_broker(run, cluster.node(node).port)
                 hold_until_committed(run, proc, log, -1, f"{at_start.name} node {node} before the start")
+                if at_start.name == "hung":
+                    run.figures["retire s"] = retire_answers(run)
                 began = time.monotonic()
                 stop_job(run, proc, log)  # the stop and its release, the fault still on
                 run.figures[f"stop with {at_start.name} node {node} s"] = round(time.monotonic() - began, 1)
