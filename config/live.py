@@ -125,17 +125,22 @@ def live_context(cfg: PipelineConfig, timeout_s: float = 10.0) -> tuple[Context,
 SILENT_PROBE_S = 5.0  # each listed broker of a cluster is asked this long, all at once
 
 
+def distinct_clusters(cfg: PipelineConfig) -> list[tuple[str, KafkaCluster]]:
+    """(YAML path, cluster) of the source's and the sink's cluster, each bootstrap list once."""
+    seen: dict[str, tuple[str, KafkaCluster]] = {}
+    for path, cluster in (("source.kafka", cfg.source.kafka), ("sink.kafka", cfg.sink.kafka)):
+        if cluster.bootstrap_servers:
+            seen.setdefault(cluster.bootstrap_servers, (path, cluster))
+    return list(seen.values())
+
+
 def silent_brokers(cfg: PipelineConfig, timeout_s: float = SILENT_PROBE_S) -> list[str]:
     """One warning per listed broker that does not answer while another of its cluster does (when
     none answers, the reachability checks say so); each cluster is asked once, its brokers at once."""
-    warnings, asked = [], set()
-    for path, cluster in (("source.kafka", cfg.source.kafka), ("sink.kafka", cfg.sink.kafka)):
-        if not cluster.bootstrap_servers or cluster.bootstrap_servers in asked:
-            continue
-        asked.add(cluster.bootstrap_servers)
+    warnings = []
+    for path, cluster in distinct_clusters(cfg):
         found = broker_reach.probe(cluster.client_conf(), timeout_s)
         if any(outcome is None for outcome in found.values()):
             warnings += [f"{path}: broker {address} {outcome}; the answers here come from the other brokers"
                          for address, outcome in found.items() if outcome is not None]
     return warnings
-

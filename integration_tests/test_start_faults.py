@@ -12,9 +12,8 @@ Real brokers, real spark-submit. One cell per fault kind in ``make test``; the r
 from __future__ import annotations
 
 import contextlib
-import socket
 import time
-from contextlib import ExitStack, closing
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ContextManager, Iterator
@@ -35,6 +34,7 @@ from integration_tests.pipeline_runs import kill_group, start_job, tail, wait_fo
 from integration_tests.providers import local_broker
 from integration_tests.test_broker_outage import Feeder, latest_batch, wait_complete
 from integration_tests.test_network_faults import bootstrap_first, commit_times, coordinator
+from tests.factories import hung_listener, refused_port
 
 HOLD_S = 60            # the least time a fault is held
 RUNNING_HOLD_S = 45    # a fault landing on a running query: longer than the sink's 30 s data socket timeout
@@ -263,13 +263,7 @@ def test_a_start_with_no_broker_answering_ends_with_one_error_naming_each(tmp_pa
     one refused) ends the query within 2 minutes with one error naming each broker and what it
     did, not a lookup's last error at its 120 s deadline nor kafka-python's "Unable to bootstrap"."""
     with ExitStack() as stack:
-        hung = stack.enter_context(closing(socket.socket()))
-        hung.bind(("127.0.0.1", 0))
-        hung.listen(16)
-        with closing(socket.socket()) as probe:
-            probe.bind(("127.0.0.1", 0))
-            refused = f"127.0.0.1:{probe.getsockname()[1]}"
-        silent = f"127.0.0.1:{hung.getsockname()[1]}"
+        silent, refused = hung_listener(stack), refused_port()
         listed = f"{silent},{refused}"
         log = tmp_path / "job.log"
         run = Run(tmp_path, listed, {"input": "in", "output": "out", "prefix": unique("alldown")}, {})

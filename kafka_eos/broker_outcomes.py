@@ -1,9 +1,13 @@
 """The one wording of what a Kafka broker did when a client asked it (refused, silent, TLS, login,
 other), so an operator reads the same words whichever client failed (the control plane's
-bootstrap, ``kafka_eos.broker_reach``'s probe). No setting's value appears in them.
+bootstrap: ``from_kafka_python``; ``kafka_eos.broker_reach``'s probe: ``from_librdkafka``). No
+setting's value appears in them.
 """
 from __future__ import annotations
 
+import ssl
+
+import kafka.errors as python_errors
 from confluent_kafka import KafkaError
 
 
@@ -45,3 +49,18 @@ def from_librdkafka(error: KafkaError | None, waited_s: float) -> str:
     if "Timed out" in text or error.code() in (KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN):
         return silent(waited_s)
     return other(text)
+
+
+def from_kafka_python(exc: BaseException, waited_s: float) -> str:
+    """The outcome a kafka-python connection's failure says (the control plane's bootstrap)."""
+    text = str(exc)
+    if isinstance(exc, (python_errors.SaslAuthenticationFailedError, python_errors.AuthorizationError)):
+        return login(type(exc).__name__)
+    if isinstance(exc, ssl.SSLError) or "Handshake failed" in text or "SSL" in text:
+        return tls(text)
+    timeouts = (python_errors.RequestTimedOutError, python_errors.KafkaTimeoutError, TimeoutError)
+    if isinstance(exc, timeouts) or "timed out" in text:
+        return silent(waited_s)
+    if "refused" in text.lower() or isinstance(exc, ConnectionRefusedError):
+        return refused()
+    return other(f"{type(exc).__name__}: {text}")

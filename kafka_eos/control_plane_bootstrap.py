@@ -17,7 +17,6 @@ Enforced here (``FailoverConnectionManager``, the connection manager of
 from __future__ import annotations
 
 import random
-import ssl
 import time
 
 import kafka.errors as Errors
@@ -30,20 +29,6 @@ BOOTSTRAP_TRY_S = request_s("control.bootstrap")        # one listed broker's fi
 BOOTSTRAP_DEADLINE_S = deadline_s("control.bootstrap")  # the whole bootstrap, when the client sets none
 
 PAUSE_S = 0.5  # between rounds when every broker failed at once (refused): no busy loop
-
-
-def outcome_of(exc: BaseException, waited_s: float) -> str:
-    """What a broker did, in ``broker_outcomes``' words (never a setting's value)."""
-    text = str(exc)
-    if isinstance(exc, (Errors.SaslAuthenticationFailedError, Errors.AuthorizationError)):
-        return broker_outcomes.login(type(exc).__name__)
-    if isinstance(exc, ssl.SSLError) or "Handshake failed" in text or "SSL" in text:
-        return broker_outcomes.tls(text)
-    if isinstance(exc, (Errors.RequestTimedOutError, Errors.KafkaTimeoutError, TimeoutError)) or "timed out" in text:
-        return broker_outcomes.silent(waited_s)
-    if "refused" in text.lower() or isinstance(exc, ConnectionRefusedError):
-        return broker_outcomes.refused()
-    return broker_outcomes.other(f"{type(exc).__name__}: {text}")
 
 
 class FailoverConnectionManager(KafkaConnectionManager):
@@ -86,13 +71,13 @@ class FailoverConnectionManager(KafkaConnectionManager):
             stale = self._conns.pop(node_id, None)
             if stale is not None:
                 stale.close(exc)
-            return outcome_of(exc, time.monotonic() - began)
+            return broker_outcomes.from_kafka_python(exc, time.monotonic() - began)
         try:
             await self.cluster.refresh_metadata(node_id)
             if not self.cluster.brokers():
                 return broker_outcomes.no_brokers()
         except Exception as exc:  # noqa: BLE001 - classified: the next broker is tried
-            return outcome_of(exc, time.monotonic() - began)
+            return broker_outcomes.from_kafka_python(exc, time.monotonic() - began)
         finally:
             self._conns.pop(node_id, conn).close()
         self.reset_backoff(node_id)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import copy
 import json
+import socket
+from contextlib import ExitStack, closing
 from pathlib import Path
 
 import yaml
@@ -61,3 +63,20 @@ def write(tmp_path: Path, name: str, data: dict) -> Path:
 
 def schema_text(schema: dict) -> str:
     return json.dumps(schema)
+
+
+def hung_listener(stack: ExitStack) -> str:
+    """host:port of a listener whose accepted connections are never read: a hung broker at the TCP
+    level (its kernel accepts the connection, nothing answers); closed with ``stack``."""
+    server = stack.enter_context(closing(socket.socket()))
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    return f"127.0.0.1:{server.getsockname()[1]}"
+
+
+def refused_port() -> str:
+    """host:port where nothing listens: a connection is refused."""
+    with closing(socket.socket()) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"
+

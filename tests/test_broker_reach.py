@@ -3,9 +3,8 @@ the TCP level: a listener never read is a hung broker, a closed port a refused o
 source lookups' early stop when a query starts with no broker answering (issue 44)."""
 from __future__ import annotations
 
-import socket
 import time
-from contextlib import ExitStack, closing
+from contextlib import ExitStack
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -15,19 +14,9 @@ from kafka_eos.broker_reach import probe
 from kafka_eos.kafka_clients import BrokersUnreachable
 from kafka_eos.offsets import lookup_retry
 from kafka_eos.offsets.lookup_retry import LookupRetry
+from tests.factories import hung_listener, refused_port
 
 
-def hung_listener(stack: ExitStack) -> str:
-    server = stack.enter_context(closing(socket.socket()))
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    return f"127.0.0.1:{server.getsockname()[1]}"
-
-
-def refused_port() -> str:
-    with closing(socket.socket()) as probe_socket:
-        probe_socket.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe_socket.getsockname()[1]}"
 
 
 def test_the_probe_asks_every_listed_broker_at_once_and_says_what_each_did():

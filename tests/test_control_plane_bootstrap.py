@@ -6,17 +6,17 @@ port with no listener refuses. kafka-python's own bootstrap picked one listed br
 gave it the whole deadline, so a hung one cost the bootstrap (issue 44)."""
 from __future__ import annotations
 
-import socket
 import time
-from contextlib import ExitStack, closing
+from contextlib import ExitStack
 
 import kafka.errors as Errors
 import pytest
 
 from kafka_eos import control_plane_bootstrap
-from kafka_eos.control_plane_bootstrap import outcome_of
+from kafka_eos.broker_outcomes import from_kafka_python
 from kafka_eos.control_plane_client import ControlPlaneClient
 from kafka_eos.kafka_clients import BrokersUnreachable, is_transient
+from tests.factories import hung_listener, refused_port
 
 TRY_S = 1.0  # the first try of each broker (5 s in production): the tests wait less
 
@@ -26,17 +26,6 @@ def short_tries(monkeypatch):
     monkeypatch.setattr(control_plane_bootstrap, "BOOTSTRAP_TRY_S", TRY_S)
 
 
-def hung_listener(stack: ExitStack) -> str:
-    server = stack.enter_context(closing(socket.socket()))
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)  # accepted by the kernel into the backlog, never read
-    return f"127.0.0.1:{server.getsockname()[1]}"
-
-
-def refused_port() -> str:
-    with closing(socket.socket()) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"  # closed again: nothing listens there
 
 
 def test_no_broker_answering_is_one_error_naming_each_broker_and_what_it_did():
@@ -72,7 +61,7 @@ def test_every_listed_broker_is_tried_in_one_deadline_whatever_the_random_start(
     (ValueError("odd"), "failed: ValueError: odd"),
 ])
 def test_a_brokers_failure_is_said_in_words_an_operator_acts_on(exc, said):
-    assert said in outcome_of(exc, 5.0)
+    assert said in from_kafka_python(exc, 5.0)
 
 
 def test_the_bootstrap_it_replaces_is_kafka_pythons_own():

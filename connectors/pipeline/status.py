@@ -19,7 +19,7 @@ from typing import Any
 from kafka.errors import KafkaError
 
 from kafka_eos import KafkaEosError
-from kafka_eos.config.live import ClusterProblem, reachable, silent_brokers
+from kafka_eos.config.live import ClusterProblem, distinct_clusters, reachable, silent_brokers
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
 from kafka_eos.config.violations import INVALID
@@ -95,17 +95,14 @@ def _source(cfg: PipelineConfig, positions: model.Offsets | None, timeout_s: flo
 def _reach(cfg: PipelineConfig, timeout_s: float) -> tuple[str | None, bool]:
     """(why the source or sink cluster cannot be asked (None: both answer), whether it is the
     settings' fault, e.g. a refused login, rather than the cluster's)."""
-    asked = set()
-    for path, cluster in (("source.kafka", cfg.source.kafka), ("sink.kafka", cfg.sink.kafka)):
-        if cluster.bootstrap_servers and cluster.bootstrap_servers not in asked:
-            asked.add(cluster.bootstrap_servers)
-            try:
-                reachable(cluster, path, timeout_s)
-            except ClusterProblem as exc:
-                if exc.violation.kind == INVALID:
-                    return f"{path}: {exc.violation.message} - fix: {exc.violation.fix}", True
-                return (f"{path}: {exc.violation.message} - fix: start the cluster, or correct "
-                        f"{path}.bootstrap_servers and its security settings"), False
+    for path, cluster in distinct_clusters(cfg):
+        try:
+            reachable(cluster, path, timeout_s)
+        except ClusterProblem as exc:
+            if exc.violation.kind == INVALID:
+                return f"{path}: {exc.violation.message} - fix: {exc.violation.fix}", True
+            return (f"{path}: {exc.violation.message} - fix: start the cluster, or correct "
+                    f"{path}.bootstrap_servers and its security settings"), False
     return None, False
 
 
