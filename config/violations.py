@@ -1,7 +1,10 @@
 """What validation reports: violations with a YAML path, a message and a fix.
 
 Invariant: nothing stops at the first problem; loaders and rules return lists, and
-``exit_code`` turns the whole list into the CLI's answer (0 valid, 1 invalid, 2 unreachable).
+``exit_code`` turns the whole list into the CLI's answer, the one table of ``validate``'s and
+``run``'s exit codes: 0 valid, 1 invalid, 2 a broker unreachable, 3 not authorized (a login the
+brokers refuse, a missing ACL). A file that must be fixed wins over the brokers' answers, and a
+refusal (a definite answer an admin must act on) over an unreachable cluster.
 """
 from __future__ import annotations
 
@@ -15,8 +18,9 @@ if TYPE_CHECKING:
 
 INVALID = "invalid"
 UNREACHABLE = "unreachable"
+UNAUTHORIZED = "unauthorized"  # the brokers answered and refused the principal: its login or an ACL
 
-EXIT_VALID, EXIT_INVALID, EXIT_UNREACHABLE = 0, 1, 2
+EXIT_VALID, EXIT_INVALID, EXIT_UNREACHABLE, EXIT_UNAUTHORIZED = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -54,9 +58,10 @@ class InvalidPipeline(KafkaEosError, ValueError):
 
 
 def exit_code(violations: Iterable[Violation]) -> int:
-    """1 when any setting is invalid (it must be fixed whatever the broker says), else 2 when a
-    broker could not be reached, else 0."""
+    """1 when any setting is invalid (it must be fixed whatever the broker says), else 3 when the
+    brokers refused the principal (login, ACL), else 2 when a broker could not be reached, else 0."""
     kinds = {v.kind for v in violations}
-    if INVALID in kinds:
-        return EXIT_INVALID
-    return EXIT_UNREACHABLE if UNREACHABLE in kinds else EXIT_VALID
+    for kind, code in ((INVALID, EXIT_INVALID), (UNAUTHORIZED, EXIT_UNAUTHORIZED), (UNREACHABLE, EXIT_UNREACHABLE)):
+        if kind in kinds:
+            return code
+    return EXIT_VALID

@@ -25,7 +25,7 @@ def _conf(pairs: list[str]) -> dict[str, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """Validate (exit 1/2 with every violation), then run in-process or through spark-submit."""
+    """Validate (exit 1/2/3 with every violation), then run in-process or through spark-submit."""
     from kafka_eos.config.redact import install
     from kafka_eos.config.violations import InvalidPipeline, exit_code
     from kafka_eos.connectors.pipeline.spark_security import bind_local
@@ -115,16 +115,17 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    """Exit 0 healthy, 1 needs attention (or an invalid file), 2 a broker is unreachable."""
-    from kafka_eos.config.violations import InvalidPipeline, exit_code
+    """Exit 0 healthy, 1 needs attention (or an invalid file), 2 a broker is unreachable, 3 not authorized."""
+    from kafka_eos.config.violations import EXIT_UNAUTHORIZED, InvalidPipeline, exit_code
     from kafka_eos.connectors.pipeline import status
     from kafka_eos.connectors.pipeline.validation import load_valid
+    from kafka_eos.offsets.acl_advice import AclMissingError
     try:
         cfg = load_valid(args.pipeline, offline=True)
-    except InvalidPipeline as exc:
+        report = status.gather(cfg, args.timeout)
+    except (InvalidPipeline, AclMissingError) as exc:  # the source's lookups name a topic it may not read
         print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
-        return exit_code(exc.violations)
-    report = status.gather(cfg, args.timeout)
+        return exit_code(exc.violations) if isinstance(exc, InvalidPipeline) else EXIT_UNAUTHORIZED
     print(status.render(cfg, report, as_json=args.json))
     return report.exit_code
 
@@ -175,7 +176,7 @@ def _retire(args: argparse.Namespace) -> int:
 
 def _add_status_command(sub) -> None:
     status = sub.add_parser("status", help="checkpoint, lag, sink log and open transactions of a pipeline; "
-                            "exit 0 healthy, 1 needs attention, 2 broker unreachable")
+                            "exit 0 healthy, 1 needs attention, 2 broker unreachable, 3 not authorized")
     status.add_argument("pipeline", metavar="pipeline.yaml")
     status.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker")
     status.add_argument("--json", action="store_true", help="a JSON object (with format_version)")
@@ -209,7 +210,8 @@ def _add_pipeline_commands(sub) -> None:
     stop = sub.add_parser("stop", help="ask the run of a pipeline (another process) to stop after its running batch")
     stop.add_argument("pipeline", metavar="pipeline.yaml")
     stop.set_defaults(func=_stop)
-    validate = sub.add_parser("validate", help="check pipeline files; exit 0 valid, 1 invalid, 2 broker unreachable")
+    validate = sub.add_parser("validate", help="check pipeline files; exit 0 valid, 1 invalid, "
+                              "2 broker unreachable, 3 not authorized (login refused, ACL missing)")
     validate.add_argument("pipelines", nargs="+", metavar="pipeline.yaml")
     validate.add_argument("--offline", action="store_true", help="skip the live broker checks")
     validate.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker")

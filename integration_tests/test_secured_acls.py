@@ -1,6 +1,6 @@
 """Missing ACLs on the secured cluster: a user lacking exactly one of a pipeline's ACLs gets an
 error naming the principal, the resource and the kafka-acls command, from ``kafka-eos validate``
-(exit 2, like every live problem), from ``kafka-eos run`` and when a query built without the CLI
+(exit 3: not authorized, apart from exit 2 for an unreachable broker), from ``kafka-eos run`` and when a query built without the CLI
 starts, and nothing reaches the output.
 
 IdempotentWrite on the cluster is not a case: since Kafka 3.0 (KIP-679) a transactional producer
@@ -65,7 +65,7 @@ def test_a_user_missing_one_acl_is_told_which_to_add(secured_broker, tmp_path, w
     env = {"KAFKA_USERNAME": user, "KAFKA_PASSWORD": password}
 
     validate = kafka_eos(["validate", "--timeout", "20", str(path)], cluster.bootstrap, tmp_path / "cp", env=env)
-    assert validate.code == 2, validate.log()
+    assert validate.code == 3, validate.log()
     assert expected in validate.log(), validate.log()
     assert password not in validate.log()
 

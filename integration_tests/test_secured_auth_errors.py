@@ -28,8 +28,8 @@ def test_a_refused_login_is_named_in_validate_status_and_run(secured_broker, tmp
         output = run.stdout + run.stderr
         assert said in output, f"{command}:\n{run.log()}"
         assert "cannot reach Kafka" not in output and WRONG not in output, f"{command}:\n{run.log()}"
-    assert runs["validate"].code == 1 and f"--entity-name {user}" in runs["validate"].stderr
-    assert runs["run"].code == 1 and "nothing was started" in runs["run"].stderr
+    assert runs["validate"].code == 3 and f"--entity-name {user}" in runs["validate"].stderr  # not authorized
+    assert runs["run"].code == 3 and "nothing was started" in runs["run"].stderr
     assert runs["status"].code != 0
 
 

@@ -128,7 +128,8 @@ def test_a_pkcs12_keystore_and_truststore_from_keytool_run_exactly_once(mtls_bro
     assert "ssl.ca.location" not in path.read_text(), "the brokers' CA is trusted through the truststore only"
     seed_orders(mtls_broker, names["input"], "p12", ORDERS)
     # the broker requires a client certificate signed by its CA: the same settings without a keystore, or
-    # with a self-signed one, fail the TLS handshake (the broker logs it), and validate names that (exit 1)
+    # with a self-signed one, fail the TLS handshake (the broker logs it), and validate names that (exit 3:
+    # a refused login)
     without_keystore = {k: v for k, v in mtls_broker.client_conf("etl").items() if not k.startswith("ssl.keystore")}
     (tmp_path / "self-signed").mkdir()
     self_signed = {"ssl.keystore.location": str(keytool_keystore(tmp_path / "self-signed", "PKCS12")),
@@ -140,7 +141,7 @@ def test_a_pkcs12_keystore_and_truststore_from_keytool_run_exactly_once(mtls_bro
         assert handshake_failures(mtls_broker) > before, mtls_broker.log_tail()
     before = handshake_failures(mtls_broker)
     refused = cli(mtls_broker, "validate", path, tmp_path)
-    assert refused.code == 1 and "the TLS handshake with the brokers failed" in refused.stderr, refused.log()
+    assert refused.code == 3 and "the TLS handshake with the brokers failed" in refused.stderr, refused.log()
     assert "ssl.keystore.location" in refused.stderr and "cannot reach Kafka" not in refused.stderr, refused.log()
     assert handshake_failures(mtls_broker) > before, "validate was refused in the TLS handshake"
     keystore = keytool_signed_keystore(mtls_broker, tmp_path)

@@ -100,7 +100,7 @@ def test_validate_names_a_refused_client_secret_as_an_oauth_authentication_failu
     wrong = f"wrong-{secrets.token_hex(8)}"
     validate = cli("validate", path, oauth_broker, tmp_path, wrong, "--timeout", "5")
     text = validate.stdout + validate.stderr
-    assert validate.code == 1, validate.log()  # a refused login is an invalid setting, as a wrong password is
+    assert validate.code == 3, validate.log()  # a refused login is not authorized (exit 3), as a wrong password is
     assert "OAuth authentication failed" in text and "HTTP 401" in text and f"client '{CLIENT}'" in text, text
     assert "sasl.oauthbearer.client.secret" in text and wrong not in text
 

@@ -5,7 +5,7 @@ import pytest
 
 from kafka_eos.config import live
 from kafka_eos.config.model import KafkaCluster
-from kafka_eos.config.violations import INVALID, UNREACHABLE
+from kafka_eos.config.violations import INVALID, UNAUTHORIZED, UNREACHABLE
 from kafka_eos.txn import broker_configs
 from kafka_eos.txn.broker_configs import ClusterUnreachable, DescribeConfigsFailed, SettingsRefused
 
@@ -66,7 +66,7 @@ def test_missing_acls_are_live_violations_naming_the_command(monkeypatch, tmp_pa
     cfg, _ = load(tmp_path, valid(tmp_path))
     _, problems = live.live_context(cfg)
     [v] = problems
-    assert (v.path, v.kind) == ("sink.transactional_id_prefix", UNREACHABLE)
+    assert (v.path, v.kind) == ("sink.transactional_id_prefix", UNAUTHORIZED)
     assert "User:etl may not Write transactional-id prefix" in v.message
     assert (f"kafka-acls --bootstrap-server localhost:9092 --add --allow-principal User:etl --operation Write "
             f"--transactional-id {cfg.sink.transactional_id_prefix} --resource-pattern-type prefixed") in v.fix
