@@ -1,7 +1,7 @@
 """Missing ACLs on the secured cluster: a user lacking exactly one of a pipeline's ACLs gets an
 error naming the principal, the resource and the kafka-acls command, from ``kafka-eos validate``
-(exit 3: not authorized, apart from exit 2 for an unreachable broker), from ``kafka-eos run`` and when a query built without the CLI
-starts, and nothing reaches the output.
+(exit 3: not authorized, apart from exit 2 for an unreachable broker), from ``kafka-eos run`` and
+when a query built without the CLI starts, and nothing reaches the output.
 
 IdempotentWrite on the cluster is not a case: since Kafka 3.0 (KIP-679) a transactional producer
 with Write on its transactional id needs no cluster ACL, so a user without it runs (the checks
