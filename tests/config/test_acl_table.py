@@ -100,3 +100,19 @@ def test_prefix_claim_off_asks_nothing_of_the_claim_topic(monkeypatch, tmp_path)
     cfg, _ = load(tmp_path, data)
     live.live_context(cfg)
     assert not any(name == live.CLAIM_TOPIC for _, name, _ in asked)
+
+
+def test_the_dev_brokers_grants_cover_the_table():
+    """The secured test broker's user (``connectors/dev/acls.pipeline_acls``, what the integration tests
+    run with) is granted every ACL of the table: the table names nothing the proofs did without."""
+    from confluent_kafka.admin import AclOperation
+
+    from kafka_eos.connectors.dev.acls import pipeline_acls
+    names = {"source.topics": "in", "source.assign": "in", "source.kafka.properties.group.id": "g1",
+             "sink.topic": "out", "errors.dlq_topic": "out", "transform.watermark.late_topic": "out",
+             "sink.transactional_id_prefix": "t-eos"}
+    kinds = {"topic": "TOPIC", "group": "GROUP", "transactional-id": "TRANSACTIONAL_ID", "cluster": "BROKER"}
+    granted = {(b.restype.name, b.name, b.operation) for b in pipeline_acls("etl", ["in"], ["out"], "t-eos", ["g1"])}
+    needed = {(kinds[acl.resource], names.get(name, name), AclOperation[re.sub(r"(?<!^)([A-Z])", r"_\1", op).upper()])
+              for acl in live.ACLS for name in acl.names for op in acl.operations}
+    assert needed - granted == set()
