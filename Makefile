@@ -32,8 +32,12 @@ images: setup engine
 # seconds per test module (--timing-summary, conftest.py).
 TIMING = --junitxml=build/test-results/$(1).xml --timing-summary=20
 
+# Two pytest workers (pytest-xdist), whole modules each (--dist loadfile): a test's own processes
+# wait on brokers and timeouts much of the time; TEST_WORKERS=1 runs them one at a time.
+TEST_WORKERS ?= 2
 test: setup lint engine images
-	$(BIN)/pytest -q -m "not chaos" --ignore=integration_tests/test_compose.py $(call TIMING,test)
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not chaos" --ignore=integration_tests/test_compose.py \
+		$(call TIMING,test)
 
 # The inner edit-test loop: lint, then the unit tests (no broker, no Spark job). Measured on 2 cores,
 # 2026-11-27: 31.6-33.4 s over 4 runs (1,356 tests), 61 s once later (1,383 tests).

@@ -1,6 +1,6 @@
 """Suite-wide hooks (issue 47): the kind of every integration test module, as a marker of that name
-(``make chaos KIND=network`` runs ``-m "chaos and network"``), and with ``--timing-summary=N`` where
-a run's time went: the N slowest tests and the seconds per test module, printed before pytest's
+(``make chaos KIND=network`` runs ``-m "chaos and network"``), the run order (``run_order``), and
+with ``--timing-summary=N`` where a run's time went: the N slowest tests and the seconds per test module, printed before pytest's
 closing line. The per-test seconds file is pytest's own JUnit XML (``--junitxml``, see the Makefile)."""
 from __future__ import annotations
 
@@ -39,10 +39,24 @@ def mapped_kind(module: str) -> str | None:
     return next((kind for kind, patterns in KINDS.items() if any(fnmatch(module, p) for p in patterns)), None)
 
 
+def run_order(items: list[pytest.Item]) -> dict[Path, int]:
+    """Per module: 0 if a test of it is marked ``slow`` (minutes), 1 for another integration module, 2
+    for a unit test module. With ``make test``'s workers (pytest-xdist, whole modules per worker) the
+    longest modules start first and the seconds-long unit tests fill the end, so no worker is left
+    with a long tail alone; a module's tests stay together (its module-scoped fixtures start once)."""
+    order: dict[Path, int] = {}
+    for item in items:
+        rank = 0 if item.get_closest_marker("slow") else 1 if item.path.is_relative_to(INTEGRATION) else 2
+        order[item.path] = min(rank, order.get(item.path, rank))
+    return order
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.is_relative_to(INTEGRATION):
             item.add_marker(mapped_kind(item.path.relative_to(INTEGRATION).as_posix()) or "other")
+    order = run_order(items)
+    items.sort(key=lambda item: order[item.path])  # stable: pytest's order within each group
 
 
 class Timed(Protocol):

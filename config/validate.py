@@ -1,7 +1,7 @@
 """Validate pipeline files: load, rules, live broker checks, and checks across the files given.
 
 Invariants: every violation of every file is collected before anything is reported;
-``exit_code`` turns them into 0 valid / 1 invalid / 2 unreachable. ``backstops`` (see
+``exit_code`` turns them into 0 valid / 1 invalid / 2 unreachable / 3 not authorized. ``backstops`` (see
 ``kafka_eos.config.rules.check``) come from the caller: the connectors' layer passes the check
 that its source and sink accept the file. The live checks do not run while a client setting is
 refused (``rules.client_settings``): a client that cannot be built is not asked. That rule runs once

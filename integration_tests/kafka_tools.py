@@ -213,3 +213,20 @@ def ongoing_transactions(bootstrap: str) -> set[str]:
     finally:
         admin.close()
     return {t.transactional_id for rows in listings.values() for t in rows}
+
+
+def out_of_sync(bootstrap: str) -> list[str]:
+    """Every partition (internal topics included) whose in-sync replicas are not all its replicas."""
+    topics = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+    return [f"{name}-{p.id}" for name, meta in topics.items() for p in meta.partitions.values()
+            if set(p.isrs) != set(p.replicas)]
+
+
+def wait_in_sync(bootstrap: str, bound_s: float) -> float:
+    """Until every partition has all its replicas in sync again (a healed broker caught up), at most
+    ``bound_s`` (then fails naming the partitions); the seconds it took."""
+    began = time.monotonic()
+    while lagging := out_of_sync(bootstrap):
+        assert time.monotonic() - began < bound_s, f"not in sync {bound_s} s after the fault: {lagging[:10]}"
+        time.sleep(0.5)
+    return round(time.monotonic() - began, 1)

@@ -100,6 +100,7 @@ def stopped_line(run: Run, pipeline: str) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_stop_with_input_arriving_then_restart_exactly_once(bootstrap, tmp_path, pipeline):
     path, source, sink = pipeline
     create_topics(bootstrap, {source: 2, sink: 2})

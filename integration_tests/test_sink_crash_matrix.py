@@ -48,6 +48,7 @@ def committed_before(tmp_path, batch: int) -> int:
     return sum(batch_records(tmp_path, b) for b in range(batch))
 
 
+@pytest.mark.slow
 def test_driver_killed_at_every_step_of_one_query_is_exactly_once(bootstrap, tmp_path):
     """The whole crash matrix in one query (make test): the driver is killed at each step of the
     commit in turn, batch 1 mid-write, batch 2 before its decision, ... batch 5 after its EndTxn

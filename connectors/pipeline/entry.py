@@ -6,8 +6,8 @@
 Invariants:
 - Needs nothing but the zip (``--py-files``, the ``kafka_eos`` namespace) and the cluster's
   third-party packages.
-- Validates the file before starting Spark's query (exit 1 invalid, 2 broker unreachable, with
-  every violation), then runs it like ``kafka-eos run``: one progress line per batch; exit 1 with
+- Validates the file before starting Spark's query (exit 1 invalid, 2 broker unreachable, 3 not
+  authorized, with every violation), then runs it like ``kafka-eos run``: one progress line per batch; exit 1 with
   the query's error (secrets redacted) when it fails, 0 when it stops cleanly.
 - Serves Prometheus metrics from this driver as ``kafka-eos run`` does (``metrics.serve``: the
   file's ``metrics:``, ``--metrics-port`` over its port); Spark's progress bar only with ``--verbose``

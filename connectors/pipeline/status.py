@@ -6,7 +6,8 @@ the sink log's last decision and its state (``txn.sink_status``); the Ongoing tr
 the sink's transactional-id prefix (every owner's) with their age against ``transaction.timeout.ms``
 and their ids' owner; the prefix's owner as its claim says (``txn.prefix_claim``).
 Exit codes: 0 healthy, 1 something needs attention (one line each, with the fix; a login the
-brokers refuse is one, naming the user and mechanism), 2 a broker is unreachable. Invariant:
+brokers refuse is one, naming the user and mechanism), 2 a broker is unreachable, 3 the source
+may not read its topic (``kafka-eos status`` in connectors/cli.py). Invariant:
 status reads only (checkpoint, sink log, broker); it never commits, aborts or writes anything,
 and its output is redacted (``render``).
 """

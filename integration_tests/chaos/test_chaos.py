@@ -12,6 +12,7 @@ from integration_tests.kafka_tools import assert_exactly_once
 SEED = int(os.environ.get("CHAOS_SEED", "11"))
 
 
+@pytest.mark.slow
 def test_short_chaos_run_is_exactly_once(tmp_path):
     """CI's run: Spark's default startingOffsets=latest while the input is being written."""
     assert_exactly_once(run(ChaosSettings(records=20_000, faults=5, seed=SEED, live_start=True), tmp_path))
