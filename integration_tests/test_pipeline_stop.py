@@ -102,6 +102,11 @@ def stopped_line(run: Run, pipeline: str) -> str:
 
 @pytest.mark.slow
 def test_stop_with_input_arriving_then_restart_exactly_once(bootstrap, tmp_path, pipeline):
+    """1. SIGTERM while batches run and input arrives; 2. a restart stopped by `kafka-eos stop`
+    from another process; 3. a backlog of small batches and no trigger interval: Spark plans the
+    next batch as soon as one commits, so the run is never idle between batches; once the stop is
+    requested the source plans no new data, the batch running then (or one being planned at that
+    moment) is the last; 4. the rest with --once. No restart finds recovery work; every id once."""
     path, source, sink = pipeline
     create_topics(bootstrap, {source: 2, sink: 2})
     runs: dict[str, int] = {}
@@ -131,41 +136,32 @@ def test_stop_with_input_arriving_then_restart_exactly_once(bootstrap, tmp_path,
         arriving.set()
         feeder.join(60)
 
-    # 3. the rest, --once; every id exactly once in the read_committed output
-    last = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
-    assert last.code == 0, last.log()
-    no_recovery(last.stderr.splitlines())
-    report = order_report(bootstrap, runs, topic=sink)
-    assert report == {"out": sum(runs.values()), "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
-
-
-def test_a_stop_during_a_backlog_plans_no_new_batch(bootstrap, tmp_path, pipeline):
-    """No trigger interval and a backlog of small batches: Spark plans the next batch as soon as one
-    commits, so the run is never idle between batches. Once the stop is requested the source must
-    plan no new data; the batch running then (or one being planned at that moment) is the last."""
-    path, source, sink = pipeline
+    # 3. a stop during a backlog plans no new batch
     doc = yaml.safe_load(path.read_text())
     doc["checkpoint"]["trigger"] = "0 seconds"
     doc["source"]["max_offsets_per_trigger"] = 100
     path.write_text(yaml.safe_dump(doc))
-    create_topics(bootstrap, {source: 2, sink: 2})
-    data = produce_orders(bootstrap, source, 6000, aborted_every=3000, aborted_size=10)   # ~60 batches
+    backlog = produce_orders(bootstrap, source, 6000, aborted_every=3000, aborted_size=10)   # ~60 batches
+    runs[backlog.run] = 6000
     checkpoint = tmp_path / "orders-json"
-    run = Run(["run", str(path)], bootstrap, tmp_path)
-    run.wait_for_batches("orders-json", 3)
+    third = Run(["run", str(path)], bootstrap, tmp_path)
+    third.wait_for_batches("orders-json", 3)
     planned = CheckpointReader(str(checkpoint)).offset_batches()[-1]
     request_stop(str(checkpoint))
-    assert run.finish(timeout=400) == 0, run.log()
-    stopped_line(run, "orders-json")
+    assert third.finish(timeout=400) == 0, third.log()
+    stopped_line(third, "orders-json")
+    no_recovery(third.err)
     reader = CheckpointReader(str(checkpoint))
     last = reader.offset_batches()[-1]
     assert last <= planned + 1, f"batches {planned + 2}..{last} were planned after the stop request"
     assert reader.commit_batches()[-1] == last, "the last planned batch committed before the stop"
 
-    del doc["source"]["max_offsets_per_trigger"]  # the rest in one batch, not ~55 more of 100 records
+    # 4. the rest, --once in one batch (not ~55 more of 100 records); every id exactly once in the
+    # read_committed output
+    del doc["source"]["max_offsets_per_trigger"]
     path.write_text(yaml.safe_dump(doc))
     rest = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
     assert rest.code == 0, rest.log()
     no_recovery(rest.stderr.splitlines())
-    assert order_report(bootstrap, {data.run: 6000}, topic=sink) == \
-        {"out": 6000, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
+    report = order_report(bootstrap, runs, topic=sink)
+    assert report == {"out": sum(runs.values()), "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}

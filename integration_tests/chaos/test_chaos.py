@@ -13,9 +13,14 @@ SEED = int(os.environ.get("CHAOS_SEED", "11"))
 
 
 @pytest.mark.slow
-def test_short_chaos_run_is_exactly_once(tmp_path):
-    """CI's run: Spark's default startingOffsets=latest while the input is being written."""
-    assert_exactly_once(run(ChaosSettings(records=20_000, faults=5, seed=SEED, live_start=True), tmp_path))
+def test_short_chaos_run_is_exactly_once(tmp_path, iptables):
+    """CI's run, make test's case of each fault kind on a running query (issue 47) in one job: 3
+    brokers and one fault of each kind (the plan takes every kind once first): the driver and a
+    Python worker killed, a broker killed, hung, black-holed and on a lossy link; Spark's default
+    startingOffsets=latest while the input is being written."""
+    settings = ChaosSettings(records=20_000, faults=6, seed=SEED, brokers=3, live_start=True)
+    assert len(settings.kinds()) == settings.faults, settings.kinds()
+    assert_exactly_once(run(settings, tmp_path))
 
 
 @pytest.mark.chaos
