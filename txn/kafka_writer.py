@@ -61,6 +61,8 @@ if TYPE_CHECKING:  # rows arrive as Arrow batches; this module itself needs no p
 log = logging.getLogger(__name__)
 Rows: TypeAlias = "pa.RecordBatch | Records"  # Arrow rows of the query, or records the task read itself
 STATS_WAIT_S = 10.0  # pre-commit waits this long at most for statistics newer than the flush
+CAUSE_WAIT_S = 2.0   # purged records seen: how long their cause's own delivery report is awaited
+PURGED = ("_PURGE_QUEUE", "_PURGE_INFLIGHT")  # librdkafka's codes of records it dropped, not their cause
 
 
 class KafkaWriteError(KafkaEosError, RuntimeError):
@@ -86,7 +88,8 @@ class KafkaWriter:
         self._client_wait_s = client_wait_s(config.transaction_timeout_ms)  # init_transactions, flush
         self._producer: Producer | None = None
         self._stats = LatestStats()
-        self._errors: list[str] = []
+        self._errors: list[str] = []  # failed records, the cause first (``_delivered``)
+        self._purged: list[str] = []  # records librdkafka purged because of a failure (a few named)
         self._records = 0
 
     def write(self, batches: Iterable[Rows]) -> TxnHandle:
@@ -115,7 +118,10 @@ class KafkaWriter:
                         "sweep ends it, or the broker at transaction.timeout.ms", self.transactional_id, not_ended)
 
     def _failure(self) -> str | None:
-        """Why this task's transaction failed (delivery or fatal errors, its state), or None."""
+        """Why this task's transaction failed (delivery or fatal errors, its state), or None. Purged
+        records alone are not the cause: their failure's own report is awaited (``CAUSE_WAIT_S``)."""
+        if self._purged and not self._errors and self._producer is not None:
+            self._await_cause(self._producer)
         if not self._errors and self._producer is not None and self.config.exactly_once:
             state = txn_state(self._stats.latest)
             if state in FAILED_TXN_STATES:
@@ -123,9 +129,14 @@ class KafkaWriter:
                 return self._first_errors() or f"the producer's transaction is {state}"
         return self._first_errors() or None
 
+    def _await_cause(self, producer: Producer) -> None:
+        deadline = time.monotonic() + CAUSE_WAIT_S
+        while not self._errors and time.monotonic() < deadline:
+            producer.poll(0.1)
+
     def _first_errors(self) -> str:
-        """The first failed records, the cause before the records purged because of it."""
-        return "; ".join(sorted(self._errors, key=lambda e: "(_PURGE" in e)[:3])
+        """The first failed records: the cause, then the first records purged because of it."""
+        return "; ".join((self._errors + self._purged)[:3])
 
     def _failed(self, reason: str) -> KafkaWriteError:
         return KafkaWriteError(f"{self.transactional_id} (batch {self.batch_id}): {reason}. The task stopped and "
@@ -201,9 +212,15 @@ class KafkaWriter:
         return topics, column("key") or [None] * n, batch.column("value").to_pylist(), partitions, headers
 
     def _delivered(self, err, msg) -> None:
-        if err is not None and len(self._errors) < 20:
+        """A failed record: a purged one (the queue librdkafka empties once the transaction failed,
+        often reported before the record that failed it) is kept apart, so the cause is never
+        crowded out of the first 20."""
+        if err is None:
+            return
+        failures = self._purged if err.name() in PURGED else self._errors
+        if len(failures) < 20:
             size = len(msg.value() or b"") + len(msg.key() or b"")
-            self._errors.append(delivery_failure(msg.topic(), msg.partition(), msg.key(), size, err.name(), err.str()))
+            failures.append(delivery_failure(msg.topic(), msg.partition(), msg.key(), size, err.name(), err.str()))
 
     def _error(self, err) -> None:
         if err.fatal():

@@ -39,3 +39,59 @@ def test_arrow_headers_become_name_value_pairs(tmp_path):
                                                                        pa.list_(header))})
     headers = KafkaWriter(_config(tmp_path), 0, 0)._columns(rows)[4]
     assert headers == [[("h", b"1")], None]
+
+
+class _Err:
+    def __init__(self, name: str, text: str) -> None:
+        self._name, self._text = name, text
+
+    def name(self) -> str:
+        return self._name
+
+    def str(self) -> str:
+        return self._text
+
+
+class _Msg:
+    def __init__(self, key: bytes, size: int) -> None:
+        self._key, self._value = key, b"x" * size
+
+    def topic(self) -> str:
+        return "out"
+
+    def partition(self) -> int:
+        return 2
+
+    def key(self) -> bytes:
+        return self._key
+
+    def value(self) -> bytes:
+        return self._value
+
+
+class _Producer:
+    """Serves the failed record's own delivery report at the first poll, as librdkafka may after
+    the reports of the records it purged because of it."""
+
+    def __init__(self, deliver) -> None:
+        self.deliver = deliver
+
+    def poll(self, timeout: float) -> int:
+        if self.deliver:
+            self.deliver(), setattr(self, "deliver", None)
+        return 0
+
+
+def test_the_failed_record_is_named_though_purged_records_were_reported_first(tmp_path):
+    """The report of a 2 KB-limited topic under load (issue 47's run on 3 workers): 30 records
+    purged (_PURGE_QUEUE) were reported before the one the broker refused (MSG_SIZE_TOO_LARGE); the
+    error named 3 purged records only and not the cause, nor its fix (max.message.bytes)."""
+    writer = KafkaWriter(_config(tmp_path), 0, 2)
+    for i in range(30):
+        writer._delivered(_Err("_PURGE_QUEUE", "Local: Purged in queue"), _Msg(b"%d" % i, 4))
+    too_large = _Err("MSG_SIZE_TOO_LARGE", "Broker: Message size too large")
+    writer._producer = _Producer(lambda: writer._delivered(too_large, _Msg(b"big", 8000)))
+    reason = writer._failure()
+    assert reason is not None and reason.startswith("record to out[2] (key=b'big', 8003 bytes) failed: Broker: "
+                                                    "Message size too large (MSG_SIZE_TOO_LARGE)"), reason
+    assert "max.message.bytes" in reason and reason.count("_PURGE_QUEUE") == 2, reason
