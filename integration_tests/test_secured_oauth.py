@@ -169,9 +169,9 @@ def test_tokens_expiring_mid_run_are_refreshed_without_a_stop(oauth_broker, oaut
     assert stale.describe_cluster()["brokers"], "a fresh token logs in"
     started, before = time.monotonic(), oauth.issued(CLIENT)
     log = tmp_path / "job.log"
-    # 75 batches of 40, so the run outlives two token lifetimes even at 1 s a batch (30 batches of
-    # 100 took 43 s in one run: shorter than the two lifetimes the test needs)
-    finish(start_oauth_job(oauth_broker, oauth, job_args(names, tmp_path, 40), log), log)
+    # 150 batches of 20, so the run outlives two token lifetimes even at 0.4 s a batch (75 batches
+    # of 40 took 57 s once the tasks stopped importing kafka-python: shorter than the two lifetimes)
+    finish(start_oauth_job(oauth_broker, oauth, job_args(names, tmp_path, 20), log), log)
     took = time.monotonic() - started
     assert took > 2 * LIFETIME_S, f"the run took {took:.0f}s: too short to outlive its tokens"
     assert_exactly_once(check_exactly_once_as_admin(oauth_broker, names["output"], ids=IDS))

@@ -28,7 +28,8 @@ from integration_tests.kafka_tools import committed_end_offsets, create_topic, r
 from integration_tests.test_txn_kafka import config
 from kafka_eos import client_factory
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
-from kafka_eos.txn.control_plane import END_TXN_MAX_VERSION, control_plane
+from kafka_eos.control_plane_client import END_TXN_MAX_VERSION
+from kafka_eos.txn.control_plane import control_plane
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.kafka_committer import ABORTED, COMMITTED, KafkaCommitter
 from kafka_eos.txn.transaction_aborter import TransactionAborter

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ssl
 
-import kafka.errors as python_errors
 from confluent_kafka import KafkaError
 
 
@@ -53,6 +52,7 @@ def from_librdkafka(error: KafkaError | None, waited_s: float) -> str:
 
 def from_kafka_python(exc: BaseException, waited_s: float) -> str:
     """The outcome a kafka-python connection's failure says (the control plane's bootstrap)."""
+    import kafka.errors as python_errors  # a kafka-python error implies it is loaded; a task never is
     text = str(exc)
     if isinstance(exc, (python_errors.SaslAuthenticationFailedError, python_errors.AuthorizationError)):
         return login(type(exc).__name__)

@@ -31,15 +31,17 @@ import functools
 import logging
 import threading
 from enum import Enum
-from typing import Any, Callable, Collection, Generic, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Collection, Generic, Mapping, TypeVar
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from kafka_eos import truststores
-from kafka_eos.control_plane_client import ControlPlaneClient
 from kafka_eos.kafka_clients import admin_settings, control_plane_settings
 from kafka_eos.oauth_tokens import CALLBACK_KEY, load_callback
+
+if TYPE_CHECKING:  # kafka-python is the driver's alone; a task's worker does not import it
+    from kafka_eos.control_plane_client import ControlPlaneClient
 
 log = logging.getLogger(__name__)
 C = TypeVar("C")
@@ -107,6 +109,7 @@ def lookup_admin(conf: Settings) -> AdminClient:
 def control_plane_client(settings: Mapping[str, object]) -> ControlPlaneClient:
     """The control-plane client for kafka-python ``settings`` (``txn.client_settings`` maps
     librdkafka's), with the per-request timeout and keepalive of ``kafka_clients``."""
+    from kafka_eos.control_plane_client import ControlPlaneClient
     return ControlPlaneClient(**settings, **control_plane_settings())
 
 

@@ -20,11 +20,11 @@ Invariants:
 from __future__ import annotations
 
 import socket
+import sys
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-import kafka.errors as kafka_python_errors
 from confluent_kafka import KafkaError, KafkaException
 
 from kafka_eos import KafkaEosError
@@ -162,8 +162,7 @@ _TRANSIENT_CODES = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._AL
                     KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.FENCED_LEADER_EPOCH,
                     KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE,
                     KafkaError.NETWORK_EXCEPTION}
-_PYTHON_TRANSIENT = (kafka_python_errors.KafkaConnectionError, kafka_python_errors.BrokerNotAvailableError,
-                     kafka_python_errors.NodeNotReadyError, kafka_python_errors.KafkaTimeoutError)
+_PYTHON_TRANSIENT = ("KafkaConnectionError", "BrokerNotAvailableError", "NodeNotReadyError", "KafkaTimeoutError")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -178,6 +177,14 @@ def is_transient(exc: BaseException) -> bool:
         error = exc.args[0] if exc.args else None
         return isinstance(error, KafkaError) and not error.fatal() and (
             error.retriable() or error.code() in _TRANSIENT_CODES)
-    if isinstance(exc, kafka_python_errors.KafkaError):
-        return bool(getattr(exc, "retriable", False)) or isinstance(exc, _PYTHON_TRANSIENT)
-    return False
+    return _is_transient_kafka_python(exc)
+
+
+def _is_transient_kafka_python(exc: BaseException) -> bool:
+    """kafka-python's errors, looked up only where kafka-python is loaded (an error of it cannot
+    exist elsewhere): every Python worker that loads the data source skips its ~0.1 s import."""
+    errors = sys.modules.get("kafka.errors")
+    if errors is None or not isinstance(exc, errors.KafkaError):
+        return False
+    return bool(getattr(exc, "retriable", False)) or isinstance(
+        exc, tuple(getattr(errors, name) for name in _PYTHON_TRANSIENT))

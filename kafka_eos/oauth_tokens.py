@@ -28,8 +28,6 @@ import urllib.parse
 import urllib.request
 from typing import Callable, Mapping
 
-from kafka.net.sasl.oauth import AbstractTokenProvider
-
 from kafka_eos import KafkaEosError
 from kafka_eos.secrets import Secret
 
@@ -77,7 +75,7 @@ def parse_extensions(text: str | None) -> dict[str, str]:
     return {k.strip(): v.strip() for k, v in pairs}
 
 
-class _CachedTokens(AbstractTokenProvider):
+class _CachedTokens:
     """A token reused until ``REFRESH_AT`` of its lifetime, then fetched again (thread-safe)."""
 
     def __init__(self, extensions: Mapping[str, str] | None = None, clock: Clock = time.time) -> None:
@@ -170,9 +168,17 @@ class CallbackTokens(_CachedTokens):
                                   f"{type(exc).__name__}: it must return (token, expiry epoch seconds)") from None
 
 
+def _register_with_kafka_python() -> None:
+    """kafka-python takes a token provider that is one of its ``AbstractTokenProvider``s; registered
+    here, on the control plane's first use, so a process without it (a task) never imports it."""
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+    AbstractTokenProvider.register(_CachedTokens)
+
+
 def oauth_provider(conf: Mapping[str, str]) -> _CachedTokens:
     """The control plane's token provider for librdkafka's OAUTHBEARER settings ``conf``:
     ``sasl.oauthbearer.method=oidc`` -> client credentials; else ``kafka_eos.oauthbearer.callback``."""
+    _register_with_kafka_python()
     method = conf.get("sasl.oauthbearer.method", "default").strip().lower()
     extensions = parse_extensions(conf.get("sasl.oauthbearer.extensions"))
     if method == "oidc":

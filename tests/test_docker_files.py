@@ -80,7 +80,8 @@ def image_files() -> dict[str, Path]:
         for source in sources:
             origin = context / source
             assert origin.exists(), f"COPY {source}: {origin} does not exist"
-            inside = [origin] if origin.is_file() else [p for p in origin.rglob("*") if p.is_file()]
+            inside = [origin] if origin.is_file() else [p for p in origin.rglob("*") if p.is_file()
+                                                        and "__pycache__" not in p.parts]  # Python's, not ours
             for file in inside:
                 relative = file.relative_to(origin) if origin.is_dir() else None
                 if relative is not None:

@@ -20,8 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection, Mapping
 
-from kafka.protocol.api_key import ApiKey
-
 from kafka_eos import KafkaEosError
 from kafka_eos.client_factory import AdminFactory
 from kafka_eos.kafka_clients import is_transient
@@ -29,9 +27,10 @@ from kafka_eos.txn.broker_configs import admin_client, broker_ids
 from kafka_eos.txn.control_plane import ControlPlaneFactory, control_plane
 
 MIN_BROKER = (3, 7)
-NEEDED = {ApiKey.EndTxn: "the driver's commit (EndTxn by producer id and epoch)",
-          ApiKey.DescribeTransactions: "resolving a fenced commit and the cleanup (KIP-664)",
-          ApiKey.ListTransactions: "the query start's abort of lingering transactions (KIP-664)"}
+# Kafka API keys (the protocol's numbers; kafka-python's ApiKey is imported by the driver alone)
+NEEDED = {(26, "EndTxn"): "the driver's commit (EndTxn by producer id and epoch)",
+          (65, "DescribeTransactions"): "resolving a fenced commit and the cleanup (KIP-664)",
+          (66, "ListTransactions"): "the query start's abort of lingering transactions (KIP-664)"}
 
 
 class UnsupportedBrokerError(KafkaEosError):
@@ -41,7 +40,7 @@ class UnsupportedBrokerError(KafkaEosError):
 def unsupported(broker: str, version: tuple[int, ...], api_versions: Mapping[int, tuple[int, int]]) -> str | None:
     """Why ``broker`` (its id and address), of ``version`` with these ApiVersions, is refused; None if it is not."""
     named = ".".join(map(str, version[:2]))
-    missing = [f"{key.name} ({use})" for key, use in NEEDED.items() if int(key) not in api_versions]
+    missing = [f"{name} ({use})" for (key, name), use in NEEDED.items() if key not in api_versions]
     if missing:
         return (f"Kafka broker {broker} (Kafka {named} by its ApiVersions) does not offer {', '.join(missing)}; "
                 f"kafka-eos needs Kafka {'.'.join(map(str, MIN_BROKER))}+: upgrade the cluster")

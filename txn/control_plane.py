@@ -11,18 +11,20 @@ the same connection and security settings as the producers (librdkafka settings 
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from kafka_eos.client_factory import HeldClients, control_plane_client
-from kafka_eos.control_plane_client import END_TXN_MAX_VERSION, ControlPlaneClient
 from kafka_eos.txn.client_settings import IGNORED, kafka_python_settings
 
-__all__ = ["END_TXN_MAX_VERSION", "ControlPlaneClient", "ControlPlaneFactory", "control_plane"]
+if TYPE_CHECKING:  # kafka-python loads with the first client: a task's worker never builds one
+    from kafka_eos.control_plane_client import ControlPlaneClient
 
-ControlPlaneFactory = Callable[[Mapping[str, str]], ControlPlaneClient]
+__all__ = ["ControlPlaneFactory", "control_plane"]
+
+ControlPlaneFactory = Callable[[Mapping[str, str]], "ControlPlaneClient"]
 """What collaborators (the committer, the aborter) receive: librdkafka settings -> client."""
 
-_clients: HeldClients[ControlPlaneClient] = HeldClients(
+_clients: HeldClients["ControlPlaneClient"] = HeldClients(
     lambda conf: control_plane_client(kafka_python_settings(conf)), IGNORED)
 
 

@@ -12,12 +12,14 @@ never consults a plan. Points and their wrappers:
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TypeVar
 
 from kafka_eos.txn.faults import FaultPlan, paused
 from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.kafka_committer import KafkaCommitter, Outcomes
 from kafka_eos.txn.steps import Step, StepHooks
+
+if TYPE_CHECKING:  # a task's input wrapper needs no committer (nor its kafka-python)
+    from kafka_eos.txn.kafka_committer import KafkaCommitter, Outcomes
 
 T = TypeVar("T")
 BETWEEN_END_TXNS = "between_end_txns"

@@ -30,12 +30,13 @@ from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.decision_guard import DecisionGuard
 from kafka_eos.txn.kafka_writer import KafkaWriter
-from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 from kafka_eos.txn.replay import ReplayPlan
 from kafka_eos.txn.sink_config import SinkConfig
 
 if TYPE_CHECKING:  # the driver's planner and commit runner need no pyarrow of ours
     import pyarrow as pa
+
+    from kafka_eos.txn.protocol import TwoPhaseCommitProtocol  # the driver's (and kafka-python's) alone
 
 
 class SinkCommitMessage(WriterCommitMessage):
