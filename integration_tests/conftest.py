@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from integration_tests.fast_jvms import fast_test_jvms
 from integration_tests.kafka_tools import ongoing_transactions
 from integration_tests.providers import broker_from_environment
 from kafka_eos.config.spark_option import TEST_HOOKS_ENV
@@ -30,21 +31,6 @@ def pytest_configure(config):
     fast_test_jvms(os.environ)
     config.addinivalue_line("markers", "leaves_open(reason): the test may end with a transaction of its own "
                                        "still Ongoing on the session broker (the leak check is skipped)")
-
-
-# The suite's JVMs (brokers, every spark-submit and `kafka-eos run` driver, the session's Spark) each
-# run a few seconds of code: C1 only (no C2 compiler threads) and the serial collector run the same
-# code with about a third less CPU per spark-submit (issue 47: 138 -> 93 core-s for
-# test_pass_through_pipeline). Benchmarks and users keep the JVM's defaults.
-FAST_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-
-def fast_test_jvms(env: dict | os._Environ) -> None:
-    """Brokers (``KAFKA_EOS_FAST_JVM``, ``connectors.dev.node_config``) and spark-submit's driver JVM
-    (``SPARK_SUBMIT_OPTS``, kept before what the caller has there) started by the suite's processes."""
-    env["KAFKA_EOS_FAST_JVM"] = "1"
-    if FAST_JVM_OPTS not in env.get("SPARK_SUBMIT_OPTS", ""):
-        env["SPARK_SUBMIT_OPTS"] = f"{FAST_JVM_OPTS} {env.get('SPARK_SUBMIT_OPTS', '')}".strip()
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from kafka_eos.connectors import jvm_class_archive
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError, kafka_version
 
 if TYPE_CHECKING:  # security needs cryptography, imported only by a sasl_ssl cluster
@@ -86,10 +87,24 @@ class Node:
 
 
 
+FAST_JVM_ENV, ARCHIVES_ENV = "KAFKA_EOS_FAST_JVM", "KAFKA_EOS_JVM_ARCHIVES"
+FAST_START = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"  # what shapes the broker's class archive
+
+
+def fast_start(java: str, classpath: str) -> list[str]:
+    """With ``KAFKA_EOS_FAST_JVM`` (the test suite's brokers): C1 only, and the class archive of
+    this Kafka in ``KAFKA_EOS_JVM_ARCHIVES`` where one was built (``jvm_class_archive``)."""
+    if not os.environ.get(FAST_JVM_ENV):
+        return []
+    archives = os.environ.get(ARCHIVES_ENV)
+    shared = jvm_class_archive.mapped(jvm_class_archive.kafka_archive(Path(archives), java, classpath, FAST_START)
+                                      ) if archives else []
+    return ["-XX:TieredStopAtLevel=1", *shared]
+
+
 def java_command(java: str, classpath: str, node: Node, settings: ClusterSettings) -> list[str]:
     """The JVM command line of ``node`` up to its main class."""
-    fast_start = ["-XX:TieredStopAtLevel=1"] if os.environ.get("KAFKA_EOS_FAST_JVM") else []
-    return [java, f"-Xmx{settings.heap}", "-Xms64m", "-XX:+UseSerialGC", *fast_start,
+    return [java, f"-Xmx{settings.heap}", "-Xms64m", "-XX:+UseSerialGC", *fast_start(java, classpath),
             f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
             "-Djava.awt.headless=true", *(f"-D{k}={v}" for k, v in settings.jvm_properties),
             "-cp", classpath]
