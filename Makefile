@@ -36,12 +36,14 @@ TIMING = --junitxml=build/test-results/$(1).xml --timing-summary=20
 # wait on brokers and timeouts much of the time (2 cores, 2026-11-27: pytest 22 min 43 s on 3
 # workers, 1.83 cores busy; 24 min 11 s on 2, 1.66 busy); TEST_WORKERS=1 runs them one at a time.
 TEST_WORKERS ?= 3
-test: setup lint engine images jvm-archive
+test: setup engine images
+	$(MAKE) --no-print-directory -j2 lint jvm-archive  # side by side: mypy and the archive builds
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not chaos" --ignore=integration_tests/test_compose.py \
 		$(call TIMING,test)
 
-# The suite's driver JVMs map a class-data archive of Spark's classes, built once into build/jvm
-# (integration_tests/fast_jvms.py; 34 s, then a spark-submit's driver takes ~5 core-s less).
+# The suite's Spark drivers and brokers map class-data archives of their classes, built once into
+# build/jvm (integration_tests/fast_jvms.py; ~40 s, then a spark-submit's driver takes ~5 core-s
+# less and a broker ~1.5).
 jvm-archive: $(STAMP)
 	$(BIN)/python -m integration_tests.fast_jvms
 

@@ -50,7 +50,7 @@ def archive_file(directory: Path, name: str, jars: Path, options: str, java: str
     """Where the ``name`` archive for this JDK, the jars in ``jars`` and these JVM ``options`` lives."""
     listing = sorted(f"{p.name}:{p.stat().st_size}" for p in Path(jars).glob("*.jar"))
     key = "\n".join([str(FORMAT), _java_version(java), " ".join(sorted(options.split())), *listing])
-    return Path(directory) / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+    return Path(directory).resolve() / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
 
 def spark_archive(directory: Path, options: str) -> Path:
@@ -92,18 +92,15 @@ def build_kafka(directory: Path, options: str) -> Path:
     from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
 
     def run(partial: Path) -> None:
-        before = os.environ.get("JAVA_TOOL_OPTIONS")
-        os.environ["JAVA_TOOL_OPTIONS"] = f"-XX:ArchiveClassesAtExit={partial}"
-        try:
-            with LocalKafkaCluster(ClusterSettings()) as cluster:
-                producer = client_factory.producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "warm-up"})
-                producer.init_transactions(60)
-                producer.begin_transaction()
-                producer.produce("warm-up", b"x")
-                producer.commit_transaction(60)
-                del producer  # before the broker stops: no reconnect noise
-        finally:
-            os.environ.pop("JAVA_TOOL_OPTIONS") if before is None else os.environ.update(JAVA_TOOL_OPTIONS=before)
+        dump = (f"-XX:ArchiveClassesAtExit={partial}",)
+        with LocalKafkaCluster(ClusterSettings(jvm_options=dump)) as cluster:
+            producer = client_factory.producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "warm-up",
+                                                "log_level": 3})
+            producer.init_transactions(60)
+            producer.begin_transaction()
+            producer.produce("warm-up", b"x")
+            producer.commit_transaction(60)
+            del producer  # before the broker stops: no reconnect noise
 
     return _build(kafka_archive(directory, java_binary(), broker_classpath(), options), run)
 

@@ -53,6 +53,7 @@ class ClusterSettings:
     transaction_version: int | None = None  # the transaction.version feature (4.0+); None: the default
     passwords: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # sasl_ssl users; else env or generated
     jvm_properties: tuple[tuple[str, str], ...] = ()  # -Dkey=value of each node's JVM (e.g. security.oauth_jvm)
+    jvm_options: tuple[str, ...] = ()  # more options of each node's JVM (jvm_class_archive: the archive's dump)
     client_auth: str = "none"  # sasl_ssl: "required" = ssl.client.auth=required (client certificates)
 
     def __post_init__(self) -> None:
@@ -106,7 +107,7 @@ def java_command(java: str, classpath: str, node: Node, settings: ClusterSetting
     """The JVM command line of ``node`` up to its main class."""
     return [java, f"-Xmx{settings.heap}", "-Xms64m", "-XX:+UseSerialGC", *fast_start(java, classpath),
             f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
-            "-Djava.awt.headless=true", *(f"-D{k}={v}" for k, v in settings.jvm_properties),
+            "-Djava.awt.headless=true", *(f"-D{k}={v}" for k, v in settings.jvm_properties), *settings.jvm_options,
             "-cp", classpath]
 
 
