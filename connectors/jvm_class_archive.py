@@ -2,7 +2,7 @@
 that maps one reads its classes parsed and verified from one file instead of loading them from
 hundreds of jars. Measured 2026-11-27 (2 cores, C1 and the serial collector): a small streaming
 job's spark-submit 12.1-14.8 core-s without, 7.2-7.3 with (wall 12.3-16.6 s -> 7.3 s); a broker's
-format, start, one transaction and stop 4.6-4.7 core-s without, 2.5-2.8 with (up in 3.3 -> 1.6 s).
+format, start, one transaction and stop 3.9-4.7 core-s without, 2.5-2.8 with (up in 3.2-3.4 -> 1.6-1.7 s).
 
 Enforced here:
 - one archive per (Java build, the jars, the JVM options that shape it): its file name carries
@@ -40,11 +40,6 @@ def _java_version(java: str) -> str:
     return done.stderr.strip()
 
 
-def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    return str(Path(home) / "bin" / "java") if home else "java"
-
-
 @functools.lru_cache(maxsize=8)
 def archive_file(directory: Path, name: str, jars: Path, options: str, java: str = "java") -> Path:
     """Where the ``name`` archive for this JDK, the jars in ``jars`` and these JVM ``options`` lives."""
@@ -54,7 +49,8 @@ def archive_file(directory: Path, name: str, jars: Path, options: str, java: str
 
 
 def spark_archive(directory: Path, options: str) -> Path:
-    return archive_file(Path(directory), "spark-driver", _spark_jars(), options, _java())
+    from kafka_eos.connectors.dev.java_env import java_binary  # JAVA_HOME's, else PATH's: spark-submit's too
+    return archive_file(Path(directory), "spark-driver", _spark_jars(), options, java_binary())
 
 
 def kafka_archive(directory: Path, java: str, classpath: str, options: str) -> Path:
