@@ -42,3 +42,12 @@ def test_a_failed_build_leaves_no_archive_and_no_partial_file(tmp_path):
         pass
     assert not target.exists() and list((tmp_path / "jvm").iterdir()) == []
     assert archives._build(target, lambda partial: partial.write_bytes(b"whole")).read_bytes() == b"whole"
+
+
+def test_the_archive_path_is_absolute_from_a_relative_directory(tmp_path, monkeypatch):
+    """The spark-submit that dumps it runs in a directory of its own: a relative path would land
+    there (a build from `build/jvm` failed: "Unable to create shared archive file")."""
+    jars = _jars(tmp_path / "jars", "kafka_2.13-4.2.1.jar")
+    monkeypatch.chdir(tmp_path)
+    archive = archives.kafka_archive(Path("build/jvm"), "java", f"{jars}/*", "-XX:+UseSerialGC")
+    assert archive.is_absolute() and archive.parent == tmp_path / "build" / "jvm"
