@@ -154,14 +154,16 @@ class PartialFailure(Exception):
 
 
 # librdkafka codes a broker outage, hang or leader move produces; transient whatever retriable()
-# says (librdkafka's admin results mark _TIMED_OUT / _TRANSPORT as not retriable).
+# says (librdkafka's admin results mark _TIMED_OUT / _TRANSPORT as not retriable). _DESTROY_BROKER:
+# a broker left the cluster's metadata (a hung one the controller fenced) and librdkafka failed the
+# requests in flight to it.
 _TRANSIENT_CODES = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
                     KafkaError._WAIT_COORD, KafkaError.REQUEST_TIMED_OUT,
                     KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
                     KafkaError.BROKER_NOT_AVAILABLE, KafkaError.REPLICA_NOT_AVAILABLE,
                     KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.FENCED_LEADER_EPOCH,
                     KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE,
-                    KafkaError.NETWORK_EXCEPTION}
+                    KafkaError.NETWORK_EXCEPTION, KafkaError._DESTROY_BROKER}
 _PYTHON_TRANSIENT = ("KafkaConnectionError", "BrokerNotAvailableError", "NodeNotReadyError", "KafkaTimeoutError")
 
 

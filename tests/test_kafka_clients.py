@@ -51,6 +51,7 @@ def test_client_settings_fill_in_only_what_the_user_left_unset():
 @pytest.mark.parametrize("exc", [
     KafkaException(KafkaError(KafkaError._TIMED_OUT)), KafkaException(KafkaError(KafkaError._TRANSPORT)),
     KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)), TimeoutError(), ConnectionResetError(),
+    KafkaException(KafkaError(KafkaError._DESTROY_BROKER)),  # a broker left the metadata mid-request
     Errors.KafkaConnectionError(), Errors.NodeNotReadyError(), Errors.KafkaTimeoutError(),
     Errors.CoordinatorNotAvailableError(), PartialFailure({1: TimeoutError()}),
 ])

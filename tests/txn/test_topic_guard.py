@@ -179,6 +179,20 @@ def test_a_failed_attempt_drops_its_client_and_the_retry_asks_on_a_new_one(admin
     assert [a.asked for a in built] == [1, 2]  # the client that answered is kept
 
 
+def test_a_broker_handle_destroyed_mid_request_is_retried(admins):
+    # The stop of stop 51's CI run: the hung coordinator was fenced and left the metadata, so
+    # librdkafka decommissioned its broker handle and failed the in-flight DescribeTopics with
+    # _DESTROY_BROKER; the check failed on the first attempt and the query stopped.
+    from confluent_kafka import KafkaError, KafkaException
+    from kafka_eos.txn.topic_guard import describe_topics
+    built, plan = admins
+    destroyed = KafkaError(KafkaError._DESTROY_BROKER, "Failed while waiting for response from broker: "
+                           "Local: Broker handle destroyed without termination")
+    plan[:] = [[KafkaException(destroyed)], [3]]
+    assert describe_topics({"bootstrap.servers": "b:9092"}, ["out"], 5.0)["out"].partitions == 3
+    assert [a.asked for a in built] == [1, 1]
+
+
 def test_an_unknown_topic_is_none_and_keeps_the_client(admins):
     from confluent_kafka import KafkaError, KafkaException
     from kafka_eos.txn.topic_guard import describe_topics
