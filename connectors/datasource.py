@@ -2,6 +2,11 @@
 
 Options and the output schema follow Spark's built-in ``kafka`` source and sink, so moving a
 job from ``format("kafka")`` to ``format("kafka-eos")`` is the whole migration.
+
+``register(spark)`` registers the data source with the cluster's task slots (Spark's
+``defaultParallelism`` when the session is registered, or ``spark.default.parallelism`` over Spark
+Connect): the source reads a batch in that many tasks unless ``maxTasksPerBatch`` says otherwise.
+A data source registered without them plans for the driver machine's CPUs.
 """
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ from kafka_eos.connectors.worker_gc import freeze_loaded
 class KafkaEosDataSource(DataSource):
     """Source (batch + streaming) and streaming sink over Kafka, exactly once."""
 
+    cluster_cores: int | None = None  # the cluster's task slots (register); None: unknown
+
     @classmethod
     def name(cls) -> str:
         return "kafka-eos"
@@ -27,11 +34,11 @@ class KafkaEosDataSource(DataSource):
 
     def reader(self, schema: StructType):
         from kafka_eos.connectors.source.batch_reader import KafkaBatchReader
-        return KafkaBatchReader(dict(self.options), schema)
+        return KafkaBatchReader(dict(self.options), schema, self.cluster_cores)
 
     def streamReader(self, schema: StructType):
         from kafka_eos.connectors.source.stream_reader import KafkaStreamReader
-        reader = KafkaStreamReader(dict(self.options), schema)
+        reader = KafkaStreamReader(dict(self.options), schema, self.cluster_cores)
         freeze_loaded()
         return reader
 
@@ -44,4 +51,26 @@ class KafkaEosDataSource(DataSource):
 
 def register(spark) -> None:
     """Make ``format("kafka-eos")`` available in this SparkSession."""
-    spark.dataSource.register(KafkaEosDataSource)
+    spark.dataSource.register(on_cluster(cluster_cores(spark)))
+
+
+def on_cluster(cores: int | None) -> type[KafkaEosDataSource]:
+    """The data source class that plans for ``cores`` task slots (a class of its own: Spark pickles
+    the registered class by value, the slots with it)."""
+    if cores is None:
+        return KafkaEosDataSource
+    return type("KafkaEosDataSourceOnCluster", (KafkaEosDataSource,),
+                {"cluster_cores": cores, "__module__": __name__, "__doc__": KafkaEosDataSource.__doc__})
+
+
+def cluster_cores(spark) -> int | None:
+    """The cluster's task slots as the session knows them now, or None."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+        pass
+    try:
+        configured = spark.conf.get("spark.default.parallelism", None)
+        return int(configured) if configured else None
+    except Exception:  # noqa: BLE001 - a conf the server does not answer: plan for the driver's CPUs
+        return None

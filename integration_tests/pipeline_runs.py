@@ -61,8 +61,8 @@ def kill_group(proc: subprocess.Popen) -> None:
     proc.wait(30)
 
 
-def run_to_completion(args: list[str], log: Path, timeout: float = 400) -> None:
-    proc = start_job(args, log)
+def run_to_completion(args: list[str], log: Path, timeout: float = 400, master: str = "local[2,3]") -> None:
+    proc = start_job(args, log, master)
     try:
         rc = proc.wait(timeout)
     except subprocess.TimeoutExpired:
@@ -71,16 +71,17 @@ def run_to_completion(args: list[str], log: Path, timeout: float = 400) -> None:
     assert rc == 0, f"job failed ({rc}):\n{tail(log)}"
 
 
-def killed_at_then_finished(args: list[str], point: str, directory: Path, log: Path) -> list:
+def killed_at_then_finished(args: list[str], point: str, directory: Path, log: Path,
+                            restart_master: str = "local[2,3]") -> list:
     """Run the job until fault ``point`` (``name@batch``) pauses it, kill it, run it again to the
-    end; the sink log's batch records of ``<directory>/checkpoint``, in order."""
+    end (on ``restart_master``); the sink log's batch records of ``<directory>/checkpoint``, in order."""
     from kafka_eos.txn.sink_log import SinkLogReader
     faults = directory / "faults"
     faults.mkdir(exist_ok=True)
     proc = start_job(args + ["--fault", point, "--fault-dir", str(faults)], log)
     wait_for((faults, point.split("@")[0] + ".*"), proc, 300, log)
     kill_group(proc)
-    run_to_completion(args, log)
+    run_to_completion(args, log, master=restart_master)
     reader = SinkLogReader(str(directory / "checkpoint" / "kafka-eos-sink"))
     return [record for record in map(reader.get, range(50)) if record is not None]
 

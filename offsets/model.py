@@ -12,6 +12,11 @@ Python source (batch 0 is logged by its end only, and its start is asked for aga
   batch was planned from. A replay of that batch reads from it, whatever a later
   ``initialOffset()`` resolves (``planned_start``).
 
+A third optional key, ``"tasks": n`` on a batch's end, is the number of Spark tasks the batch was
+planned with (``planned_tasks``): a replay groups its ranges into the same tasks whatever the
+cluster then has. An end without it (written before kafka-eos recorded it) keeps the layout of
+the ``maxTasksPerBatch`` option.
+
 Invariants:
 - An offset is the *next* offset to read: a batch ending at ``{"0": 42}`` has read every
   committed record of partition 0 below 42 and none at or above it.
@@ -41,14 +46,17 @@ class OffsetFormatError(KafkaEosError, ValueError):
 
 
 def encode(offsets: Mapping[TopicPartition, int], *, initial: bool = False,
-           start: Mapping[TopicPartition, int] | None = None) -> dict[str, Any]:
+           start: Mapping[TopicPartition, int] | None = None, tasks: int | None = None) -> dict[str, Any]:
     """Return the canonical, JSON-serialisable form of ``offsets`` (see module invariants);
-    ``initial`` marks a resolved start, ``start`` records the start of the first batch."""
+    ``initial`` marks a resolved start, ``start`` records the start of the first batch, ``tasks``
+    the batch's task count."""
     stored: dict[str, Any] = {"v": FORMAT_VERSION, "topics": _topics(offsets)}
     if initial:
         stored["initial"] = True
     if start is not None:
         stored["start"] = _topics(start)
+    if tasks is not None:
+        stored["tasks"] = _task_count(tasks)
     return stored
 
 
@@ -61,6 +69,18 @@ def planned_start(stored: Mapping[str, Any]) -> Offsets | None:
     """The start recorded on the end of the first batch, or None (any other batch end)."""
     start = stored.get("start")
     return None if start is None else decode({"v": FORMAT_VERSION, "topics": start})
+
+
+def planned_tasks(stored: Mapping[str, Any]) -> int | None:
+    """The task count recorded on a batch's end, or None (an end written before it was recorded)."""
+    tasks = stored.get("tasks")
+    return None if tasks is None else _task_count(tasks)
+
+
+def _task_count(tasks: Any) -> int:
+    if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
+        raise OffsetFormatError(f"bad task count {tasks!r} on a batch end: a positive integer is stored")
+    return tasks
 
 
 def _topics(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:

@@ -120,12 +120,13 @@ def plan_end(begin: Mapping[TopicPartition, int], view: KafkaView, target: Mappi
 
 
 def batch_end(start: Mapping[str, Any], begin: Mapping[TopicPartition, int],
-              end: Mapping[TopicPartition, int]) -> dict[str, Any]:
+              end: Mapping[TopicPartition, int], tasks: int | None = None) -> dict[str, Any]:
     """The end Spark stores for a batch from ``start`` (its stored form; ``begin`` decoded): the same
-    JSON text when a started query has no new data, and on batch 0 (``start`` initial) the start."""
+    JSON text when a started query has no new data, and on batch 0 (``start`` initial) the start;
+    ``tasks``: the batch's task count, recorded on an end with new data."""
     if not model.is_initial(start):
-        return dict(start) if dict(end) == dict(begin) else model.encode(end)
-    return model.encode(end, start=begin)
+        return dict(start) if dict(end) == dict(begin) else model.encode(end, tasks=tasks)
+    return model.encode(end, start=begin, tasks=tasks if dict(end) != dict(begin) else None)
 
 
 def held_end(start: Mapping[str, Any], begin: Mapping[TopicPartition, int]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ Invariants:
   appear in this batch's end, at the offset they will be read from), give no range.
 - ``split_ranges`` only cuts ranges into contiguous, non-overlapping pieces: the union of the
   pieces is exactly the union of the inputs, so splitting never skips or repeats an offset.
+- ``task_count`` is at least 1 and never more than the ranges (or minPartitions, when set).
 - ``pack_ranges`` only groups ranges (each range in exactly one group, none cut), the same
   ranges always giving the same groups in the same order: a replayed batch gets the same tasks.
 """
@@ -64,6 +65,18 @@ def split_ranges(ranges: Iterable[OffsetRange], min_partitions: int | None) -> l
                 out.append(OffsetRange(r.topic, r.partition, begin, begin + part))
             begin += part
     return out
+
+
+def task_count(ranges: Iterable[OffsetRange], cores: int, cap: int | None,
+               min_partitions: int | None = None) -> int:
+    """The tasks a batch of ``ranges`` (already split for ``min_partitions``) is read in: ``cap``
+    (maxTasksPerBatch) when set, else ``cores`` (the cluster's task slots; raised to
+    ``min_partitions``), never more than the ranges. A task's fixed cost (its Python workers, a
+    consumer, a producer and a transaction) is paid once per task, so more tasks than slots only
+    add cost; whole ranges are then grouped by ``pack_ranges``."""
+    pieces = sum(1 for r in ranges if r.size > 0)
+    limit = cap if cap else max(cores, min_partitions or 1)
+    return max(1, min(pieces, limit))
 
 
 def pack_ranges(ranges: Iterable[OffsetRange], max_groups: int | None) -> list[tuple[OffsetRange, ...]]:

@@ -17,7 +17,8 @@ from pyspark.sql.types import StructType
 from kafka_eos.connectors.source.arrow_rows import arrow_schema
 from kafka_eos.connectors.source.options import parse_source_options
 from kafka_eos.connectors.source.partition_reader import read_partition
-from kafka_eos.connectors.source.planning import KafkaInputPartition, apply_data_loss_policy, input_partitions
+from kafka_eos.connectors.source.planning import (KafkaInputPartition, apply_data_loss_policy, batch_tasks,
+                                                  input_partitions)
 from kafka_eos.connectors.worker_gc import freeze_loaded
 from kafka_eos.offsets import model
 from kafka_eos.offsets.data_loss import detect
@@ -29,9 +30,10 @@ log = logging.getLogger(__name__)
 
 
 class KafkaBatchReader(DataSourceReader):
-    def __init__(self, options: dict, schema: StructType) -> None:
+    def __init__(self, options: dict, schema: StructType, cores: int | None = None) -> None:
         self.options = parse_source_options(options, streaming=False)
         self.schema = schema
+        self.cores = cores  # the cluster's task slots when registered (None: this machine's CPUs)
 
     def offset_bounds(self) -> tuple[Offsets, Offsets]:
         """(start, end) per partition, after the data-loss policy."""
@@ -54,8 +56,8 @@ class KafkaBatchReader(DataSourceReader):
 
     def partitions(self) -> list[KafkaInputPartition]:
         start, end = self.offset_bounds()
-        return input_partitions(start, end, self.options.min_partitions,
-                                self.options.max_tasks_per_batch)
+        tasks = batch_tasks(start, end, self.options.min_partitions, self.options.max_tasks_per_batch, self.cores)
+        return input_partitions(start, end, self.options.min_partitions, tasks)
 
     def read(self, partition):
         freeze_loaded()

@@ -74,7 +74,7 @@ class SourceOptions:
     timestamp_strategy: str = "error"
     max_offsets_per_trigger: int | None = None
     min_partitions: int | None = None
-    max_tasks_per_batch: int | None = None  # offsets.ranges.pack_ranges; None: one task per range
+    max_tasks_per_batch: int | None = None  # offsets.ranges.task_count; None: the cluster's task slots
     fail_on_data_loss: bool = True
     include_headers: bool = False
     group_id: str | None = None

@@ -5,12 +5,16 @@ Invariants:
   partition (see ``kafka_eos.offsets.ranges``): one or more ranges per Kafka partition, and one
   ``KafkaInputPartition`` per range, or per group of whole ranges when ``maxTasksPerBatch`` caps
   the tasks (``pack_ranges``: the same offsets always give the same tasks in the same order).
+- ``batch_tasks`` is the task count a batch is planned with (``task_count``): maxTasksPerBatch when
+  set, else the cluster's task slots the data source was registered with (``cores``; unknown:
+  this machine's CPUs); the stream reader records it on the batch's end.
 - ``apply_data_loss_policy`` either raises ``KafkaDataLossError`` (failOnDataLoss=true) or logs
   each finding's full message as a warning; it never swallows a finding silently.
 """
 from __future__ import annotations
 
 import logging
+import os
 from typing import Iterable, Mapping
 
 from pyspark.sql.datasource import InputPartition
@@ -18,7 +22,7 @@ from pyspark.sql.datasource import InputPartition
 from kafka_eos import KafkaEosError
 from kafka_eos.offsets.data_loss import DataLossFinding
 from kafka_eos.offsets.model import TopicPartition
-from kafka_eos.offsets.ranges import OffsetRange, pack_ranges, ranges_between, split_ranges
+from kafka_eos.offsets.ranges import OffsetRange, pack_ranges, ranges_between, split_ranges, task_count
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +50,17 @@ def task_ranges(partition: object) -> tuple[OffsetRange, ...]:
 
 
 def input_partitions(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int],
-                     min_partitions: int | None, max_tasks: int | None = None) -> list[KafkaInputPartition]:
-    groups = pack_ranges(split_ranges(ranges_between(start, end), min_partitions), max_tasks)
+                     min_partitions: int | None, tasks: int | None = None) -> list[KafkaInputPartition]:
+    """The batch's tasks: its ranges (split for ``min_partitions``) in at most ``tasks`` groups."""
+    groups = pack_ranges(split_ranges(ranges_between(start, end), min_partitions), tasks)
     return [KafkaInputPartition(g[0] if len(g) == 1 else g) for g in groups]
+
+
+def batch_tasks(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int],
+                min_partitions: int | None, cap: int | None, cores: int | None) -> int:
+    """The task count of the batch [start, end) (see module invariants)."""
+    ranges = split_ranges(ranges_between(start, end), min_partitions)
+    return task_count(ranges, cores or os.cpu_count() or 1, cap, min_partitions)
 
 
 def apply_data_loss_policy(findings: Iterable[DataLossFinding], fail_on_data_loss: bool) -> None:

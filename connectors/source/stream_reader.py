@@ -31,7 +31,9 @@ Invariants:
   no new data after batch 0 either; a new query's batch 0 always runs (possibly empty), which
   writes its start to the offset log at once, as Spark's own Kafka source persists its start.
 - ``partitions(start, end)`` depends only on its arguments, so a replayed batch reads the
-  same records.
+  same records in the same tasks: ``latestOffset`` records the batch's task count on its end
+  (``planning.batch_tasks``: maxTasksPerBatch, else the cluster's task slots), and an end written
+  before the count was recorded keeps the layout of the ``maxTasksPerBatch`` option.
 - While the ``stopMarker`` file exists (a graceful stop was requested), ``latestOffset`` plans no
   new data: it returns its start unchanged, so Spark finishes the running batch and plans no
   other. A new query's batch 0 still runs, empty, to record its start.
@@ -50,7 +52,8 @@ from kafka_eos.connectors.source.alignment import SourceAligner
 from kafka_eos.connectors.source.arrow_rows import arrow_schema
 from kafka_eos.connectors.source.options import parse_source_options
 from kafka_eos.connectors.source.partition_reader import read_partition
-from kafka_eos.connectors.source.planning import apply_data_loss_policy, input_partitions, task_ranges
+from kafka_eos.connectors.source.planning import (apply_data_loss_policy, batch_tasks, input_partitions,
+                                                  task_ranges)
 from kafka_eos.connectors.source.range_rows import range_batch
 from kafka_eos.connectors.worker_gc import freeze_loaded
 from kafka_eos.offsets import model
@@ -65,9 +68,10 @@ log = logging.getLogger(__name__)
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Driver side of the stream (offset planning) plus ``read`` for the executors."""
 
-    def __init__(self, options: dict, schema: StructType) -> None:
+    def __init__(self, options: dict, schema: StructType, cores: int | None = None) -> None:
         self.options = parse_source_options(options, streaming=True)
         self.schema = schema
+        self.cores = cores  # the cluster's task slots when registered (None: this machine's CPUs)
         self._kafka: KafkaOffsets | None = None
         self._target: Offsets | None = None   # Trigger.AvailableNow: never read past this
         self._latest: Offsets | None = None   # last seen read_committed ends, for progress reports
@@ -126,7 +130,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                              on_findings=lambda found: apply_data_loss_policy(found, self.options.fail_on_data_loss),
                              align=self._align if self.options.align_max_drift_ms is not None else None,
                              max_rows=max_rows)
-        return steps.batch_end(start, begin, end)
+        tasks = batch_tasks(begin, end, self.options.min_partitions, self.options.max_tasks_per_batch, self.cores)
+        return steps.batch_end(start, begin, end, tasks=tasks)
 
     def _align(self, start: Offsets, end: Offsets, latest: Offsets) -> Offsets:
         return self.aligner.plan(start, end, latest, self._target)
@@ -142,8 +147,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin = model.decode(start)
         if model.is_initial(start):  # batch 0: read from the start it was planned with
             begin = model.planned_start(end) or begin
+        tasks = model.planned_tasks(end)
         return input_partitions(begin, model.decode(end), self.options.min_partitions,
-                                self.options.max_tasks_per_batch)
+                                self.options.max_tasks_per_batch if tasks is None else tasks)
 
     def read(self, partition):
         freeze_loaded()

@@ -51,3 +51,13 @@ def test_the_start_of_the_first_batch_is_carried_by_its_end():
     assert decode(end) == {("a", 0): 5, ("a", 1): 9}  # readers of format 1 see the end only
     assert planned_start(end) == start
     assert planned_start(encode(start)) is None
+
+
+def test_a_batch_end_carries_its_task_count():
+    from kafka_eos.offsets.model import planned_tasks
+    end = encode({("a", 0): 5}, tasks=3)
+    assert planned_tasks(end) == 3 and decode(end) == {("a", 0): 5}
+    assert planned_tasks(encode({("a", 0): 5})) is None
+    for bad in (0, -1, True, "2", 1.5):
+        with pytest.raises(OffsetFormatError, match="task count"):
+            planned_tasks({**end, "tasks": bad})

@@ -62,3 +62,13 @@ def test_pack_ranges_unset_or_enough_groups_keeps_one_range_per_task():
     assert pack_ranges(ranges, None) == [(r,) for r in ranges]
     assert pack_ranges(ranges, 3) == [(r,) for r in ranges]
     assert pack_ranges(ranges, 1) == [tuple(ranges)]
+
+
+def test_task_count_is_the_cap_else_the_slots_never_more_than_the_ranges():
+    from kafka_eos.offsets.ranges import OffsetRange, task_count
+    eight = [OffsetRange("t", p, 0, 10) for p in range(8)]
+    assert task_count(eight, cores=2, cap=None) == 2
+    assert task_count(eight, cores=2, cap=5) == 5
+    assert task_count(eight, cores=16, cap=None) == 8
+    assert task_count(eight, cores=2, cap=None, min_partitions=4) == 4
+    assert task_count([OffsetRange("t", 0, 3, 3)], cores=2, cap=None) == 1  # nothing to read: one

@@ -128,11 +128,11 @@ def test_max_tasks_per_batch_groups_whole_ranges_into_tasks():
     end = {("t", p): 10 * (p + 1) for p in range(6)}
     one_each = input_partitions(start, end, None)
     assert [p.ranges[0].partition for p in one_each] == list(range(6))
-    grouped = input_partitions(start, end, None, max_tasks=2)
+    grouped = input_partitions(start, end, None, tasks=2)
     assert len(grouped) == 2
     assert sorted((r.partition, r.start, r.end) for g in grouped for r in g.ranges) == \
         [(p, 0, 10 * (p + 1)) for p in range(6)]
-    assert input_partitions(start, end, None, max_tasks=2)[0].value == grouped[0].value  # replay: same tasks
+    assert input_partitions(start, end, None, tasks=2)[0].value == grouped[0].value  # replay: same tasks
 
 
 def test_emit_offset_ranges_is_for_streams_in_any_case():
