@@ -50,6 +50,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--sink-option", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--profile", default="", help="directory for the stage timings of the timed query")
+    p.add_argument("--resume", action="store_true",
+                   help="use --checkpoint as the query's checkpoint (a restart resumes it), not a fresh one per run")
     a = p.parse_args(argv)
     a.source_format = a.source_format or a.format
     a.sink_format = a.sink_format or a.format
@@ -166,7 +168,7 @@ def main() -> None:
     if "kafka-eos" in (a.source_format, a.sink_format):
         from kafka_eos import connectors
         connectors.register(spark)
-    root = f"{a.checkpoint}/run-{os.getpid()}"  # a retried job starts from a fresh checkpoint
+    root = a.checkpoint if a.resume else f"{a.checkpoint}/run-{os.getpid()}"  # a retried job starts afresh
     ranges = emits_ranges(a)
     warmup = None
     if a.warmup_input:
@@ -175,12 +177,13 @@ def main() -> None:
         warmup = round(time.monotonic() - started, 2)
     if a.profile:
         _register_profiled(spark, a.profile)
-    result = run_until(start(spark, a, a.input, a.output, root + "/main", profiled=bool(a.profile)), a.records, ranges)
+    main_checkpoint = root if a.resume else root + "/main"
+    result = run_until(start(spark, a, a.input, a.output, main_checkpoint, profiled=bool(a.profile)), a.records, ranges)
     result.update({"source": a.source_format, "sink": a.sink_format, "guarantee": a.guarantee,
                    "warmup_s": warmup, "source_options": _pairs(a.source_option),
                    "sink_options": _pairs(a.sink_option), "profiled": bool(a.profile)})
     if a.sink_format == "kafka-eos":
-        result["sink_log"] = sink_metrics(root + "/main")
+        result["sink_log"] = sink_metrics(main_checkpoint)
     print("BENCH " + json.dumps(result), flush=True)
     spark.stop()
 

@@ -47,9 +47,9 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--settle-load", type=float, default=0.0,
                    help="also wait for the 1-minute load average below this (0: off)")
     p.add_argument("--sizes", default="100,1024", help="record sizes in bytes, comma-separated")
-    p.add_argument("--rate", type=int, default=10_000, help="records/s of the latency runs")
-    p.add_argument("--latency-seconds", type=int, default=30)
-    p.add_argument("--triggers", default="1,0.5", help="trigger seconds of the latency runs")
+    p.add_argument("--rate", type=int, default=2_000, help="records/s of the latency runs (issue 45.3)")
+    p.add_argument("--latency-seconds", type=int, default=300)
+    p.add_argument("--triggers", default="1", help="trigger seconds of the latency runs")
     p.add_argument("--latency-rounds", type=int, default=2, help="interleaved rounds of the latency runs")
     p.add_argument("--commit-records", type=int, default=200_000)
     p.add_argument("--no-profile", action="store_true", help="skip the stage profile runs (= --skip-cells profile)")

@@ -62,7 +62,7 @@ def test_driver_warns_with_the_facts(bootstrap, caplog):
     start = {"v": 1, "topics": {topic: {"0": 4}}}
     with caplog.at_level(logging.WARNING, logger="kafka_eos.connectors.source"):
         end = reader(bootstrap, topic, fail=False).latestOffset(start, ReadAllAvailable())
-    assert end == {"v": 1, "topics": {topic: {"0": 20}}}
+    assert end == {"v": 1, "topics": {topic: {"0": 20}}, "tasks": 1}  # one range: one task
     [warning] = [r.getMessage() for r in caplog.records if "data loss" in r.getMessage()]
     assert f"'{topic}' partition 0" in warning and "resume at offset 4" in warning
     assert "[12, 20)" in warning and "continuing from offset 12" in warning
@@ -77,8 +77,8 @@ def test_driver_offsets_went_backwards_and_partition_gone(bootstrap, caplog):
     with caplog.at_level(logging.WARNING, logger="kafka_eos.connectors.source"):
         source = reader(bootstrap, topic, fail=False)
         end = source.latestOffset(ahead, ReadAllAvailable())
-        assert end == {"v": 1, "topics": {topic: {"0": 0}}}  # restart the partition at its earliest offset
-        assert source.latestOffset(end, ReadAllAvailable()) == {"v": 1, "topics": {topic: {"0": 3}}}
+        assert end == {"v": 1, "topics": {topic: {"0": 0}}, "tasks": 1}  # restart the partition at its earliest offset
+        assert source.latestOffset(end, ReadAllAvailable()) == {"v": 1, "topics": {topic: {"0": 3}}, "tasks": 1}
     text = " ".join(r.getMessage() for r in caplog.records)
     assert "went backwards" in text and "'vanished-topic' partition 0" in text and "no longer exists" in text
     with pytest.raises(KafkaDataLossError, match="went backwards"):

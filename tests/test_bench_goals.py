@@ -70,8 +70,8 @@ def test_lines_say_which_goals_are_met():
 
 def test_the_ranges_goals_read_their_own_configurations():
     ratios = {"100": {"eos_ranges_vs_spark_tuned": ratio(1.1, 1.2)}, "1024": {"eos_ranges_vs_spark_tuned": ratio(0.9)}}
-    cells = {"16p": {"ratios": {"eos_ranges_tasks_vs_spark_tuned": ratio(2.0)}},
-             "small_batch": {"ratios_ms": {"spark_tuned_vs_eos_ranges_tasks": ratio(0.5)}}}
+    cells = {"16p": {"ratios": {"eos_ranges_vs_spark_tuned": ratio(2.0)}},
+             "small_batch": {"ratios_ms": {"spark_tuned_vs_eos_ranges": ratio(0.5)}}}
     memory = {"100": {"eos_ranges": {"total_pss_mb": 1200}, "spark_tuned": {"total_pss_mb": 1000}}}
     goals = goals_27(ratios, cells, memory, [])
     ranges = goals["exactly_once_ranges_vs_spark_tuned"]

@@ -169,21 +169,24 @@ def _wait(query, reporter: ProgressReporter, stop: StopControl, poll_s: float) -
 def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
               conf: dict[str, str] | None = None, emit: Callable[[str], None] = print,
               verbose: bool = False, metrics_port: int | None = None) -> RunResult:
-    """Run in a new local SparkSession of this process (what ``kafka-eos run`` does without --master);
+    """Run in a new local SparkSession of this process (what ``kafka-eos run`` does without --master;
+    its driver JVM maps or writes the class archive: ``driver_archive``);
     the driver's console is quiet unless ``verbose`` (``console``); with ``metrics_port`` or the
     file's ``metrics:``, a Prometheus endpoint serves the batches' numbers (``metrics.endpoint``)."""
     from kafka_eos.connectors.pipeline.console import console_conf, quiet_environment
+    from kafka_eos.connectors.pipeline.driver_archive import for_local_driver
     from kafka_eos.connectors.spark_harness import local_session
     from kafka_eos.connectors.worker_daemon import start_early
     quiet_environment(master, verbose)
     user = conf or {}
-    spark = local_session(master, app=f"kafka-eos {cfg.name}",
-                          conf={**RUN_CONF, **user, **console_conf(verbose, user)})
-    start_early(spark)
-    try:
-        return _serve_and_run(spark, cfg, once, emit, metrics_port)
-    finally:
-        spark.stop()
+    with for_local_driver():
+        spark = local_session(master, app=f"kafka-eos {cfg.name}",
+                              conf={**RUN_CONF, **user, **console_conf(verbose, user)})
+        start_early(spark)
+        try:
+            return _serve_and_run(spark, cfg, once, emit, metrics_port)
+        finally:
+            spark.stop()
 
 
 def run_remote(cfg: PipelineConfig, url: str, once: bool = False, conf: dict[str, str] | None = None,

@@ -18,6 +18,8 @@ Invariants:
   setting of the file (secrets stay in the file and the environment, read by the driver).
 - On a local master the task workers fork from kafka-eos's Python daemon (``worker_daemon``)
   unless ``conf`` names a daemon module.
+- The driver JVM maps this user's class-data archive, or writes it at a clean exit
+  (``driver_archive``).
 - The exit code is spark-submit's: 0 when the query stopped cleanly (``--once``), else non-zero.
 """
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import IO, Iterable, Mapping
 
 from kafka_eos.config.redact import Redactor
+from kafka_eos.connectors.pipeline import driver_archive
 from kafka_eos.connectors.pipeline.console import quiet_environment, submit_env
 from kafka_eos.connectors.spark_harness import python_env, spark_submit_binary
 from kafka_eos.connectors.worker_daemon import daemon_conf
@@ -102,9 +105,12 @@ def submit(pipeline: str | Path, master: str, redact: Redactor, once: bool = Fal
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     quiet_environment(master, verbose)
     conf = {**daemon_conf(master, conf), **(conf or {})}
+    env = python_env()
+    archive = driver_archive.plan(env)
     with tempfile.TemporaryDirectory(prefix="kafka-eos-submit-") as tmp:
         cmd = submit_command(pipeline, master, build_zip(Path(tmp)), once, conf, name, verbose, metrics_port)
-        proc = subprocess.Popen(cmd, env=submit_env(verbose, python_env()), stdout=subprocess.PIPE,
+        proc = subprocess.Popen(cmd, env=submit_env(verbose, driver_archive.with_archive(env, archive)),
+                                stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, errors="replace", bufsize=1)
         pumps = [threading.Thread(target=_pump, args=(proc.stdout, stdout, redact), daemon=True),
                  threading.Thread(target=_pump, args=(proc.stderr, stderr, redact), daemon=True)]
@@ -117,4 +123,5 @@ def submit(pipeline: str | Path, master: str, redact: Redactor, once: bool = Fal
             code = proc.wait()
         for pump in pumps:
             pump.join(10)
+        archive.install()
         return code
