@@ -85,7 +85,8 @@ def start(spark: SparkSession, a: argparse.Namespace, source: str, output: str, 
     if a.sink_format != "noop":
         writer = writer.option("kafka.bootstrap.servers", a.bootstrap).option("topic", output)
     if a.sink_format == "kafka-eos":
-        writer = (writer.option("transactional.id.prefix", f"bench-{Path(checkpoint).name}-{time.time_ns()}")
+        prefix = f"bench-{Path(checkpoint).name}" + ("" if a.resume else f"-{time.time_ns()}")  # a resume keeps it
+        writer = (writer.option("transactional.id.prefix", prefix)
                   .option("guarantee", a.guarantee).option("kafka.transaction.timeout.ms", 300000)
                   .option("trigger.interval.ms", int(a.trigger_seconds * 1000)))
     return writer.trigger(processingTime=f"{a.trigger_seconds} seconds").start()
@@ -117,10 +118,12 @@ def with_records(progress: list, ranges: bool) -> list[dict]:
 
 def run_until(query, records: int, ranges: bool = False) -> dict:
     """Wait until ``records`` rows went through ``query``; stop it; summarise its progress."""
+    seen: dict[int, dict] = {}  # Spark keeps only the last 100 progress updates: a long run has more batches
     while True:
         if query.exception():
             raise SystemExit(str(query.exception()))
-        batches = with_records(query.recentProgress, ranges)
+        seen.update({p["batchId"]: p for p in with_records(query.recentProgress, ranges)})
+        batches = [seen[b] for b in sorted(seen)]
         if sum(p["numInputRows"] for p in batches) >= records:
             break
         time.sleep(0.1)

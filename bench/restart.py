@@ -46,7 +46,8 @@ def first_commit_s(bootstrap: str, system: str, topic: str, output: str, checkpo
     result = SparkJob(JOB, args, packages=fmt == "kafka").result(timeout=600)
     first = result["per_batch"][0]
     return {"to_first_commit_s": round(first["start_s"] + first["ms"]["triggerExecution"] / 1000 - launched, 2),
-            "first_batch_ms": first["ms"]["triggerExecution"], "batch_id": first["batch"], "rows": first["rows"]}
+            "first_batch_ms": first["ms"]["triggerExecution"], "first_batch_phases_ms": first["ms"],
+            "batch_id": first["batch"], "rows": first["rows"]}
 
 
 def measure(bootstrap: str, rounds: int, batch: int, settle, log=print) -> dict:

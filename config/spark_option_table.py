@@ -53,8 +53,7 @@ SOURCE_OPTIONS: tuple[SparkOption, ...] = (
     _source("minPartitions", P, None, "split partitions into at least this many Spark tasks"),
     _source("maxTasksPerBatch", P, None, "read each batch in at most this many Spark tasks (whole offset ranges "
             "grouped, balanced by records; each task is one sink transaction); default: the cluster's task slots "
-            "(`defaultParallelism` when `connectors.register(spark)` ran), recorded with each batch so a replay "
-            "keeps its tasks"),
+            "(README: Tasks per batch), recorded with each batch so a replay keeps its tasks"),
     _source("failOnDataLoss", B, True, "stop when planned offsets were deleted (else skip them with a warning)"),
     _source("includeHeaders", B, False, "expose the record headers as a `headers` column", "source.include_headers"),
     _source("groupIdPrefix", T, "spark-kafka-source", "prefix of the executors' generated consumer group ids"),

@@ -3,12 +3,14 @@
 Options and the output schema follow Spark's built-in ``kafka`` source and sink, so moving a
 job from ``format("kafka")`` to ``format("kafka-eos")`` is the whole migration.
 
-``register(spark)`` registers the data source with the cluster's task slots (Spark's
-``defaultParallelism`` when the session is registered, or ``spark.default.parallelism`` over Spark
-Connect): the source reads a batch in that many tasks unless ``maxTasksPerBatch`` says otherwise.
-A data source registered without them plans for the driver machine's CPUs.
+``register(spark)`` registers the data source with the cluster's task slots (``slots``: from the
+session's settings and master when it registers): the source reads a batch in that many tasks
+unless ``maxTasksPerBatch`` says otherwise. A data source registered without them plans for the
+driver machine's CPUs.
 """
 from __future__ import annotations
+
+from typing import Mapping
 
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
@@ -64,13 +66,38 @@ def on_cluster(cores: int | None) -> type[KafkaEosDataSource]:
 
 
 def cluster_cores(spark) -> int | None:
-    """The cluster's task slots as the session knows them now, or None."""
+    """The cluster's task slots as the session's settings tell them, or None (see ``slots``)."""
     try:
-        return int(spark.sparkContext.defaultParallelism)
+        context = spark.sparkContext
+        master, parallelism = context.master, int(context.defaultParallelism)
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
-        pass
+        master, parallelism = "", None
     try:
-        configured = spark.conf.get("spark.default.parallelism", None)
-        return int(configured) if configured else None
-    except Exception:  # noqa: BLE001 - a conf the server does not answer: plan for the driver's CPUs
-        return None
+        conf = {key: spark.conf.get(key, None) for key in SLOT_SETTINGS}
+    except Exception:  # noqa: BLE001 - a server that does not answer: what the context says
+        conf = {}
+    return slots(master, parallelism, conf)
+
+
+SLOT_SETTINGS = ("spark.default.parallelism", "spark.executor.instances", "spark.executor.cores",
+                 "spark.dynamicAllocation.enabled", "spark.dynamicAllocation.maxExecutors", "spark.cores.max")
+
+
+def slots(master: str, parallelism: int | None, conf: Mapping[str, str | None]) -> int | None:
+    """Task slots: ``spark.default.parallelism`` when set; a local master's threads; else the
+    executors the settings ask for times their cores (dynamic allocation: its maximum), or
+    ``spark.cores.max``; else ``defaultParallelism`` (the cores registered so far, at least 2:
+    executors that register later are not counted)."""
+    def number(key: str) -> int | None:
+        value = conf.get(key)
+        return int(value) if value and str(value).isdigit() and int(value) > 0 else None
+
+    if number("spark.default.parallelism"):
+        return number("spark.default.parallelism")
+    if master.startswith("local"):
+        return parallelism
+    dynamic = str(conf.get("spark.dynamicAllocation.enabled") or "").lower() == "true"
+    executors = number("spark.dynamicAllocation.maxExecutors") if dynamic else number("spark.executor.instances")
+    if executors and number("spark.executor.cores"):
+        return executors * (number("spark.executor.cores") or 1)
+    return number("spark.cores.max") or parallelism

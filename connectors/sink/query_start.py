@@ -10,7 +10,8 @@ only (``writer_role``). ``KafkaEosDataSource.streamWriter`` calls ``QueryStart.w
      to the sink: ``range_input.read_options``) and the client settings' one rule
      (``txn.client_settings.check_client_settings``, what ``validate`` runs too; local);
   2. the cluster checks: every broker Kafka 3.7+, transaction.timeout.ms against the broker's maximum, the ACLs
-     (``startup_checks``; asked once per process and connection settings);
+     (``startup_checks``; asked once per process and connection settings), in a thread beside
+     steps 3-5 (``beside``): step 6 starts only once they passed, and their failure is the one raised;
   3. the sink log's binding to the checkpoint's query id, creating nothing: a sink log of
      another checkpoint is refused as that, before any claim;
   4. the prefix's ownership (``prefix_owner.owned_config``: retired checkpoint, id scheme,
@@ -36,8 +37,10 @@ from __future__ import annotations
 import enum
 import logging
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from pyspark.sql.types import StructType
 
@@ -97,6 +100,24 @@ def log_to_stderr(batches: bool) -> None:
     logging.getLogger("kafka_eos.txn.protocol").setLevel(logging.INFO if batches else logging.WARNING)
 
 
+@contextmanager
+def beside(check: Callable[[SinkConfig], None] | None, config: SinkConfig) -> Iterator[None]:
+    """Run ``check`` in a thread while the block runs; leave only once it ended. Its failure is
+    raised in place of the block's (a missing ACL also fails the claim, less clearly)."""
+    if check is None:
+        yield
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="kafka-eos-start-checks") as pool:
+        checked = pool.submit(check, config)
+        try:
+            yield
+        except BaseException:
+            if checked.exception() is not None:
+                raise checked.exception() from None  # type: ignore[misc]
+            raise
+        checked.result()
+
+
 def check_cluster(config: SinkConfig) -> None:
     check_brokers(config)
     check_timeouts(config)
@@ -128,13 +149,12 @@ class QueryStart:
             check_schema(schema, config)
         check_client_settings(config.client_conf(), config.exactly_once)
         tasks = self.role is WriterRole.TASKS
-        if tasks:
-            self.cluster_checks(config)                                               # step 2
         query_id = checkpoint_query_id(options)
-        self.binding_check(config, query_id)                                          # step 3
-        claim = self.claim if tasks else self.scheme
-        config = self.queries.owned(config, query_id, lambda c: claim(c, options, query_id))  # step 4
-        protocol = self.queries.protocol(config, faults, query_id)                   # step 5
+        with beside(self.cluster_checks if tasks else None, config):                 # step 2, beside 3-5
+            self.binding_check(config, query_id)                                      # step 3
+            claim = self.claim if tasks else self.scheme
+            config = self.queries.owned(config, query_id, lambda c: claim(c, options, query_id))  # step 4
+            protocol = self.queries.protocol(config, faults, query_id)               # step 5
         plan = protocol.recover()                                                     # step 6
         if tasks:
             if self.queries.first_start(config, query_id):                            # step 7

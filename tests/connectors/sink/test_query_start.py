@@ -184,4 +184,27 @@ def test_a_commit_writer_asks_no_start_up_check_and_claims_nothing_on_the_cluste
                        cluster_checks=lambda c: called.append("checks"), binding_check=lambda c, q: None,
                        claim=lambda c, o, q: called.append("claim") or c, topic_guard=lambda c: Guard())
     tasks.writer(options(tmp_path), SCHEMA)
-    assert called == ["checks", "claim"]
+    assert sorted(called) == ["checks", "claim"]  # the checks run beside the claim
+
+
+def test_the_cluster_checks_run_beside_the_claim_and_their_failure_stops_the_start_before_recovery(tmp_path):
+    """Issue 45: the checks (ApiVersions, DescribeConfigs, ACLs: 1.2 s) no longer wait for the
+    binding and the claim; a failed check is the error raised (not the claim's), and nothing is
+    recovered or aborted."""
+    import threading
+    release, seen = threading.Event(), []
+
+    def slow_check(config):
+        assert release.wait(5), "the claim did not run while the checks ran"
+        raise PermissionError("principal may not Write topic out")
+
+    def claim(c, o, q):
+        seen.append("claim")
+        release.set()
+        raise RuntimeError("claim refused: not authorized")
+
+    start_ = QueryStart(role=WriterRole.TASKS, queries=SinkQueries(build=built), cluster_checks=slow_check,
+                        binding_check=lambda c, q: None, claim=claim, topic_guard=lambda c: Guard())
+    with pytest.raises(PermissionError, match="may not Write"):
+        start_.writer(options(tmp_path), SCHEMA)
+    assert seen == ["claim"]

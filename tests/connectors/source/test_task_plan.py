@@ -75,3 +75,16 @@ def test_without_new_data_the_end_is_the_start_text():
     stream = reader(cores=2)
     end = stream.latestOffset(START, ReadAllAvailable())
     assert stream.latestOffset(end, ReadAllAvailable()) == end
+
+
+def test_the_slots_come_from_the_settings_then_the_master_then_what_registered():
+    from kafka_eos.connectors.datasource import slots
+    assert slots("local[2]", 2, {}) == 2
+    assert slots("local[2]", 2, {"spark.default.parallelism": "6"}) == 6
+    # a cluster's executors register after the session starts: their settings count, not the 2 seen so far
+    assert slots("spark://m:7077", 2, {"spark.executor.instances": "4", "spark.executor.cores": "4"}) == 16
+    assert slots("yarn", 2, {"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.maxExecutors": "10",
+                             "spark.executor.cores": "2", "spark.executor.instances": "1"}) == 20
+    assert slots("spark://m:7077", 2, {"spark.cores.max": "12"}) == 12
+    assert slots("spark://m:7077", 8, {}) == 8
+    assert slots("", None, {}) is None  # Spark Connect without settings: the driver's CPUs
