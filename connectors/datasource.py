@@ -98,6 +98,7 @@ def slots(master: str, parallelism: int | None, conf: Mapping[str, str | None]) 
         return parallelism
     dynamic = str(conf.get("spark.dynamicAllocation.enabled") or "").lower() == "true"
     executors = number("spark.dynamicAllocation.maxExecutors") if dynamic else number("spark.executor.instances")
-    if executors and number("spark.executor.cores"):
-        return executors * (number("spark.executor.cores") or 1)
+    cores = number("spark.executor.cores")
+    if executors and cores:
+        return executors * cores
     return number("spark.cores.max") or parallelism

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Callable
 
 FORMAT = 1
+ARCHIVES_ENV = "KAFKA_EOS_JVM_ARCHIVES"  # the folder of the archives a process maps (kafka-eos run, the suite)
+QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")  # no [cds] line where a job's own output goes
 
 
 def _spark_jars() -> Path:
@@ -62,8 +64,7 @@ def mapped(archive: Path) -> list[str]:
     """The JVM options that map ``archive``, if it was built; else none. A JVM whose classpath or
     collector differs from the archive's starts without it, silently (no ``[cds]`` warning on
     stdout, where a job's own output goes)."""
-    quiet = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
-    return [f"-XX:SharedArchiveFile={archive}", *quiet] if archive.is_file() else []
+    return [f"-XX:SharedArchiveFile={archive}", *QUIET] if archive.is_file() else []
 
 
 def _build(archive: Path, run: Callable[[Path], None]) -> Path:

@@ -88,7 +88,7 @@ class Node:
 
 
 
-FAST_JVM_ENV, ARCHIVES_ENV = "KAFKA_EOS_FAST_JVM", "KAFKA_EOS_JVM_ARCHIVES"
+FAST_JVM_ENV, ARCHIVES_ENV = "KAFKA_EOS_FAST_JVM", jvm_class_archive.ARCHIVES_ENV
 FAST_START = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"  # what shapes the broker's class archive
 
 

@@ -33,7 +33,7 @@ from typing import Iterator, Mapping, MutableMapping
 
 from kafka_eos.connectors import jvm_class_archive
 
-ARCHIVES_ENV = "KAFKA_EOS_JVM_ARCHIVES"
+ARCHIVES_ENV = jvm_class_archive.ARCHIVES_ENV
 USER_SET = ("SharedArchiveFile", "ArchiveClassesAtExit")
 
 
@@ -85,8 +85,7 @@ def plan(env: Mapping[str, str]) -> DriverArchive:
         partial = Path(tempfile.mkdtemp(dir=archive.parent, prefix=".writing-")) / archive.name
     except OSError:
         return DriverArchive()
-    return DriverArchive((f"-XX:ArchiveClassesAtExit={partial}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"),
-                         archive, partial)
+    return DriverArchive((f"-XX:ArchiveClassesAtExit={partial}", *jvm_class_archive.QUIET), archive, partial)
 
 
 def with_archive(env: dict[str, str], driver: DriverArchive) -> dict[str, str]:
