@@ -10,15 +10,16 @@
   node's own connections working: it keeps heartbeating to the controller, stays leader of its
   partitions and no client can reach them (measured: the sink's pre-commit waited the whole
   60 s). A cgroup match only sees sockets created after the move, so the node's connections open
-  at the start (e.g. its heartbeats to the controller) are cut by INPUT rules on their local
-  ports (from ``ss``). Cut off both ways, it is fenced and its partitions move, as in a real
+  at the start (e.g. its heartbeats to the controller) are cut by INPUT rules on each of those
+  connections (from ``ss``; a rule matches both ports of one connection, never a port alone: see
+  ``connection_rules``). Cut off both ways, it is fenced and its partitions move, as in a real
   partition.
 - ``driver_cut_off``: a process tree (a Spark driver: spark-submit's JVM and the Python processes
   it spawns) cut off from the brokers' ports only, both ways, while every other process (the
   executors) still reaches them: the tree is moved into a cgroup v2 whose new connections to those
   ports are dropped (processes spawned later inherit it), and the tree's connections already open
-  to them are cut by INPUT rules on their local ports. Its other connections (to executors and
-  the Spark master) keep working.
+  to them are cut by INPUT rules on each of those connections. Its other connections (to
+  executors and the Spark master) keep working.
 - Every rule carries the comment ``kafka-eos-test:<pid>`` (and every test cgroup the name
   ``kafka-eos-test-<pid>-...``), ``<pid>`` being the process that set it up, and is removed in a
   ``finally`` (the processes are moved back to the root cgroup); ``remove_stale_rules`` removes
@@ -69,29 +70,55 @@ def ensure_iptables() -> str:
     return found
 
 
-def own_ports(pid: int, listeners: tuple[int, ...]) -> list[int]:
-    """Local ports of the established connections process ``pid`` opened (not its listeners)."""
-    listing = subprocess.run(["ss", "-Htnp", "state", "established"], capture_output=True, text=True).stdout
-    ports = set()
-    for line in listing.splitlines():
-        fields = line.split()
-        if f"pid={pid}," in line and len(fields) >= 4:
-            port = int(fields[2].rsplit(":", 1)[1])
-            if port not in listeners:
-                ports.add(port)
-    return sorted(ports)
+Connection = tuple[int, int]   # an established loopback connection: (local port, remote port)
 
 
-def ports_to(pids: list[int], remote_ports: tuple[int, ...]) -> list[int]:
-    """Local ports of the established connections processes ``pids`` hold to ``remote_ports``."""
+def _established(pids: list[int]) -> list[Connection]:
+    """(local, remote) ports of the established TCP connections processes ``pids`` hold (from ``ss``)."""
     listing = subprocess.run(["ss", "-Htnp", "state", "established"], capture_output=True, text=True).stdout
-    ports = set()
+    found = set()
     for line in listing.splitlines():
         fields = line.split()
-        if len(fields) >= 4 and int(fields[3].rsplit(":", 1)[1]) in remote_ports \
-                and any(f"pid={pid}," in line for pid in pids):
-            ports.add(int(fields[2].rsplit(":", 1)[1]))
-    return sorted(ports)
+        if len(fields) >= 4 and any(f"pid={pid}," in line for pid in pids):
+            found.add((int(fields[2].rsplit(":", 1)[1]), int(fields[3].rsplit(":", 1)[1])))
+    return sorted(found)
+
+
+def own_connections(pid: int, listeners: tuple[int, ...]) -> list[Connection]:
+    """The connections process ``pid`` opened (not those accepted on its ``listeners``)."""
+    return [(local, remote) for local, remote in _established([pid]) if local not in listeners]
+
+
+def connections_to(pids: list[int], remote_ports: tuple[int, ...]) -> list[Connection]:
+    """The connections processes ``pids`` hold to ``remote_ports``."""
+    return [(local, remote) for local, remote in _established(pids) if remote in remote_ports]
+
+
+def connection_rules(connection: Connection) -> list[list[str]]:
+    """INPUT rules dropping both directions of one loopback connection, matched on both its ports.
+    A rule on one ephemeral port alone would also cut any other process's connection that got the
+    same local port number for another destination (Linux shares an ephemeral port between
+    connections to different remote ports); in CI it cut a parallel test session's admin client
+    off its own broker (connect timed out)."""
+    local, remote = connection
+    return [["INPUT", "-i", "lo", "-p", "tcp", "--sport", str(src), "--dport", str(dst),
+             "-m", "comment", "--comment", OWNER, "-j", "DROP"] for src, dst in ((local, remote), (remote, local))]
+
+
+@contextlib.contextmanager
+def cut_connections(connections: list[Connection]) -> Iterator[list[list[str]]]:
+    """Drop every packet of ``connections`` (both ways) for the block; the rules added."""
+    binary = ensure_iptables()
+    added: list[list[str]] = []
+    try:
+        for connection in connections:
+            for rule in connection_rules(connection):
+                subprocess.run([binary, "-I", *rule], check=True, capture_output=True)
+                added.append(rule)
+        yield added
+    finally:
+        for rule in added:
+            subprocess.run([binary, "-D", *rule], check=False, capture_output=True)
 
 
 def _rule(port: int, probability: float | None) -> list[str]:
@@ -153,15 +180,14 @@ def _release(root: Path, group: Path) -> None:
 
 
 @contextlib.contextmanager
-def dropped(cluster: LocalKafkaCluster, node_id: int, probability: float | None = None,
-            extra_ports: tuple[int, ...] = ()) -> Iterator[None]:
+def dropped(cluster: LocalKafkaCluster, node_id: int, probability: float | None = None) -> Iterator[None]:
     """Drop packets (all, or a random ``probability`` share) to the node's client and controller
-    ports (and ``extra_ports``)."""
+    ports."""
     binary = ensure_iptables()
     node = cluster.node(node_id)
     added = []
     try:
-        for port in (node.port, node.controller_port, *extra_ports):
+        for port in (node.port, node.controller_port):
             rule = _rule(port, probability)
             subprocess.run([binary, "-I", *rule], check=True, capture_output=True)
             added.append(rule)
@@ -187,7 +213,8 @@ def black_hole(cluster: LocalKafkaCluster, node_id: int) -> Iterator[None]:
     try:
         (group / "cgroup.procs").write_text(str(process.pid))
         node = cluster.node(node_id)
-        with dropped(cluster, node_id, extra_ports=tuple(own_ports(process.pid, (node.port, node.controller_port)))):
+        opened = own_connections(process.pid, (node.port, node.controller_port))
+        with dropped(cluster, node_id), cut_connections(opened):
             subprocess.run([binary, "-I", *rule], check=True, capture_output=True)
             try:
                 yield
@@ -245,23 +272,18 @@ def driver_cut_off(cluster: LocalKafkaCluster, root_pid: int) -> Iterator[Cut]:
     brokers = tuple(p for node in cluster.nodes for p in (node.port, node.controller_port))
     name = f"{GROUP_PREFIX}-driver-{root_pid}"
     cut = Cut([], root / name)
+    new = ["OUTPUT", "-p", "tcp", "-m", "multiport", "--dports", ",".join(map(str, brokers)),
+           "-m", "cgroup", "--path", name, "-m", "comment", "--comment", OWNER, "-j", "DROP"]
     cut.group.mkdir(exist_ok=True)
     try:
         cut.pids = _move_tree(root_pid, cut.group)
-        new = ["OUTPUT", "-p", "tcp", "-m", "multiport", "--dports", ",".join(map(str, brokers)),
-               "-m", "cgroup", "--path", name, "-m", "comment", "--comment", OWNER, "-j", "DROP"]
         subprocess.run([binary, "-I", *new], check=True, capture_output=True)
         cut.rules.append(new)
-        for port in ports_to(cut.pids, brokers):   # connections opened before the move
-            for side in ("--dport", "--sport"):
-                rule = ["INPUT", "-i", "lo", "-p", "tcp", side, str(port), "-m", "comment", "--comment", OWNER,
-                        "-j", "DROP"]
-                subprocess.run([binary, "-I", *rule], check=True, capture_output=True)
-                cut.rules.append(rule)
-        yield cut
+        with cut_connections(connections_to(cut.pids, brokers)) as opened:   # opened before the move
+            cut.rules.extend(opened)
+            yield cut
     finally:
-        for rule in cut.rules:
-            subprocess.run([binary, "-D", *rule], check=False, capture_output=True)
+        subprocess.run([binary, "-D", *new], check=False, capture_output=True)   # cut_connections removed its own
         _release(root, cut.group)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 
-import contextlib
 import time
 from dataclasses import dataclass
 from typing import Callable, ContextManager
@@ -117,6 +116,51 @@ def test_stale_rule_cleanup_spares_a_live_sessions_rules(iptables):
     finally:
         for rule in rules.values():
             subprocess.run([binary, "-D", *rule], check=False, capture_output=True)
+
+
+def _pair_on_one_local_port(listeners: list) -> list[tuple]:
+    """One client connection to each listener, all from the same local port (SO_REUSEADDR lets
+    sockets that never listen share it, as Linux's ephemeral port choice does); (client, server)."""
+    import socket
+    pairs, port = [], 0
+    for listener in listeners:
+        client = socket.socket()
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        client.bind(("127.0.0.1", port))
+        port = client.getsockname()[1]
+        client.connect(listener.getsockname())
+        pairs.append((client, listener.accept()[0]))
+    return pairs
+
+
+def _receives(sock, within_s: float) -> bool:
+    import socket
+    sock.settimeout(within_s)
+    try:
+        return sock.recv(1) == b"x"
+    except socket.timeout:
+        return False
+
+
+def test_cutting_a_connection_spares_another_with_the_same_local_port(iptables):
+    """The black hole and the driver cut-off drop the connections their process opened before the
+    fault. In CI a rule on such a connection's local port alone also cut a parallel test session's
+    admin client, whose connection to its own broker had got the same ephemeral port (its connect
+    timed out). Both connections here share one local port; only the cut one must go silent."""
+    import socket
+    listeners = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    (cut_client, cut_server), (kept_client, kept_server) = _pair_on_one_local_port(listeners)
+    try:
+        assert cut_client.getsockname() == kept_client.getsockname()
+        cut = (cut_client.getsockname()[1], cut_server.getsockname()[1])
+        with faults.cut_connections([cut]):
+            cut_server.sendall(b"x")
+            kept_server.sendall(b"x")
+            assert _receives(kept_client, 5.0), "the other connection on the same local port was cut too"
+            assert not _receives(cut_client, 1.0), "the cut connection still delivered"
+    finally:
+        for sock in (cut_client, cut_server, kept_client, kept_server, *listeners):
+            sock.close()
 
 
 @pytest.mark.chaos  # make test runs the same 45 s hang of a running query in test_start_faults (one cluster, one job)
