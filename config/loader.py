@@ -221,11 +221,13 @@ def _errors(s: Section) -> ErrorsSpec:
 
 
 def _metrics(s: Section, given: bool) -> MetricsSpec | None:
-    """``metrics: {port, host}`` (``metrics:`` alone: the defaults); None when the key is absent."""
+    """``metrics: {port, host, sample_interval_s}`` (``metrics:`` alone: the defaults); None when the
+    key is absent."""
     if not given:
         return None
     defaults = MetricsSpec()
     spec = MetricsSpec(port=s.int("port", defaults.port, minimum=1) or defaults.port,
-                       host=s.str("host", defaults.host) or defaults.host)
+                       host=s.str("host", defaults.host) or defaults.host,
+                       sample_interval_s=s.int("sample_interval_s", defaults.sample_interval_s, minimum=1))
     s.done()
     return spec

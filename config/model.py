@@ -29,6 +29,7 @@ from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_
 FORMAT_VERSION = 1
 DEFAULT_METRICS_PORT = 9464      # the OpenTelemetry Prometheus exporter's port; docker/prometheus.yml scrapes it
 DEFAULT_METRICS_HOST = "127.0.0.1"
+DEFAULT_SAMPLE_INTERVAL_S = 15   # the operator probe's rate: one transaction listing and two ListOffsets
 Props = tuple[tuple[str, Value], ...]
 
 
@@ -166,6 +167,7 @@ class MetricsSpec:
     """The driver's Prometheus endpoint (``metrics:``); loopback unless ``host`` says otherwise."""
     port: int = DEFAULT_METRICS_PORT
     host: str = DEFAULT_METRICS_HOST
+    sample_interval_s: int = DEFAULT_SAMPLE_INTERVAL_S   # how often the output's broker-side state is sampled
 
     @property
     def url(self) -> str:

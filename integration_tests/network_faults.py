@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from integration_tests.debian_tools import ensure
 from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
 
 TAG = "kafka-eos-test"
@@ -53,15 +53,9 @@ class NetworkFaultUnavailable(RuntimeError):
 
 def ensure_iptables() -> str:
     """The iptables binary, installed with apt-get if missing (needs root)."""
-    missing = [package for tool, package in (("iptables", "iptables"), ("ss", "iproute2")) if not shutil.which(tool)]
-    if missing and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        install = ["apt-get", "install", "-y", "-q", *missing]
-        if subprocess.run(install, env=env, capture_output=True, check=False).returncode != 0:
-            subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, check=False)  # fresh machine
-            subprocess.run(install, env=env, capture_output=True, check=False)
-    found = shutil.which("iptables")
-    if found is None or not shutil.which("ss"):
+    tools = ensure({"iptables": "iptables", "ss": "iproute2"})
+    found = tools["iptables"]
+    if found is None or tools["ss"] is None:
         raise NetworkFaultUnavailable("iptables or ss is missing: run as root with apt-get available, or "
                                       "`apt-get install -y iptables iproute2` first")
     probe = subprocess.run([found, "-L", "INPUT", "-n"], capture_output=True, text=True)

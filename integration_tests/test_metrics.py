@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from kafka_eos.connectors.demo_data import create_topics, produce_orders, read_committed
+from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_cli import kafka_eos
 from integration_tests.test_pipeline_stop import Run, pipeline  # noqa: F401 - the fixture
 
@@ -64,26 +65,72 @@ def test_scrape_during_a_run_counts_what_was_written(bootstrap, tmp_path, pipeli
     assert len(behind) == 2 and set(behind.values()) == {0}, got  # everything read by then
 
 
+def open_transaction(bootstrap: str, transactional_id: str, topic: str, partition: int):
+    """A producer with one record in an open transaction on ``topic``/``partition`` (abort it)."""
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                         "transaction.timeout.ms": 120_000})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"held", partition=partition)
+    producer.flush(30)
+    return producer
+
+
+def scrape_until(port: int, holds, what: str, bound_s: float = 60.0) -> dict[str, float]:
+    """Scrapes until ``holds(numbers)`` (at most ``bound_s``; then fails saying ``what``)."""
+    deadline = time.monotonic() + bound_s
+    while not holds(got := scrape(port)):
+        assert time.monotonic() < deadline, f"{what} not seen within {bound_s} s: {got}"
+        time.sleep(0.5)
+    return got
+
+
 def test_metrics_from_the_file_through_spark_submit_with_the_flag_over_its_port(bootstrap, tmp_path, pipeline):
     """`run --master local[2]` goes through spark-submit; the driver it starts serves the metrics the
-    file asks for, on the port of --metrics-port; its console stays quiet; `kafka-eos stop` ends it."""
+    file asks for, on the port of --metrics-port; its console stays quiet; `kafka-eos stop` ends it.
+    The operator probe's facts: another producer's transaction left open on output partition 0 holds
+    it back (records and seconds, growing while it stands), one under the pipeline's prefix (another
+    owner's id) is an open transaction with its age and timeout; both gone once aborted."""
     path, source, sink = pipeline
     doc = yaml.safe_load(path.read_text())
     file_port, port = free_port(), free_port()
-    doc["metrics"] = {"port": file_port, "host": "127.0.0.1"}
+    doc["metrics"] = {"port": file_port, "host": "127.0.0.1", "sample_interval_s": 1}
     path.write_text(yaml.safe_dump(doc))
     create_topics(bootstrap, {source: 2, sink: 2})
     produce_orders(bootstrap, source, 600, poison=1, aborted_every=600, aborted_size=10)
+    prefix, p = doc["sink"]["transactional_id_prefix"], 'pipeline="orders-json"'
+    held = f'{{partition="0",{p},topic="{sink}"}}'
+    lingering = [open_transaction(bootstrap, unique("other-producer"), sink, 0),
+                 open_transaction(bootstrap, f"{prefix}-0badc0de-7-0", sink, 1)]
     run = Run(["run", str(path), "--master", "local[2]", "--metrics-port", str(port)], bootstrap, tmp_path)
     try:
         got = scrape_once_read(run, port, 601)
+        opened = scrape_until(port, lambda m: m.get(f"kafka_eos_output_held_back_seconds{held}", 0) >= 2,
+                              "partition 0 held back for 2 s")
+        for producer in lingering:
+            producer.abort_transaction(30)
+        lingering.clear()
+        ended = scrape_until(port, lambda m: m.get(f"kafka_eos_output_held_back_records{held}") == 0
+                             and m.get(f"kafka_eos_open_transactions{{{p}}}") == 0, "the aborts")
     finally:
+        for producer in lingering:
+            producer.abort_transaction(30)
         stop = kafka_eos(["stop", str(path)], bootstrap, tmp_path, timeout=120)
         assert stop.code == 0, stop.log()
         assert run.finish(timeout=180) == 0, run.log()
     assert f"kafka-eos orders-json: metrics at http://127.0.0.1:{port}/metrics" in run.out, run.log()
     assert got['kafka_eos_records_written_total{pipeline="orders-json"}'] == 600, got
     assert got['kafka_eos_records_read_total{pipeline="orders-json"}'] == 601
+    assert opened[f"kafka_eos_output_held_back_records{held}"] >= 1, opened
+    assert opened[f"kafka_eos_open_transactions{{{p}}}"] >= 1, opened
+    assert opened[f"kafka_eos_oldest_open_transaction_seconds{{{p}}}"] >= 2, opened
+    assert opened[f"kafka_eos_oldest_open_transaction_timeout_seconds{{{p}}}"] == 120, opened
+    assert opened[f'kafka_eos_decision_state{{{p},state="committed"}}'] == 1, opened
+    assert opened[f"kafka_eos_probe_failures_total{{{p}}}"] == 0, opened
+    assert ended[f"kafka_eos_output_held_back_seconds{held}"] == 0, ended
+    assert ended[f"kafka_eos_transactions_committed_total{{{p}}}"] >= 1, ended
+    assert ended[f"kafka_eos_commit_seconds_count{{{p}}}"] == ended[f"kafka_eos_batches_committed_total{{{p}}}"] >= 1
     with socket.socket() as sock:
         assert sock.connect_ex(("127.0.0.1", file_port)) != 0, "the flag's port replaced the file's"
     assert not [l for l in run.err if " INFO " in l or "default log4j profile" in l], run.log()

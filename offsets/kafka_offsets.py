@@ -161,6 +161,12 @@ class KafkaOffsets:
         """Last stable offsets (read_committed end)."""
         return self._list({tp: OffsetSpec.latest() for tp in tps}, "latest (read_committed)")
 
+    def high_watermarks(self, tps: Iterable[TopicPartition]) -> Offsets:
+        """High watermarks (read_uncommitted end): past the last stable offset while a transaction
+        on the partition is open."""
+        return self._list({tp: OffsetSpec.latest() for tp in tps}, "latest (read_uncommitted)",
+                          IsolationLevel.READ_UNCOMMITTED)
+
     def for_times(self, query: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:
         found = self._list({tp: OffsetSpec.for_timestamp(ts) for tp, ts in query.items()}, "by timestamp")
         return {tp: (o if o >= 0 else None) for tp, o in found.items()}
@@ -176,12 +182,13 @@ class KafkaOffsets:
         for future in futures.values():
             future.result(timeout_s)
 
-    def _list(self, request: Mapping[TopicPartition, OffsetSpec], what: str) -> Offsets:
+    def _list(self, request: Mapping[TopicPartition, OffsetSpec], what: str,
+              isolation: IsolationLevel = IsolationLevel.READ_COMMITTED) -> Offsets:
         pending = dict(request)
         out: Offsets = {}
 
         def attempt(seconds: float) -> Offsets:
-            self._list_once(pending, out, seconds)
+            self._list_once(pending, out, seconds, isolation)
             return out
         if not pending:
             return out
@@ -195,10 +202,11 @@ class KafkaOffsets:
                                "Check that the topics exist, their leaders are available and "
                                "kafka.bootstrap.servers is reachable.")
 
-    def _list_once(self, pending: dict[TopicPartition, OffsetSpec], out: Offsets, seconds: float) -> None:
+    def _list_once(self, pending: dict[TopicPartition, OffsetSpec], out: Offsets, seconds: float,
+                   isolation: IsolationLevel) -> None:
         """One ListOffsets call for ``pending``; answered partitions move to ``out``."""
         futures = self._admin.list_offsets({KafkaTP(t, p): spec for (t, p), spec in pending.items()},
-                                           isolation_level=IsolationLevel.READ_COMMITTED,
+                                           isolation_level=isolation,
                                            request_timeout=seconds)
         errors: dict[TopicPartition, BaseException] = {}
         for ktp, future in futures.items():

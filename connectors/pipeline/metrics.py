@@ -1,78 +1,157 @@
-"""Opt-in Prometheus endpoint on the driver, fed by the runner's per-batch reports.
+"""Opt-in Prometheus endpoint on the driver: the batches' numbers and the operator probe's facts.
 
-    kafka_eos_records_read_total{pipeline}        records the batches read
-    kafka_eos_records_written_total{pipeline}     records committed to the output topic
-    kafka_eos_records_dlq_total{pipeline}         records committed to the DLQ topic
-    kafka_eos_records_skipped_total{pipeline}     records skipped (on_decode_error: skip)
-    kafka_eos_records_late_total{pipeline}        records committed to the late topic
-    kafka_eos_rows_dropped_late_total{pipeline}   rows Spark dropped as late (no late topic)
-    kafka_eos_batch_duration_seconds{pipeline}    histogram of batch durations
-    kafka_eos_last_committed_batch{pipeline}      the newest batch whose output was committed
-    kafka_eos_offsets_behind{pipeline,topic,partition}  records between the batch's end and the
-                                                  latest offset the source saw (when it reports one)
+Every metric is one row of ``METRICS`` (name, type, labels, meaning, where it comes from); the
+registry is built from it, and so is the reference between ``<!-- metrics -->`` and
+``<!-- /metrics -->`` in ``config/README.md`` (``render_reference``; a unit test fails when they
+differ; regenerate with ``python -m kafka_eos.connectors.pipeline.metrics config/README.md``).
 
 Invariants:
 - Where it serves is decided once (``endpoint``): the port of ``kafka-eos run --metrics-port``
   over the file's ``metrics.port``; the host of the file's ``metrics.host``, else 127.0.0.1
   (loopback). Without either, nothing is served.
 - The endpoint has a registry of its own (no process or platform collectors of other code).
-- It is a listener: it reads ``BatchReport``s and changes nothing the run does.
+- It is a listener: it reads ``BatchReport``s and ``OutputFacts`` and changes nothing the run does.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+import re
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable
 
 from kafka_eos.config.model import DEFAULT_METRICS_HOST, MetricsSpec, PipelineConfig
+from kafka_eos.connectors.pipeline.operator_probe import OutputFacts
 from kafka_eos.connectors.pipeline.progress import BatchReport
 
 HOST = DEFAULT_METRICS_HOST
 BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+COMMIT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+DECISION_STATES = ("none", "committed", "decided-pending", "lost")
+BATCH, PROBE, RUN = "each batch", "operator probe (every `metrics.sample_interval_s`)", "the run"
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str           # as exported (counters with their ``_total``)
+    kind: str           # counter, gauge or histogram
+    labels: tuple[str, ...]
+    meaning: str
+    source: str
+
+
+P, TP = ("pipeline",), ("pipeline", "topic", "partition")
+METRICS = (
+    Metric("kafka_eos_records_read_total", "counter", P, "records the batches read", BATCH),
+    Metric("kafka_eos_records_written_total", "counter", P, "records committed to the output topic", BATCH),
+    Metric("kafka_eos_records_dlq_total", "counter", P, "records committed to the DLQ topic", BATCH),
+    Metric("kafka_eos_records_skipped_total", "counter", P, "records skipped as undecodable "
+           "(`on_decode_error: skip`)", BATCH),
+    Metric("kafka_eos_records_late_total", "counter", P, "records committed to the late topic", BATCH),
+    Metric("kafka_eos_rows_dropped_late_total", "counter", P, "rows Spark dropped as behind the watermark "
+           "(no late topic)", BATCH),
+    Metric("kafka_eos_batches_committed_total", "counter", P, "batches whose transactions were committed", BATCH),
+    Metric("kafka_eos_transactions_committed_total", "counter", P, "Kafka transactions committed (one per "
+           "sink task with records)", BATCH),
+    Metric("kafka_eos_batch_duration_seconds", "histogram", P, "batch duration (Spark's)", BATCH),
+    Metric("kafka_eos_precommit_seconds", "histogram", P, "the batch's slowest pre-commit (a task's flush "
+           "until its transaction is ready)", BATCH),
+    Metric("kafka_eos_commit_seconds", "histogram", P, "decision to committed: the batch's EndTxn round", BATCH),
+    Metric("kafka_eos_last_committed_batch", "gauge", P, "the newest batch whose output was committed "
+           "(-1: none yet)", BATCH),
+    Metric("kafka_eos_offsets_behind", "gauge", TP, "records between the batch's end and the latest offset "
+           "the source saw, per source partition", BATCH),
+    Metric("kafka_eos_open_transactions", "gauge", P, "Ongoing transactions under the sink's "
+           "transactional-id prefix (every owner's)", PROBE),
+    Metric("kafka_eos_oldest_open_transaction_seconds", "gauge", P, "age of the oldest of them (0: none)",
+           PROBE),
+    Metric("kafka_eos_oldest_open_transaction_timeout_seconds", "gauge", P, "its `transaction.timeout.ms`: "
+           "the broker aborts it at that age (0: none open)", PROBE),
+    Metric("kafka_eos_output_held_back_records", "gauge", TP, "records between an output partition's last "
+           "stable offset and its high watermark: what `read_committed` readers cannot read yet", PROBE),
+    Metric("kafka_eos_output_held_back_seconds", "gauge", TP, "how long that partition's last stable offset "
+           "has stood still while held (0: not held)", PROBE),
+    Metric("kafka_eos_decision_state", "gauge", ("pipeline", "state"), "1 for the state of the sink log's "
+           "newest decision (`none`, `committed`, `decided-pending`, `lost`), 0 for the others", PROBE),
+    Metric("kafka_eos_decision_batch", "gauge", P, "the batch of that decision (-1: none)", PROBE),
+    Metric("kafka_eos_probe_failures_total", "counter", P, "operator probe samples that failed (a broker "
+           "down or refusing); the probe's gauges keep their last values", PROBE),
+    Metric("kafka_eos_probe_last_success_timestamp_seconds", "gauge", P, "Unix time of the last sample that "
+           "succeeded", PROBE),
+    Metric("kafka_eos_run_start_timestamp_seconds", "gauge", P, "Unix time this run (driver process) started: "
+           "an error that stops the query ends the run, so `changes()` of it counts restarts", RUN),
+)
+
+
+def _register(registry) -> dict[str, object]:
+    from prometheus_client import Counter, Gauge, Histogram
+    made: dict[str, object] = {}
+    for m in METRICS:
+        labels = list(m.labels)
+        if m.kind == "counter":
+            made[m.name] = Counter(m.name.removesuffix("_total"), m.meaning, labels, registry=registry)
+        elif m.kind == "gauge":
+            made[m.name] = Gauge(m.name, m.meaning, labels, registry=registry)
+        else:
+            buckets = BUCKETS if m.name == "kafka_eos_batch_duration_seconds" else COMMIT_BUCKETS
+            made[m.name] = Histogram(m.name, m.meaning, labels, buckets=buckets, registry=registry)
+    return made
 
 
 class PrometheusMetrics:
-    """``PrometheusMetrics(name, port)`` serves /metrics; call it with each ``BatchReport``."""
+    """``PrometheusMetrics(name, port)`` serves /metrics; call it with each ``BatchReport``, and
+    ``facts`` / ``probe_failed`` with the operator probe's samples."""
 
     def __init__(self, pipeline: str, port: int, host: str = HOST) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
-        self.registry = registry = CollectorRegistry()
-        labels = ["pipeline"]
-        self.read = Counter("kafka_eos_records_read", "Records the batches read", labels, registry=registry)
-        self.written = Counter("kafka_eos_records_written", "Records committed to the output topic", labels,
-                               registry=registry)
-        self.dlq = Counter("kafka_eos_records_dlq", "Records committed to the DLQ topic", labels, registry=registry)
-        self.skipped = Counter("kafka_eos_records_skipped", "Records skipped as undecodable", labels,
-                               registry=registry)
-        self.late = Counter("kafka_eos_records_late", "Records committed to the late topic", labels,
-                            registry=registry)
-        self.dropped = Counter("kafka_eos_rows_dropped_late", "Rows Spark dropped as behind the watermark", labels,
-                               registry=registry)
-        self.duration = Histogram("kafka_eos_batch_duration_seconds", "Batch duration", labels, buckets=BUCKETS,
-                                  registry=registry)
-        self.last_batch = Gauge("kafka_eos_last_committed_batch", "Newest committed batch id", labels,
-                                registry=registry)
-        self.behind = Gauge("kafka_eos_offsets_behind", "Records behind the latest offset the source saw",
-                            [*labels, "topic", "partition"], registry=registry)
+        from prometheus_client import CollectorRegistry, start_http_server
+        self.registry = CollectorRegistry()
+        self.m = _register(self.registry)
         self.pipeline = pipeline
-        self.last_batch.labels(pipeline).set(-1)
-        for counter in (self.read, self.written, self.dlq, self.skipped, self.late, self.dropped):
-            counter.labels(pipeline)  # exported as 0 before the first batch
-        self._server = start_http_server(port, addr=host, registry=registry)
+        self._metric("kafka_eos_last_committed_batch").set(-1)
+        self._metric("kafka_eos_decision_batch").set(-1)
+        self._metric("kafka_eos_run_start_timestamp_seconds").set_to_current_time()
+        for metric in METRICS:
+            if metric.kind == "counter" and metric.labels == P:
+                self._metric(metric.name)  # exported as 0 before the first batch
+        self._server = start_http_server(port, addr=host, registry=self.registry)
         self.port = self._server[0].server_port if isinstance(self._server, tuple) else port
 
+    def _metric(self, name: str, *labels: str):
+        return self.m[name].labels(self.pipeline, *labels)  # type: ignore[attr-defined]
+
     def __call__(self, report: BatchReport) -> None:
-        name = self.pipeline
-        self.read.labels(name).inc(report.read)
-        self.skipped.labels(name).inc(report.skipped)
-        self.dropped.labels(name).inc(report.dropped)
-        self.duration.labels(name).observe(report.duration_ms / 1000)
+        self._metric("kafka_eos_records_read_total").inc(report.read)
+        self._metric("kafka_eos_records_skipped_total").inc(report.skipped)
+        self._metric("kafka_eos_rows_dropped_late_total").inc(report.dropped)
+        self._metric("kafka_eos_batch_duration_seconds").observe(report.duration_ms / 1000)
         if report.written is not None:
-            self.written.labels(name).inc(report.written)
-            self.dlq.labels(name).inc(report.dlq)
-            self.late.labels(name).inc(report.late)
-            self.last_batch.labels(name).set(report.batch_id)
+            self._metric("kafka_eos_records_written_total").inc(report.written)
+            self._metric("kafka_eos_records_dlq_total").inc(report.dlq)
+            self._metric("kafka_eos_records_late_total").inc(report.late)
+            self._metric("kafka_eos_last_committed_batch").set(report.batch_id)
+            self._metric("kafka_eos_batches_committed_total").inc()
+            self._metric("kafka_eos_transactions_committed_total").inc(report.transactions)
+            self._metric("kafka_eos_precommit_seconds").observe(report.precommit_ms / 1000)
+            self._metric("kafka_eos_commit_seconds").observe(report.commit_ms / 1000)
         for (topic, partition), behind in report.behind.items():
-            self.behind.labels(name, topic, str(partition)).set(behind)
+            self._metric("kafka_eos_offsets_behind", topic, str(partition)).set(behind)
+
+    def facts(self, facts: OutputFacts) -> None:
+        import time
+        self._metric("kafka_eos_open_transactions").set(facts.open_transactions)
+        self._metric("kafka_eos_oldest_open_transaction_seconds").set(facts.oldest_open_s)
+        self._metric("kafka_eos_oldest_open_transaction_timeout_seconds").set(facts.oldest_timeout_s)
+        for (topic, partition), held in facts.held_records.items():
+            self._metric("kafka_eos_output_held_back_records", topic, str(partition)).set(held)
+            self._metric("kafka_eos_output_held_back_seconds", topic, str(partition)).set(
+                facts.held_seconds.get((topic, partition), 0.0))
+        for state in DECISION_STATES:
+            self._metric("kafka_eos_decision_state", state).set(1 if state == facts.decision_state else 0)
+        self._metric("kafka_eos_decision_batch").set(facts.decision_batch)
+        self._metric("kafka_eos_probe_last_success_timestamp_seconds").set(time.time())
+
+    def probe_failed(self, _error: BaseException) -> None:
+        self._metric("kafka_eos_probe_failures_total").inc()
 
     def close(self) -> None:
         if isinstance(self._server, tuple):
@@ -97,3 +176,25 @@ def serve(cfg: PipelineConfig, port: int | None, emit: Callable[[str], None]) ->
     metrics = PrometheusMetrics(cfg.name or "kafka-eos", spec.port, spec.host)
     emit(f"kafka-eos {cfg.name}: metrics at {replace(spec, port=metrics.port).url}")
     return metrics
+
+
+_BLOCK = re.compile(r"(<!-- metrics -->\n)(.*?)(<!-- /metrics -->)", re.S)
+
+
+def reference() -> str:
+    """The markdown table of every metric."""
+    rows = ["| metric | type | labels | meaning | updated |", "|--------|------|--------|---------|---------|"]
+    rows += [f"| `{m.name}` | {m.kind} | {', '.join(f'`{label}`' for label in m.labels)} | {m.meaning} | {m.source} |"
+             for m in METRICS]
+    return "\n".join(rows) + "\n"
+
+
+def render_reference(text: str) -> str:
+    """``text`` with its metrics block replaced by ``reference()``."""
+    return _BLOCK.sub(lambda m: m.group(1) + reference() + m.group(3), text)
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:]:
+        path = Path(name)
+        path.write_text(render_reference(path.read_text()))

@@ -65,6 +65,9 @@ class BatchReport:
     behind: dict[tuple[str, int], int] = field(default_factory=dict)
     late: int = 0       # records committed to the late topic
     dropped: int = 0    # rows Spark's stateful operators dropped as late (no late topic)
+    transactions: int = 0        # the sink log's record of a committed batch: transactions committed,
+    precommit_ms: float = 0.0    # its slowest pre-commit,
+    commit_ms: float = 0.0       # and its EndTxn round (decision to committed)
 
 
 def _topic_offsets(text: str | None) -> dict[tuple[str, int], int]:
@@ -99,12 +102,14 @@ def _side_counts(record: BatchRecord, dlq_topic: str | None, late_topic: str | N
 
 def batch_report(progress, read: int, record: BatchRecord | None, dlq_topic: str | None,
                  skipped: int = 0, late_topic: str | None = None) -> BatchReport:
-    written, dlq, late = None, 0, 0
+    written, dlq, late, m = None, 0, 0, {}
     if record is not None and record.metrics:
         dlq, late = _side_counts(record, dlq_topic, late_topic)
-        written = int(record.metrics.get("records", 0)) - dlq - late
+        m = record.metrics
+        written = int(m.get("records", 0)) - dlq - late
     return BatchReport(progress.batchId, read, written, dlq, skipped, int(progress.batchDuration or 0),
-                       offsets_behind(progress), late, 0 if late_topic else dropped_by_watermark(progress))
+                       offsets_behind(progress), late, 0 if late_topic else dropped_by_watermark(progress),
+                       int(m.get("transactions", 0)), m.get("precommit_max_ms", 0.0), m.get("commit_ms", 0.0))
 
 
 def format_line(name: str, report: BatchReport, metrics: dict | None, dlq_topic: str | None,
