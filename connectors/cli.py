@@ -39,6 +39,13 @@ def _run(args: argparse.Namespace) -> int:
         print(f"kafka-eos: {args.pipeline}: nothing was started; {exc}", file=sys.stderr)
         return exit_code(exc.violations)
     redactor = install(cfg.secrets())
+    if args.restarts < 0:
+        print(f"kafka-eos run: --restarts {args.restarts}: give 0 (no restart) or more", file=sys.stderr)
+        return 2
+    if args.restarts:
+        from kafka_eos.connectors.pipeline.supervisor import Supervisor, child_args
+        emit = lambda line: print(redactor(line), flush=True)  # noqa: E731
+        return Supervisor(child_args(args.argv), args.restarts, emit, cfg.name or "kafka-eos").run()
     if args.master and args.remote:
         print("kafka-eos run: --master and --remote exclude each other (the Spark Connect server has its own "
               "master); give one", file=sys.stderr)
@@ -206,6 +213,9 @@ def _add_pipeline_commands(sub) -> None:
     run.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on "
                      "PORT/metrics (records read/written/to DLQ, batch duration, last batch, lag); over the "
                      "file's metrics.port, on its metrics.host (default 127.0.0.1)")
+    run.add_argument("--restarts", type=int, default=0, metavar="N", help="restart the run when it fails "
+                     "(its driver died or its query stopped on an error), after 1 s doubling to 60 s, at most N "
+                     "times in a row; a finished or stopped run is not restarted. Default 0")
     run.set_defaults(func=_run)
     stop = sub.add_parser("stop", help="ask the run of a pipeline (another process) to stop after its running batch")
     stop.add_argument("pipeline", metavar="pipeline.yaml")
@@ -248,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.func(args)
     except BrokerEnvironmentError as exc:

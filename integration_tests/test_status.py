@@ -4,14 +4,17 @@ and exit 2 within a bounded time when the broker is unreachable."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 
-from kafka_eos.connectors.demo_data import create_topics, produce_orders
+from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, start_kafka_eos
 from integration_tests.pipeline_runs import kill_group, tail, wait_for
@@ -37,7 +40,7 @@ def pipeline_file(tmp_path: Path, topics: tuple[str, str], sink_options: dict | 
 def topics(bootstrap) -> tuple[str, str]:
     names = (unique("orders"), unique("priced"))
     create_topics(bootstrap, {names[0]: 3, names[1]: 3})
-    produce_orders(bootstrap, names[0], ORDERS, aborted_every=1000, aborted_size=20)
+    produce_orders(bootstrap, names[0], ORDERS, run=names[0], aborted_every=1000, aborted_size=20)
     return names
 
 
@@ -67,34 +70,63 @@ def test_healthy_after_a_clean_run(bootstrap, topics, tmp_path):
     assert "status: healthy" in text and "sink log: " in text and " committed (" in text
 
 
-def test_decided_pending_after_the_driver_dies_then_healthy_after_the_next_run(bootstrap, topics, tmp_path):
+def wait_dead(process: psutil.Process, bound_s: float = 30.0) -> None:
+    """Until ``process`` is gone or a zombie (its parent, frozen, has not reaped it)."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        try:
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"process {process.pid} still running {bound_s} s after SIGKILL")
+
+
+def test_decided_pending_after_the_driver_dies_then_healthy_after_the_supervised_restart(bootstrap, topics,
+                                                                                         tmp_path):
+    """`kafka-eos run --restarts 1`: its run (the driver) is killed right after batch 1's decision.
+    The supervisor is frozen meanwhile (SIGSTOP), so `status` sees the dead run's state; resumed, it
+    restarts the run, which commits the decided batch and finishes: every order exactly once."""
     faults = tmp_path / "faults"
     faults.mkdir()
     path = pipeline_file(tmp_path, topics, {"faultInjection": "after_decision@1", "faultInjectionDir": str(faults)})
     log = tmp_path / "run.log"
-    proc = start_kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path, log)
-    wait_for((faults, "after_decision.*"), proc, 400, log)
-    kill_group(proc)
+    supervisor = start_kafka_eos(["run", str(path), "--once", "--restarts", "1"], bootstrap, tmp_path, log)
+    try:
+        wait_for((faults, "after_decision.*"), supervisor, 400, log)
+        [child] = psutil.Process(supervisor.pid).children()
+        supervisor.send_signal(signal.SIGSTOP)
+        os.killpg(child.pid, signal.SIGKILL)   # the run: its Python driver, the JVM and the workers
+        wait_dead(child)
 
-    code, doc, text = status(path, bootstrap, tmp_path)
-    print(text)
-    assert code == 1, text
-    assert doc["status"] == "attention" and doc["checkpoint"]["last_committed_batch"] == 0
-    assert doc["checkpoint"]["last_planned_batch"] == 1
-    sink_log = doc["sink_log"]
-    assert (sink_log["state"], sink_log["batch"]) == ("decided-pending", 1) and sink_log["pending"], sink_log
-    pending = {p["transactional_id"] for p in sink_log["pending"]}
-    opened = {t["transactional_id"]: t for t in doc["open_transactions"]["transactions"]}
-    assert pending <= set(opened), (pending, opened)
-    assert all(0 <= opened[t]["age_ms"] < opened[t]["timeout_ms"] == 300_000 for t in pending)
-    assert doc["source"]["total_lag"] > 0
-    [line] = doc["attention"]
-    assert "batch 1 is decided but not committed" in line and f"kafka-eos run {path}" in line
-    assert "\nattention: batch 1 is decided but not committed: " in text  # the age differs between the two calls
-    assert text.rstrip().endswith("status: needs attention (1)")
+        code, doc, text = status(path, bootstrap, tmp_path)
+        print(text)
+        assert code == 1, text
+        assert doc["status"] == "attention" and doc["checkpoint"]["last_committed_batch"] == 0
+        assert doc["checkpoint"]["last_planned_batch"] == 1
+        sink_log = doc["sink_log"]
+        assert (sink_log["state"], sink_log["batch"]) == ("decided-pending", 1) and sink_log["pending"], sink_log
+        pending = {p["transactional_id"] for p in sink_log["pending"]}
+        opened = {t["transactional_id"]: t for t in doc["open_transactions"]["transactions"]}
+        assert pending <= set(opened), (pending, opened)
+        assert all(0 <= opened[t]["age_ms"] < opened[t]["timeout_ms"] == 300_000 for t in pending)
+        assert doc["source"]["total_lag"] > 0
+        [line] = doc["attention"]
+        assert "batch 1 is decided but not committed" in line and f"kafka-eos run {path}" in line
+        assert "\nattention: batch 1 is decided but not committed: " in text  # the age differs between the two calls
+        assert text.rstrip().endswith("status: needs attention (1)")
 
-    run = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
-    assert run.code == 0, run.log() + tail(log)
+        supervisor.send_signal(signal.SIGCONT)
+        assert supervisor.wait(400) == 0, tail(log)
+    finally:
+        supervisor.send_signal(signal.SIGCONT)
+        for left in psutil.Process(supervisor.pid).children() if supervisor.poll() is None else []:
+            os.killpg(left.pid, signal.SIGKILL)
+        kill_group(supervisor)
+    assert "orders-json: the run exited with -9; restart 1 of 1 in 1 s" in log.read_text(), tail(log)
+    assert order_report(bootstrap, {topics[0]: ORDERS}, topics[1]) == \
+        {"out": ORDERS, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
     code, doc, text = status(path, bootstrap, tmp_path)
     assert code == 0, text
     assert doc["sink_log"]["state"] == "committed" and doc["source"]["total_lag"] == 0
