@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from kafka_eos.config.model import DEFAULT_METRICS_HOST, MetricsSpec, PipelineConfig
-from kafka_eos.connectors.pipeline.operator_probe import OutputFacts
+from kafka_eos.connectors.pipeline.operator_probe import OperatorProbe, OutputFacts, for_pipeline
 from kafka_eos.connectors.pipeline.progress import BatchReport
 
 HOST = DEFAULT_METRICS_HOST
@@ -113,6 +113,7 @@ class PrometheusMetrics:
         for metric in METRICS:
             if metric.kind == "counter" and metric.labels == P:
                 self._metric(metric.name)  # exported as 0 before the first batch
+        self.probe: OperatorProbe | None = None   # started by ``serve`` for an exactly-once pipeline
         self._server = start_http_server(port, addr=host, registry=self.registry)
         self.port = self._server[0].server_port if isinstance(self._server, tuple) else port
 
@@ -154,6 +155,8 @@ class PrometheusMetrics:
         self._metric("kafka_eos_probe_failures_total").inc()
 
     def close(self) -> None:
+        if self.probe is not None:
+            self.probe.close()
         if isinstance(self._server, tuple):
             server, thread = self._server
             server.shutdown()
@@ -169,11 +172,13 @@ def endpoint(cfg: PipelineConfig, port: int | None = None) -> MetricsSpec | None
 
 
 def serve(cfg: PipelineConfig, port: int | None, emit: Callable[[str], None]) -> PrometheusMetrics | None:
-    """Start the endpoint ``endpoint`` names (and say where), or None when none is asked for."""
+    """Start the endpoint ``endpoint`` names (and say where) with its operator probe, or None when
+    none is asked for."""
     spec = endpoint(cfg, port)
     if spec is None:
         return None
     metrics = PrometheusMetrics(cfg.name or "kafka-eos", spec.port, spec.host)
+    metrics.probe = for_pipeline(cfg, metrics.facts, metrics.probe_failed)
     emit(f"kafka-eos {cfg.name}: metrics at {replace(spec, port=metrics.port).url}")
     return metrics
 

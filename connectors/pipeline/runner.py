@@ -209,14 +209,11 @@ def run_remote(cfg: PipelineConfig, url: str, once: bool = False, conf: dict[str
 def _serve_and_run(spark, cfg: PipelineConfig, once: bool, emit: Callable[[str], None],
                    metrics_port: int | None) -> RunResult:
     from kafka_eos.connectors.pipeline.metrics import serve
-    from kafka_eos.connectors.pipeline.operator_probe import for_pipeline
     metrics = serve(cfg, metrics_port, emit)
-    probe = for_pipeline(cfg, metrics.facts, metrics.probe_failed) if metrics else None
     try:
         result = run_query(spark, cfg, once, emit, listeners=[metrics] if metrics else None)
         emit(result.summary())
         return result
     finally:
-        for closing in (probe, metrics):
-            if closing is not None:
-                closing.close()
+        if metrics is not None:
+            metrics.close()
