@@ -221,13 +221,15 @@ def _errors(s: Section) -> ErrorsSpec:
 
 
 def _metrics(s: Section, given: bool) -> MetricsSpec | None:
-    """``metrics: {port, host, sample_interval_s}`` (``metrics:`` alone: the defaults); None when the
-    key is absent."""
+    """``metrics: {port, host, sample_interval_s, tls_cert_file, tls_key_file, basic_auth_user_info}``
+    (``metrics:`` alone: the defaults); None when the key is absent."""
     if not given:
         return None
     defaults = MetricsSpec()
     spec = MetricsSpec(port=s.int("port", defaults.port, minimum=1) or defaults.port,
                        host=s.str("host", defaults.host) or defaults.host,
-                       sample_interval_s=s.int("sample_interval_s", defaults.sample_interval_s, minimum=1))
+                       sample_interval_s=s.int("sample_interval_s", defaults.sample_interval_s, minimum=1),
+                       tls_cert_file=s.str("tls_cert_file"), tls_key_file=s.str("tls_key_file"),
+                       basic_auth_user_info=Secret(auth) if (auth := s.str("basic_auth_user_info")) else None)
     s.done()
     return spec

@@ -168,11 +168,14 @@ class MetricsSpec:
     port: int = DEFAULT_METRICS_PORT
     host: str = DEFAULT_METRICS_HOST
     sample_interval_s: int = DEFAULT_SAMPLE_INTERVAL_S   # how often the output's broker-side state is sampled
+    tls_cert_file: str | None = None       # PEM certificate (chain) of the endpoint: HTTPS when set
+    tls_key_file: str | None = None        # its PEM private key
+    basic_auth_user_info: Secret | None = None   # "user:password" a scrape must send (HTTP basic auth)
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
+        return f"{'https' if self.tls_cert_file else 'http'}://{host}:{self.port}/metrics"
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,8 @@ class PipelineConfig:
         for schema in (self.source.schema, self.sink.schema):
             if schema and schema.registry and schema.registry.basic_auth_user_info:
                 found.append(schema.registry.basic_auth_user_info)
+        if self.metrics and self.metrics.basic_auth_user_info:
+            found.append(self.metrics.basic_auth_user_info)
         return found
 
 

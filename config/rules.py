@@ -8,12 +8,12 @@ parsers accept the file).
 """
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Mapping, Sequence
 
 from kafka_eos.config.late_records import LateSpecError, late_spec
 from kafka_eos.config.model import DataFormat, KafkaCluster, OnDecodeError, PipelineConfig, SchemaRef, TransformSpec
+from kafka_eos.config.rules_metrics import metrics
 from kafka_eos.config.rules_safety import SAFETY_RULES
 from kafka_eos.config.spark_option_table import yaml_keys
 from kafka_eos.config.violations import Backstop, Context, Rule, Violation
@@ -210,34 +210,6 @@ def option_conflicts(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
             elif key in modeled:
                 found.append(Violation(f'{side}.options["{key}"]', f"{key} has its own key",
                                        f"set {modeled[key]} instead"))
-    return found
-
-
-_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_HOST_NAME = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*$")
-
-
-def _is_host(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-        return True
-    except ValueError:
-        return bool(_HOST_NAME.match(text))
-
-
-def metrics(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
-    """The Prometheus endpoint binds ``host:port``: a TCP port and an address or name, no URL."""
-    m = cfg.metrics
-    if m is None:
-        return []
-    found = []
-    if not 1 <= m.port <= 65535:
-        found.append(Violation("metrics.port", f"{m.port} is not a TCP port (1 to 65535)",
-                               "write metrics.port: 9464 (the default)"))
-    if not _is_host(m.host):
-        found.append(Violation("metrics.host", f"{m.host!r} is not an IP address or host name to bind to",
-                               "write metrics.host: 127.0.0.1 (this machine only, the default) or 0.0.0.0 "
-                               "(every interface), without scheme or port"))
     return found
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from kafka_eos.config.model import DEFAULT_METRICS_HOST, MetricsSpec, PipelineConfig
+from kafka_eos.connectors.pipeline.metrics_server import MetricsServer
 from kafka_eos.connectors.pipeline.operator_probe import OperatorProbe, OutputFacts, for_pipeline
 from kafka_eos.connectors.pipeline.progress import BatchReport
 
@@ -102,8 +103,9 @@ class PrometheusMetrics:
     """``PrometheusMetrics(name, port)`` serves /metrics; call it with each ``BatchReport``, and
     ``facts`` / ``probe_failed`` with the operator probe's samples."""
 
-    def __init__(self, pipeline: str, port: int, host: str = HOST) -> None:
-        from prometheus_client import CollectorRegistry, start_http_server
+    def __init__(self, pipeline: str, port: int, host: str = HOST, user_info: str | None = None,
+                 cert_file: str | None = None, key_file: str | None = None) -> None:
+        from prometheus_client import CollectorRegistry
         self.registry = CollectorRegistry()
         self.m = _register(self.registry)
         self.pipeline = pipeline
@@ -114,8 +116,8 @@ class PrometheusMetrics:
             if metric.kind == "counter" and metric.labels == P:
                 self._metric(metric.name)  # exported as 0 before the first batch
         self.probe: OperatorProbe | None = None   # started by ``serve`` for an exactly-once pipeline
-        self._server = start_http_server(port, addr=host, registry=self.registry)
-        self.port = self._server[0].server_port if isinstance(self._server, tuple) else port
+        self._server = MetricsServer(self.registry, host, port, user_info, cert_file, key_file)
+        self.port = self._server.port
 
     def _metric(self, name: str, *labels: str):
         return self.m[name].labels(self.pipeline, *labels)  # type: ignore[attr-defined]
@@ -157,11 +159,7 @@ class PrometheusMetrics:
     def close(self) -> None:
         if self.probe is not None:
             self.probe.close()
-        if isinstance(self._server, tuple):
-            server, thread = self._server
-            server.shutdown()
-            server.server_close()
-            thread.join(5)
+        self._server.close()
 
 
 def endpoint(cfg: PipelineConfig, port: int | None = None) -> MetricsSpec | None:
@@ -177,7 +175,9 @@ def serve(cfg: PipelineConfig, port: int | None, emit: Callable[[str], None]) ->
     spec = endpoint(cfg, port)
     if spec is None:
         return None
-    metrics = PrometheusMetrics(cfg.name or "kafka-eos", spec.port, spec.host)
+    auth = spec.basic_auth_user_info.reveal() if spec.basic_auth_user_info else None
+    metrics = PrometheusMetrics(cfg.name or "kafka-eos", spec.port, spec.host, auth, spec.tls_cert_file,
+                                spec.tls_key_file)
     metrics.probe = for_pipeline(cfg, metrics.facts, metrics.probe_failed)
     emit(f"kafka-eos {cfg.name}: metrics at {replace(spec, port=metrics.port).url}")
     return metrics

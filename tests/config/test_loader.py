@@ -196,7 +196,7 @@ def test_metrics_unknown_keys_and_bad_types_name_the_key_and_the_fix(tmp_path):
     by_path = {v.path: v for v in found}
     assert by_path["metrics.prot"].fix == "did you mean 'port'?"
     assert by_path["metrics.hots"].fix == "did you mean 'host'?"
-    assert by_path["metrics.path"].fix == "remove it; known keys here: host, port, sample_interval_s"
+    assert by_path["metrics.path"].fix == "remove it; known keys here: basic_auth_user_info, host, port, sample_interval_s, tls_cert_file, tls_key_file"
     data["metrics"] = {"port": "high", "host": {"a": 1}}
     _, found = load(tmp_path, data)
     by_path = {v.path: v for v in found}
