@@ -81,6 +81,9 @@ TIMEOUTS: dict[str, CallTimeout] = {
     "sink.describe_output_topics": CallTimeout("driver", REQUEST_S, _COMMIT_S, "commit.timeout.ms",
                                                "the same AdminClient until a request fails, then a new one",
                                                "a request to it times out (10 s); the new client asks another"),
+    "sink.prefix_claim": CallTimeout("driver", REQUEST_S, _COMMIT_S, "commit.timeout.ms",
+                                     "a new consumer (fresh metadata) per attempt",
+                                     f"the claim partition's read {_NEW_LEADER}"),
     "control.end_txn": CallTimeout("driver", REQUEST_S, _COMMIT_S, "commit.timeout.ms",
                                    "next round: FindCoordinator again on fresh metadata",
                                    "the coordinator moves with its __transaction_state partition; the next "

@@ -116,6 +116,7 @@ DOC_ROWS = {  # the first cell of each row -> the calls of TIMEOUTS it documents
     "watermarks": ("reader.watermarks",),
     "producer:": ("sink.producer_requests",),
     "DescribeTopics of the output topics": ("sink.describe_output_topics",),
+    "prefix claim read": ("sink.prefix_claim",),
     "FindCoordinator + EndTxn rounds": ("control.end_txn", "control.describe_transactions"),
     "ListTransactions": ("control.list_transactions",),
     "DescribeConfigs, ACL checks": ("checks.broker_config",),

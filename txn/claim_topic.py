@@ -13,7 +13,8 @@ Invariants enforced here:
   the ACLs or the admin command to fix it; nothing is skipped silently.
 - A transient error (a topic just created has no leader yet, a leader move, a broker outage;
   ``kafka_clients.is_transient``) is retried until the call's timeout; only then, or at once for
-  any other error, is ``PrefixClaimAccessError`` raised.
+  any other error, is ``PrefixClaimAccessError`` raised. A read's requests are bounded by
+  ``kafka_clients.TIMEOUTS["sink.prefix_claim"]`` and each retry reads on a new consumer.
 - Only connection and security settings of the sink's client settings are used; the clients
   come from ``clients`` (``ClaimClients``: factories, by default ``kafka_eos.client_factory``'s
   builders logging librdkafka errors only).
@@ -29,12 +30,13 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_expone
 
 from kafka_eos import client_factory
 from kafka_eos.client_factory import AdminFactory, ConsumerFactory, Noise, ProducerFactory
-from kafka_eos.kafka_clients import is_transient
+from kafka_eos.kafka_clients import is_transient, request_s
 from kafka_eos.txn.client_settings import CARRIED, is_security_key
 from kafka_eos.txn.errors import PrefixClaimAccessError
 from kafka_eos.txn.prefix_claim import Claim
 
 COMPACTION_LAG_MS = 24 * 3600 * 1000
+REQUEST_S = request_s("sink.prefix_claim")
 _DENIED = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED}
 # the reader commits nothing and joins no group, but librdkafka looks up the coordinator of the
 # group.id it insists on; a principal without a group ACL gets this error, which reading ignores
@@ -91,12 +93,24 @@ class ClaimTopic:
 
     def read(self, prefix: str, start: int | None = None, end: int | None = None) -> tuple[list[Claim | None], int]:
         """(every record of key ``prefix`` in offsets [start, end) in log order, the end read to);
-        defaults: from the log start to the high watermark now. A tombstone reads as None."""
+        defaults: from the log start to the high watermark now. A tombstone reads as None. Each
+        attempt asks on a new consumer (fresh metadata: the partition's leader may have moved off
+        a hung broker), each request bounded by ``REQUEST_S``, until the call's timeout."""
+        try:
+            for attempt in Retrying(retry=retry_if_exception(_not_yet_readable), stop=stop_after_delay(self._timeout_s),
+                                    wait=wait_exponential(multiplier=0.1, max=2.0), reraise=True):
+                with attempt:
+                    return self._read_once(prefix, start, end)
+        except KafkaException as exc:
+            raise PrefixClaimAccessError.of_topic(self.topic, "read", str(exc.args[0])) from None
+        raise AssertionError("unreachable")  # Retrying either returns or re-raises
+
+    def _read_once(self, prefix: str, start: int | None, end: int | None) -> tuple[list[Claim | None], int]:
         consumer = self._clients.consumer({**self._conf, "group.id": "kafka-eos-prefix-claims",
                                            "enable.auto.commit": "false", "enable.partition.eof": "true"})
         try:
             partition = TopicPartition(self.topic, 0)
-            low, high = self._watermarks(consumer, partition)
+            low, high = consumer.get_watermark_offsets(partition, timeout=REQUEST_S)
             end = high if end is None else end
             first = max(low, start or 0)
             if first >= end:
@@ -106,23 +120,13 @@ class ClaimTopic:
         finally:
             consumer.close()
 
-    def _watermarks(self, consumer: Consumer, partition: TopicPartition) -> tuple[int, int]:
-        try:
-            for attempt in Retrying(retry=retry_if_exception(_not_yet_readable), stop=stop_after_delay(self._timeout_s),
-                                    wait=wait_exponential(multiplier=0.1, max=2.0), reraise=True):
-                with attempt:
-                    return consumer.get_watermark_offsets(partition, timeout=self._timeout_s)
-        except KafkaException as exc:
-            raise PrefixClaimAccessError.of_topic(self.topic, "read", str(exc.args[0])) from None
-        raise AssertionError("unreachable")  # Retrying either returns or re-raises
-
     def _consume(self, consumer: Consumer, prefix: str, end: int) -> list[Claim | None]:
         found: list[Claim | None] = []
         key = prefix.encode("utf-8")
         while True:
-            msg = consumer.poll(self._timeout_s)
-            if msg is None:
-                raise PrefixClaimAccessError.of_topic(self.topic, "read", f"no record within {self._timeout_s} s")
+            msg = consumer.poll(REQUEST_S)
+            if msg is None:   # its leader silent: transient, the next attempt asks on a new consumer
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"no record within {REQUEST_S:.0f} s"))
             error = msg.error()
             if error:
                 if error.code() == KafkaError._PARTITION_EOF:

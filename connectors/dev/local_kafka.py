@@ -21,6 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import base64
+import random
 import shutil
 import signal
 import socket
@@ -52,8 +53,33 @@ def new_cluster_id() -> str:
             return cluster_id
 
 
-def free_port() -> int:
-    with socket.socket() as s:
+PORT_FLOOR = 20000   # below: well-known services' ports
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The kernel's range of local ports for outgoing connections (Linux's default if unreadable)."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_port(tries: int = 200) -> int:
+    """A free port on 127.0.0.1 outside the kernel's ephemeral range. A node killed and restarted
+    binds its port again; were it an ephemeral one, any process's outgoing connection could have
+    taken it as its local port meanwhile (CI: a restarted broker failed with "Address already in
+    use"). Ports outside the range are never handed out that way."""
+    low, high = ephemeral_range()
+    candidates = [*range(PORT_FLOOR, low), *range(high + 1, 65536)]
+    for port in random.sample(candidates, min(tries, len(candidates))):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:   # every candidate taken: any free port
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 

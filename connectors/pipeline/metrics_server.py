@@ -61,10 +61,11 @@ class MetricsServer:
         if user_info:
             app = with_basic_auth(app, user_info)
         server_class = type("Server", (_Server,), {"address_family": _family(host)})
-        self._httpd = make_server(host, port, app, server_class, handler_class=_Quiet)
+        httpd: Any = make_server(host, port, app, server_class, handler_class=_Quiet)
         if cert_file and key_file:
-            self._httpd.socket = tls_context(cert_file, key_file).wrap_socket(self._httpd.socket, server_side=True)
-        self.port = self._httpd.server_address[1]
+            httpd.socket = tls_context(cert_file, key_file).wrap_socket(httpd.socket, server_side=True)
+        self._httpd = httpd
+        self.port: int = httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="kafka-eos-metrics", daemon=True)
         self._thread.start()
 

@@ -54,3 +54,26 @@ def test_a_leader_that_never_comes_is_refused_after_the_timeout():
     with pytest.raises(PrefixClaimAccessError, match="Not leader|NOT_LEADER"):
         claims(consumer, timeout_s=0.5).read("p")
     assert consumer.calls > 1
+
+
+def test_a_hung_leader_is_left_for_a_new_consumer_with_fresh_metadata():
+    """CI, 2026-11-28: the claim partition's leader hung during a restart's start; one consumer
+    asked it for the whole call timeout and the query stopped (PrefixClaimAccessError, Timed out).
+    Each attempt now asks on a new consumer, each request bounded by the table's 10 s."""
+    from kafka_eos.kafka_clients import request_s
+    hung = FakeConsumer([error(KafkaError._TIMED_OUT)])     # its metadata points at the hung broker
+    moved = FakeConsumer([(0, 0)])                          # fresh metadata: the new leader answers
+    built = iter([hung, moved])
+    timeouts: list[float] = []
+    for consumer in (hung, moved):
+        answer = consumer.get_watermark_offsets
+
+        def bounded(partition, timeout, answer=answer):
+            timeouts.append(timeout)
+            return answer(partition, timeout)
+        consumer.get_watermark_offsets = bounded
+    store = ClaimTopic({"bootstrap.servers": "localhost:1"}, "_claims", 120.0,
+                       ClaimClients(consumer=lambda conf: next(built)))
+    assert store.read("p") == ([], 0)
+    assert hung.closed and moved.closed
+    assert timeouts == [request_s("sink.prefix_claim")] * 2 and timeouts[0] <= 10
