@@ -70,10 +70,13 @@ class ClaimTopic:
         self.topic, self._timeout_s, self._clients = topic, timeout_s, clients
 
     def exists(self) -> bool:
-        """Whether the topic exists (creates nothing)."""
-        admin = self._clients.admin(self._conf)
+        """Whether the topic exists (creates nothing); each attempt on a new client, as ``read``."""
         try:
-            found = admin.list_topics(self.topic, timeout=self._timeout_s).topics.get(self.topic)
+            for attempt in Retrying(retry=retry_if_exception(is_transient), stop=stop_after_delay(self._timeout_s),
+                                    wait=wait_exponential(multiplier=0.1, max=2.0), reraise=True):
+                with attempt:
+                    admin = self._clients.admin(self._conf)
+                    found = admin.list_topics(self.topic, timeout=REQUEST_S).topics.get(self.topic)
         except KafkaException as exc:
             raise PrefixClaimAccessError.of_topic(self.topic, "looked up", str(exc)) from None
         return found is not None and found.error is None

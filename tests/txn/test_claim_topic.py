@@ -77,3 +77,28 @@ def test_a_hung_leader_is_left_for_a_new_consumer_with_fresh_metadata():
     assert store.read("p") == ([], 0)
     assert hung.closed and moved.closed
     assert timeouts == [request_s("sink.prefix_claim")] * 2 and timeouts[0] <= 10
+
+
+def test_the_topic_lookup_leaves_a_hung_broker_for_a_new_client():
+    """The same at the lookup before the read: a metadata request to a hung broker is bounded by
+    10 s and the retry asks on a new client."""
+    from types import SimpleNamespace
+
+    from kafka_eos.kafka_clients import request_s
+    timeouts: list[float] = []
+
+    class Admin:
+        def __init__(self, answer) -> None:
+            self.answer = answer
+
+        def list_topics(self, topic, timeout):
+            timeouts.append(timeout)
+            if isinstance(self.answer, BaseException):
+                raise self.answer
+            return self.answer
+    known = SimpleNamespace(topics={"_claims": SimpleNamespace(error=None)})
+    built = iter([Admin(error(KafkaError._TRANSPORT)), Admin(known)])
+    store = ClaimTopic({"bootstrap.servers": "localhost:1"}, "_claims", 120.0,
+                       ClaimClients(admin=lambda conf: next(built)))
+    assert store.exists()
+    assert timeouts == [request_s("sink.prefix_claim")] * 2
