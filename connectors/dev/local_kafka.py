@@ -134,9 +134,13 @@ class LocalKafkaCluster:
                 self._format(java, classpath, node)
             if self.security:
                 self.security.write_client_files(self.bootstrap)
-        for node in self.nodes:
-            self.start_node(node.node_id, java, classpath)
-        self.wait_ready(timeout_s)
+        try:
+            for node in self.nodes:
+                self.start_node(node.node_id, java, classpath)
+            self.wait_ready(timeout_s)
+        except BaseException:   # `with` calls no __exit__ when __enter__ raises: no node may outlive it
+            self.stop()
+            raise
         return self
 
     def start_node(self, node_id: int, java: str | None = None, classpath: str | None = None) -> None:
