@@ -5,7 +5,6 @@ the dead driver left and every order comes out exactly once."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import urllib.request
@@ -17,16 +16,11 @@ import yaml
 from integration_tests.debian_tools import ensure
 from integration_tests.pipeline_cli import kafka_eos, start_kafka_eos
 from integration_tests.pipeline_runs import kill_group, tail
+from integration_tests.test_metrics import free_port
 from integration_tests.test_status import ORDERS, pipeline_file, topics  # noqa: F401 - the fixture
 from kafka_eos.connectors.demo_data import order_report
 
 ALERTS = Path(__file__).resolve().parents[1] / "docker" / "alerts.yml"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def api(port: int, path: str) -> dict:

@@ -140,7 +140,6 @@ class PrometheusMetrics:
             self._metric("kafka_eos_offsets_behind", topic, str(partition)).set(behind)
 
     def facts(self, facts: OutputFacts) -> None:
-        import time
         self._metric("kafka_eos_open_transactions").set(facts.open_transactions)
         self._metric("kafka_eos_oldest_open_transaction_seconds").set(facts.oldest_open_s)
         self._metric("kafka_eos_oldest_open_transaction_timeout_seconds").set(facts.oldest_timeout_s)
@@ -151,7 +150,7 @@ class PrometheusMetrics:
         for state in DECISION_STATES:
             self._metric("kafka_eos_decision_state", state).set(1 if state == facts.decision_state else 0)
         self._metric("kafka_eos_decision_batch").set(facts.decision_batch)
-        self._metric("kafka_eos_probe_last_success_timestamp_seconds").set(time.time())
+        self._metric("kafka_eos_probe_last_success_timestamp_seconds").set_to_current_time()
 
     def probe_failed(self, _error: BaseException) -> None:
         self._metric("kafka_eos_probe_failures_total").inc()
