@@ -43,7 +43,8 @@ test: setup engine images
 
 # The suite's Spark drivers and brokers map class-data archives of their classes, built once into
 # build/jvm (integration_tests/fast_jvms.py; ~40 s, then a spark-submit's driver takes ~5 core-s
-# less and a broker ~1.5).
+# less and a broker ~1.5), and Spark's Python processes import pyspark compiled (a Spark home built
+# there first, ~5 s: ~4.5 core-s less a job).
 jvm-archive: $(STAMP)
 	$(BIN)/python -m integration_tests.fast_jvms
 

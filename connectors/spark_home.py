@@ -12,8 +12,8 @@ through the write and commit: Python processes 16.1-19.2 core-s -> 12.3-13.9, wa
 Enforced here:
 - the overlay links the source home's ``bin``, ``sbin``, ``jars``, ``conf`` and py4j's zip; only
   ``pyspark.zip`` is a copy, each module's bytecode beside its source as an unchecked hash-based
-  ``.pyc`` (zipimport reads it without comparing times); an interpreter of another bytecode
-  version ignores those and compiles, as before;
+  ``.pyc`` (zipimport reads it without comparing times), deflated (pip's 4 MB zip becomes
+  ~11 MB); an interpreter of another bytecode version ignores those and compiles, as before;
 - one overlay per (source zip, Python bytecode version): its folder name carries that key. It is
   built under a temporary name and renamed, so a concurrent or interrupted build never leaves a
   partial one;
@@ -71,7 +71,7 @@ def compile_zip(source: Path, target: Path) -> None:
                 continue  # left to be compiled (and fail) where it is imported, as before
             pyc = _code_to_hash_pyc(code, importlib.util.source_hash(data), checked=False)
             zout.writestr(zipfile.ZipInfo(info.filename + "c", info.date_time), bytes(pyc),
-                          compress_type=zipfile.ZIP_STORED)
+                          compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
 
 
 def _populate(home: Path, work: Path) -> None:
@@ -107,3 +107,4 @@ def compiled_home(directory: Path, home: Path | None = None) -> Path | None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target
+

@@ -22,7 +22,7 @@ Invariants enforced here:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, cast
+from typing import Callable, Mapping, TypeVar, cast
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
@@ -37,6 +37,7 @@ from kafka_eos.txn.prefix_claim import Claim
 
 COMPACTION_LAG_MS = 24 * 3600 * 1000
 REQUEST_S = request_s("sink.prefix_claim")
+T = TypeVar("T")
 _DENIED = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED}
 # the reader commits nothing and joins no group, but librdkafka looks up the coordinator of the
 # group.id it insists on; a principal without a group ACL gets this error, which reading ignores
@@ -69,17 +70,24 @@ class ClaimTopic:
         self._conf = {k: v for k, v in conf.items() if k in CARRIED or is_security_key(k)}
         self.topic, self._timeout_s, self._clients = topic, timeout_s, clients
 
-    def exists(self) -> bool:
-        """Whether the topic exists (creates nothing); each attempt on a new client, as ``read``."""
+    def _retried(self, call: Callable[[], T], retry_on: Callable[[BaseException], bool], verb: str) -> T:
+        """``call`` until it returns or fails otherwise than ``retry_on``, within the call's timeout;
+        each attempt builds its own client (fresh metadata: a leader may have moved off a hung broker)."""
         try:
-            for attempt in Retrying(retry=retry_if_exception(is_transient), stop=stop_after_delay(self._timeout_s),
+            for attempt in Retrying(retry=retry_if_exception(retry_on), stop=stop_after_delay(self._timeout_s),
                                     wait=wait_exponential(multiplier=0.1, max=2.0), reraise=True):
                 with attempt:
-                    admin = self._clients.admin(self._conf)
-                    found = admin.list_topics(self.topic, timeout=REQUEST_S).topics.get(self.topic)
+                    return call()
         except KafkaException as exc:
-            raise PrefixClaimAccessError.of_topic(self.topic, "looked up", str(exc)) from None
-        return found is not None and found.error is None
+            raise PrefixClaimAccessError.of_topic(self.topic, verb, str(exc.args[0] if exc.args else exc)) from None
+        raise AssertionError("unreachable")  # Retrying either returns or re-raises
+
+    def exists(self) -> bool:
+        """Whether the topic exists (creates nothing); each attempt on a new client, as ``read``."""
+        def look_up() -> bool:
+            found = self._clients.admin(self._conf).list_topics(self.topic, timeout=REQUEST_S).topics.get(self.topic)
+            return found is not None and found.error is None
+        return self._retried(look_up, is_transient, "looked up")
 
     def ensure(self) -> None:
         """Create the topic if it does not exist."""
@@ -99,14 +107,7 @@ class ClaimTopic:
         defaults: from the log start to the high watermark now. A tombstone reads as None. Each
         attempt asks on a new consumer (fresh metadata: the partition's leader may have moved off
         a hung broker), each request bounded by ``REQUEST_S``, until the call's timeout."""
-        try:
-            for attempt in Retrying(retry=retry_if_exception(_not_yet_readable), stop=stop_after_delay(self._timeout_s),
-                                    wait=wait_exponential(multiplier=0.1, max=2.0), reraise=True):
-                with attempt:
-                    return self._read_once(prefix, start, end)
-        except KafkaException as exc:
-            raise PrefixClaimAccessError.of_topic(self.topic, "read", str(exc.args[0])) from None
-        raise AssertionError("unreachable")  # Retrying either returns or re-raises
+        return self._retried(lambda: self._read_once(prefix, start, end), _not_yet_readable, "read")
 
     def _read_once(self, prefix: str, start: int | None, end: int | None) -> tuple[list[Claim | None], int]:
         consumer = self._clients.consumer({**self._conf, "group.id": "kafka-eos-prefix-claims",

@@ -8,8 +8,10 @@
     lost             -> the broker aborted some decided transactions before they were committed:
                         the next run replays the batch and re-writes those sink partitions.
 ``open_transactions`` lists the Ongoing transactions under a transactional-id prefix
-(``TransactionAborter.ongoing``) with their age (broker start time against ``now_ms``) and their
-own ``transaction.timeout.ms`` (DescribeTransactions). Reads only: nothing is committed or aborted.
+(``TransactionAborter.listing``; ``prefix_ids``: every id under a sink's prefix, whatever its
+owner) with their age (broker start time against ``now_ms``) and their own
+``transaction.timeout.ms`` (DescribeTransactions); a broker that does not answer makes the listing
+fail (``ListingIncomplete``), never a short list. Reads only: nothing is committed or aborted.
 """
 from __future__ import annotations
 
@@ -19,10 +21,11 @@ from enum import Enum
 from typing import Any, Mapping
 
 from kafka_eos.txn.control_plane import control_plane
+from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
 from kafka_eos.txn.states import BatchState, PartitionState
 from kafka_eos.txn.transaction_aborter import TransactionAborter
-from kafka_eos.txn.transactional_ids import TransactionalIdFactory
+from kafka_eos.txn.transactional_ids import PrefixWideIds, TransactionalIdFactory
 
 
 class DecisionState(str, Enum):
@@ -118,10 +121,22 @@ def open_from(described: Mapping[str, Any], now_ms: int) -> list[OpenTransaction
     return sorted(rows, key=lambda t: (-t.age_ms, t.transactional_id))
 
 
+class ListingIncomplete(TimeoutError):
+    """A broker did not answer ListTransactions: the open transactions it coordinates are unknown."""
+
+
+def prefix_ids(sink: SinkConfig) -> PrefixWideIds:
+    """Every transactional id under ``sink``'s prefix, whatever its owner (read-only listings)."""
+    return TransactionalIdFactory(sink.transactional_id_prefix, sink.slots).prefix_wide()
+
+
 def open_transactions(conf: Mapping[str, str], ids: TransactionalIdFactory,
                       now_ms: int | None = None) -> list[OpenTransaction]:
     """The Ongoing transactions under ``ids``' prefix on the cluster of ``conf`` (librdkafka settings)."""
-    ongoing = TransactionAborter(conf, ids).ongoing()
+    ongoing, silent = TransactionAborter(conf, ids).listing()
+    if silent:
+        raise ListingIncomplete(f"broker(s) {', '.join(map(str, silent))} did not answer ListTransactions: the "
+                                "open transactions they coordinate are not known")
     if not ongoing:
         return []
     described = control_plane(conf).describe_transactions(ongoing)

@@ -51,6 +51,15 @@ class TransactionAborter:
         """Transactional ids under our prefix whose transaction is Ongoing, as the brokers that answer
         list them (ListTransactions is per broker: one that does not answer is named in a warning;
         its coordinator partitions have usually moved to one that does, and the next sweep asks again)."""
+        ids, silent = self.listing()
+        if silent:
+            log.warning("kafka-eos: broker(s) %s did not answer ListTransactions; the open transactions they "
+                        "coordinate are swept at the next cleanup (or end at transaction.timeout.ms)",
+                        ", ".join(map(str, silent)))
+        return ids
+
+    def listing(self) -> tuple[list[str], list[int]]:
+        """(the Ongoing ids under our prefix the answering brokers list, the brokers that did not answer)."""
         client = self._control_plane(self._conf)
         rows, silent = [], []
         for broker in client.live_brokers():
@@ -60,11 +69,7 @@ class TransactionAborter:
                 if not is_transient(exc):
                     raise
                 silent.append(broker)
-        if silent:
-            log.warning("kafka-eos: broker(s) %s did not answer ListTransactions; the open transactions they "
-                        "coordinate are swept at the next cleanup (or end at transaction.timeout.ms)",
-                        ", ".join(map(str, silent)))
-        return sorted(t.transactional_id for t in rows if self._ids.owns(t.transactional_id))
+        return sorted(t.transactional_id for t in rows if self._ids.owns(t.transactional_id)), silent
 
     def _list(self, client, broker: int) -> list:
         try:

@@ -30,9 +30,8 @@ from kafka_eos.connectors.pipeline.spark_options import late_topic, sink_options
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.offsets.kafka_offsets import KafkaOffsets
 from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.sink_status import last_decision, open_transactions
+from kafka_eos.txn.sink_status import last_decision, open_transactions, prefix_ids
 from kafka_eos.txn.topic_guard import describe_topics
-from kafka_eos.txn.transactional_ids import TransactionalIdFactory
 
 log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
@@ -80,7 +79,7 @@ class OutputSampler:
     def __init__(self, sink: SinkConfig, topics: tuple[str, ...], timeout_s: float = 10.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.sink, self.topics = sink, topics
-        self.ids = TransactionalIdFactory(sink.transactional_id_prefix, sink.slots).prefix_wide()
+        self.ids = prefix_ids(sink)
         self.conf, self.timeout_s = sink.client_conf(), timeout_s
         self.offsets = KafkaOffsets(self.conf, timeout_s)
         self.held, self.clock = HeldClock(), clock

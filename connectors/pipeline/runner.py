@@ -173,11 +173,13 @@ def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
     its driver JVM maps or writes the class archive: ``driver_archive``);
     the driver's console is quiet unless ``verbose`` (``console``); with ``metrics_port`` or the
     file's ``metrics:``, a Prometheus endpoint serves the batches' numbers (``metrics.endpoint``)."""
+    from kafka_eos.connectors.pipeline.compiled_pyspark import set_spark_home
     from kafka_eos.connectors.pipeline.console import console_conf, quiet_environment
     from kafka_eos.connectors.pipeline.driver_archive import for_local_driver
     from kafka_eos.connectors.spark_harness import local_session
     from kafka_eos.connectors.worker_daemon import start_early
     quiet_environment(master, verbose)
+    set_spark_home()
     user = conf or {}
     with for_local_driver():
         spark = local_session(master, app=f"kafka-eos {cfg.name}",

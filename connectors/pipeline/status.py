@@ -37,8 +37,7 @@ from kafka_eos.txn.claim_topic import ClaimTopic
 from kafka_eos.txn.errors import SinkLogError
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_markers import read_id_scheme
-from kafka_eos.txn.sink_status import Decision, OpenTransaction, last_decision, open_transactions
-from kafka_eos.txn.transactional_ids import TransactionalIdFactory
+from kafka_eos.txn.sink_status import Decision, OpenTransaction, last_decision, open_transactions, prefix_ids
 
 FORMAT_VERSION = 1
 HEALTHY, ATTENTION, UNREACHABLE = 0, 1, 2
@@ -111,7 +110,7 @@ def _open(sink: SinkConfig, report: Report) -> list[OpenTransaction] | None:
     """The open transactions under the sink's prefix (None, with an attention line, when the
     broker would not list or describe them)."""
     try:
-        wide = TransactionalIdFactory(sink.transactional_id_prefix, sink.slots).prefix_wide()
+        wide = prefix_ids(sink)
         opened = open_transactions(sink.producer_conf, wide)
     except (KafkaEosError, KafkaError, ConnectionError, TimeoutError) as exc:
         report.attention.append(f"the transactions under prefix {sink.transactional_id_prefix} could not be listed: "

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO, Iterable, Mapping
 
 from kafka_eos.config.redact import Redactor
-from kafka_eos.connectors.pipeline import driver_archive
+from kafka_eos.connectors.pipeline import compiled_pyspark, driver_archive
 from kafka_eos.connectors.pipeline.console import quiet_environment, submit_env
 from kafka_eos.connectors.spark_harness import python_env, spark_submit_binary
 from kafka_eos.connectors.worker_daemon import daemon_conf
@@ -105,7 +105,7 @@ def submit(pipeline: str | Path, master: str, redact: Redactor, once: bool = Fal
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     quiet_environment(master, verbose)
     conf = {**daemon_conf(master, conf), **(conf or {})}
-    env = python_env()
+    env = compiled_pyspark.with_spark_home(python_env())
     archive = driver_archive.plan(env)
     with tempfile.TemporaryDirectory(prefix="kafka-eos-submit-") as tmp:
         cmd = submit_command(pipeline, master, build_zip(Path(tmp)), once, conf, name, verbose, metrics_port)

@@ -77,3 +77,32 @@ def test_pending_transactions_are_matched_by_id_producer_and_epoch():
     matched, gone = still_open(decision, open_now)
     assert [t.transactional_id for t in matched] == ["p-0-1"]
     assert [p.transactional_id for p in gone] == ["p-1-1"]  # epoch 4: the broker ended epoch 3's
+
+
+def test_a_broker_that_does_not_answer_fails_the_listing_instead_of_shortening_it(monkeypatch):
+    """status and the operator metrics read the open transactions; with a broker silent, a short list
+    would read as "nothing held back" (the sweep, which retries later, only warns)."""
+    import pytest
+    from kafka.errors import KafkaTimeoutError
+
+    from kafka_eos.txn import sink_status
+    from kafka_eos.txn.transaction_aborter import TransactionAborter
+    from kafka_eos.txn.transactional_ids import TransactionalIdFactory
+
+    class OneSilent:
+        def live_brokers(self):
+            return [1, 2]
+
+        def list_transactions(self, broker_ids, **kwargs):
+            if broker_ids == [2]:
+                raise KafkaTimeoutError("no answer within 10 s")
+            return {1: [SimpleNamespace(transactional_id="orders-0-1")]}
+
+        def describe_transactions(self, ids):
+            return {tid: described() for tid in ids}
+
+    monkeypatch.setattr(sink_status, "control_plane", lambda conf: OneSilent())
+    monkeypatch.setattr(sink_status, "TransactionAborter",
+                        lambda conf, ids: TransactionAborter(conf, ids, 0.3, lambda c: OneSilent()))
+    with pytest.raises(sink_status.ListingIncomplete, match="broker.s. 2 did not answer ListTransactions"):
+        sink_status.open_transactions({"bootstrap.servers": "x:1"}, TransactionalIdFactory("orders", slots=2))
