@@ -69,7 +69,8 @@ class SparkJob:
     ``sample_memory`` samples the process tree's peak memory (``bench.memory``) while it runs."""
 
     def __init__(self, script: Path, args: list[str], packages: bool = False, master: str = "local[2]",
-                 sample_memory: bool = False, broker_pids: tuple[int, ...] = ()) -> None:
+                 sample_memory: bool = False, broker_pids: tuple[int, ...] = (),
+                 env: dict[str, str] | None = None) -> None:
         cmd = [spark_submit_binary(), "--master", master]
         # every job, kafka-eos's and Spark's, gets the Spark settings kafka-eos's CLI sets
         for key, value in {**SMALL_CONF, **WORKER_MEMORY_CONF, "spark.driver.memory": "2g"}.items():
@@ -79,7 +80,8 @@ class SparkJob:
         cmd += [str(script), *args]
         self.script = script
         self.logs = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(cmd, env=python_env(), stdout=subprocess.PIPE, stderr=self.logs, text=True)
+        self.proc = subprocess.Popen(cmd, env={**python_env(), **(env or {})}, stdout=subprocess.PIPE,
+                                     stderr=self.logs, text=True)
         from bench.cpu import CpuSampler
         # local mode only: a cluster's executors run under its Workers, not in this process tree
         self.cpu = CpuSampler(self.proc.pid, str(script), broker_pids).start() if master.startswith("local") else None

@@ -3,10 +3,12 @@
 The time from ``spark-submit`` to the end of the query's first batch with records (its
 ``triggerExecution`` end: the batch is committed, its output visible to ``read_committed``), for
 kafka-eos (defaults) and Spark's own ``kafka`` source and sink (tuned as in ``bench.throughput``),
-on a fresh checkpoint and on a restart from that checkpoint. Each round runs, in turn:
-eos fresh, spark fresh, eos restart, spark restart; every job is ``bench/k2k_job.py`` on
-``local[2]`` reading ``--batch`` records (``maxOffsetsPerTrigger``) of an 8-partition topic, then
-stopping. No warm-up and no class archive: a user's cold JVM and Python workers.
+on a fresh checkpoint and on a restart from that checkpoint; each also with ``SPARK_HOME`` at the
+compiled Spark home (``connectors.pipeline.compiled_pyspark``: what ``kafka-eos run`` sets, and a
+spark-submit user can; built into ``build/bench-spark-home``, never the user's cache). Each round
+runs, in turn, every system fresh, then every system restarted; every job is
+``bench/k2k_job.py`` on ``local[2]`` reading ``--batch`` records (``maxOffsetsPerTrigger``) of an
+8-partition topic, then stopping. No warm-up and no class archive: a user's cold JVM.
 
     python -m bench.restart --rounds 3
 
@@ -27,14 +29,28 @@ from bench.throughput import JOB
 from integration_tests.kafka_tools import create_topic, unique
 
 PARTITIONS = 8
-SYSTEMS = {"eos": ("kafka-eos", [], []),
-           "spark_tuned": ("kafka", [f"{k}={v}" for k, v in throughput.SPARK_TUNED_SOURCE.items()],
-                           [f"{k}={v}" for k, v in throughput.SPARK_TUNED_SINK.items()])}
+_TUNED = ([f"{k}={v}" for k, v in throughput.SPARK_TUNED_SOURCE.items()],
+          [f"{k}={v}" for k, v in throughput.SPARK_TUNED_SINK.items()])
+# name -> (format, source options, sink options, SPARK_HOME at the compiled Spark home)
+SYSTEMS = {"eos": ("kafka-eos", [], [], False), "spark_tuned": ("kafka", *_TUNED, False),
+           "eos_compiled": ("kafka-eos", [], [], True), "spark_tuned_compiled": ("kafka", *_TUNED, True)}
+# (numerator, denominator) of the per-round ratios: same Spark home, and what each user gets by default
+RATIOS = {"eos/spark_tuned": ("eos", "spark_tuned"),
+          "eos_compiled/spark_tuned_compiled": ("eos_compiled", "spark_tuned_compiled"),
+          "eos_compiled/spark_tuned": ("eos_compiled", "spark_tuned")}
+HOMES = Path(__file__).resolve().parents[1] / "build" / "bench-spark-home"
+
+
+def spark_home_env(compiled: bool) -> dict[str, str]:
+    if not compiled:
+        return {}
+    from kafka_eos.connectors.pipeline.compiled_pyspark import with_spark_home
+    return {"SPARK_HOME": with_spark_home({"KAFKA_EOS_SPARK_HOME_CACHE": str(HOMES)})["SPARK_HOME"]}
 
 
 def first_commit_s(bootstrap: str, system: str, topic: str, output: str, checkpoint: Path, batch: int) -> dict:
     """One spark-submit on ``checkpoint`` (fresh or resumed) until ``batch`` records went through."""
-    fmt, source, sink = SYSTEMS[system]
+    fmt, source, sink, compiled = SYSTEMS[system]
     args = ["--bootstrap", bootstrap, "--input", topic, "--output", output,
             "--checkpoint", str(checkpoint), "--resume", "--format", fmt, "--records", str(batch),
             "--max-offsets", str(batch), "--trigger-seconds", "1"]
@@ -43,7 +59,7 @@ def first_commit_s(bootstrap: str, system: str, topic: str, output: str, checkpo
     for option in sink:
         args += ["--sink-option", option]
     launched = time.time()
-    result = SparkJob(JOB, args, packages=fmt == "kafka").result(timeout=600)
+    result = SparkJob(JOB, args, packages=fmt == "kafka", env=spark_home_env(compiled)).result(timeout=600)
     first = result["per_batch"][0]
     return {"to_first_commit_s": round(first["start_s"] + first["ms"]["triggerExecution"] / 1000 - launched, 2),
             "first_batch_ms": first["ms"]["triggerExecution"], "first_batch_phases_ms": first["ms"],
@@ -68,8 +84,8 @@ def measure(bootstrap: str, rounds: int, batch: int, settle, log=print) -> dict:
                         f"(batch {out['batch_id']}, {out['rows']} rows, {out['first_batch_ms']} ms; load {before})")
     seconds = {name: [run["to_first_commit_s"] for run in found] for name, found in runs.items()}
     return {"to_first_commit_s": {name: method.summary(v) for name, v in seconds.items()},
-            "ratios": {kind: method.round_ratios(seconds[f"eos_{kind}"], seconds[f"spark_tuned_{kind}"])
-                       for kind in ("fresh", "restart")},
+            "ratios": {f"{name} {kind}": method.round_ratios(seconds[f"{a}_{kind}"], seconds[f"{b}_{kind}"])
+                       for name, (a, b) in RATIOS.items() for kind in ("fresh", "restart")},
             "runs": runs, "batch_records": batch, "partitions": PARTITIONS}
 
 

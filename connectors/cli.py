@@ -75,7 +75,7 @@ def _stop(args: argparse.Namespace) -> int:
     try:
         cfg = load_valid(args.pipeline, offline=True)
         path = request_stop(cast(str, cfg.checkpoint.location))  # load_valid refuses a missing location
-    except (InvalidPipeline, StopNotSupported) as exc:
+    except (InvalidPipeline, StopNotSupported, OSError) as exc:  # OSError: the checkpoint's store refused
         print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
         return 1
     print(f"kafka-eos: stop requested ({path}); the run stops after its running batch commits")

@@ -126,3 +126,32 @@ def test_a_driver_killed_after_its_decision_is_recovered_from_s3(location):
     assert committer.committed == [0, 1, 2] and all(plan.skip(5, k) for k in range(3))
     record = SinkLogReader(location).get(5)
     assert record.state == "committed" and record.seq == 1
+
+
+def test_a_stop_is_asked_seen_and_cleared_in_an_s3_checkpoint(location, endpoint, monkeypatch):
+    """Issue 48: ``kafka-eos stop`` worked for local checkpoints only. The marker now lives in the
+    checkpoint's store: placed by ``request_stop``, seen by the source's check (``present``) and by
+    the run's ``StopControl``, removed when the stop is honoured."""
+    from kafka_eos.connectors.pipeline.stop import StopControl, request_stop, source_options
+    from kafka_eos.connectors.source.stop_marker import StopMarker
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{endpoint}")  # as a user's environment names the store:
+    checkpoint = location.split("/kafka-eos-sink?")[0]             # the checkpoint is a plain s3a:// URI
+    source_marker = StopMarker(source_options(checkpoint)["stopMarker"])
+    lines: list[str] = []
+    control = StopControl(checkpoint, lines.append)
+    assert not source_marker.present() and not control.requested()
+    placed = request_stop(checkpoint)
+    assert placed == f"{checkpoint}/kafka-eos-stop"
+    request_stop(checkpoint)  # asked twice: one marker
+    assert source_marker.present() and control.requested() and "stop requested by s3a://" in lines[-1]
+
+    class Idle:
+        status = {"isTriggerActive": False}
+
+        def stop(self) -> None:
+            self.stopped = True
+    assert control.poll(Idle()) and control.stopped == "graceful"
+    assert not source_marker.present(), "removed when the stop was honoured"
+    request_stop(checkpoint)  # left from a run that was not running: the next run removes it first
+    StopControl(checkpoint, lines.append).install().uninstall()
+    assert not source_marker.present() and "left from before this run" in lines[-1]

@@ -18,50 +18,33 @@ Invariants:
 - The marker is removed when a stop is honoured or the run ends after one was asked, and a
   marker found at start (left by a stop of a run that was not running) is removed before the
   query starts.
-- The marker lives in local (or ``file:``) checkpoints only; ``request_stop`` refuses others.
-  With another checkpoint a signal still stops the run between batches, but the source keeps
-  planning until the query is seen idle.
+- The marker lives in the checkpoint's own store (``source.stop_marker``: local, ``file:``,
+  ``hdfs://``, ``s3a://``); where no marker can be placed (a store pyarrow cannot open) a signal
+  still stops the run between batches, but the source keeps planning until the query is seen idle.
 """
 from __future__ import annotations
 
 import signal
 import threading
-from pathlib import Path
 from typing import Callable
-from urllib.parse import urlparse
 
-from kafka_eos import KafkaEosError
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
+from kafka_eos.connectors.source.stop_marker import MARKER, StopMarker, StopNotSupported, marker_location
 
-MARKER = "kafka-eos-stop"
+__all__ = ["MARKER", "StopControl", "StopNotSupported", "request_stop", "source_options"]
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-class StopNotSupported(KafkaEosError, ValueError):
-    """The checkpoint is not on a local file system; no stop marker can be placed there."""
-
-
-def marker_path(checkpoint: str) -> Path:
-    parsed = urlparse(checkpoint)
-    if parsed.scheme not in ("", "file"):
-        raise StopNotSupported(f"checkpoint {checkpoint} is not local: stop the run with SIGTERM or Ctrl-C")
-    return Path(parsed.path if parsed.scheme == "file" else checkpoint) / MARKER
-
-
-def request_stop(checkpoint: str) -> Path:
-    """Create the stop marker beside ``checkpoint``; the run honours it after its running batch."""
-    path = marker_path(checkpoint)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("stop\n")
-    return path
+def request_stop(checkpoint: str) -> str:
+    """Place the stop marker in ``checkpoint``; the run honours it after its running batch."""
+    marker = StopMarker.of_checkpoint(checkpoint)
+    marker.place()
+    return marker.location
 
 
 def source_options(checkpoint: str | None) -> dict[str, str]:
     """The source option that makes the stream plan no new data once a stop is requested."""
-    try:
-        return {"stopMarker": str(marker_path(checkpoint))} if checkpoint else {}
-    except StopNotSupported:
-        return {}
+    return {"stopMarker": marker_location(checkpoint)} if checkpoint else {}
 
 
 def is_idle(status: dict, reader: CheckpointReader) -> bool:
@@ -95,19 +78,16 @@ class StopControl:
     def __init__(self, checkpoint: str, emit: Callable[[str], None]) -> None:
         self.reader = CheckpointReader(checkpoint)
         self.emit = emit
-        try:
-            self.marker: Path | None = marker_path(checkpoint)
-        except StopNotSupported:
-            self.marker = None
+        self.marker = StopMarker.of_checkpoint(checkpoint)
         self.signals = 0
         self._announced = 0
         self.stopped: str | None = None  # "graceful" or "forced" once the query was stopped here
         self._saved: dict = {}
 
     def install(self) -> "StopControl":
-        if self.marker is not None and self.marker.exists():
-            self.emit(f"kafka-eos: removing a stop marker left from before this run: {self.marker}")
-            self.marker.unlink(missing_ok=True)
+        if self.marker.present():
+            self.emit(f"kafka-eos: removing a stop marker left from before this run: {self.marker.location}")
+            self._remove_marker()
         if threading.current_thread() is threading.main_thread():
             for sig in _SIGNALS:
                 self._saved[sig] = signal.signal(sig, self._on_signal)
@@ -116,8 +96,8 @@ class StopControl:
     def uninstall(self) -> None:
         """Restore the signal handlers; a marker of a stop this run was asked for goes with it
         (e.g. under ``--once``, where a source planning nothing ends the query by itself)."""
-        if self.signals and self.marker is not None:
-            self.marker.unlink(missing_ok=True)
+        if self.signals:
+            self._remove_marker()
         for sig, handler in self._saved.items():
             signal.signal(sig, handler)
         self._saved.clear()
@@ -126,10 +106,10 @@ class StopControl:
         self.signals += 1  # only counts: printing inside a handler could re-enter a running print
 
     def requested(self) -> bool:
-        if self.signals == 0 and self.marker is not None and self.marker.exists():
+        if self.signals == 0 and self.marker.present():
             self.signals = 1
             self._announced = 1
-            self.emit(f"kafka-eos: stop requested by {self.marker}; stopping after the running batch commits")
+            self.emit(f"kafka-eos: stop requested by {self.marker.location}; stopping after the running batch commits")
         if self.signals >= 1 > self._announced:
             self._place_marker()
             self.emit("kafka-eos: stop requested; stopping after the running batch commits "
@@ -141,12 +121,18 @@ class StopControl:
 
     def _place_marker(self) -> None:
         """So the source plans no new batch from now on (without it, the stop waits for an idle query)."""
-        if self.marker is not None:
-            try:
-                request_stop(str(self.marker.parent))
-            except OSError as exc:
-                self.emit(f"kafka-eos: could not place the stop marker {self.marker} ({exc.strerror}); "
-                          "stopping once the query is idle between batches")
+        try:
+            self.marker.place()
+        except (OSError, StopNotSupported) as exc:
+            self.emit(f"kafka-eos: could not place the stop marker {self.marker.location} ({exc}); "
+                      "stopping once the query is idle between batches")
+
+    def _remove_marker(self) -> None:
+        try:
+            self.marker.remove()
+        except (OSError, StopNotSupported) as exc:
+            self.emit(f"kafka-eos: could not remove the stop marker {self.marker.location} ({exc}); "
+                      "remove it before the next run or that run stops after its first batch")
 
     def poll(self, query) -> bool:
         """Stop ``query`` if a stop is due; True when it was stopped here."""
@@ -157,8 +143,7 @@ class StopControl:
             return False
         query.stop()
         self.stopped = "forced" if forced else "graceful"
-        if self.marker is not None:
-            self.marker.unlink(missing_ok=True)
+        self._remove_marker()
         return True
 
     def summary(self, name: str) -> str:

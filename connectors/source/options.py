@@ -14,7 +14,8 @@ Invariants:
   appear in ``repr`` or errors; the principal (``sasl.username``) does.
 - ``lookupTimeoutMs`` (default 120000) is the deadline of each driver lookup (topics, offsets);
   one request waits at most 10 s and is retried within it (``kafka_eos.kafka_clients``).
-- ``stopMarker`` (streaming only) names a local file; while it exists the stream plans no new data.
+- ``stopMarker`` (streaming only) names a stop marker (``stop_marker``: a path or a URI); while it
+  exists the stream plans no new data.
 - ``emit=offsetRanges`` (streaming only) makes the rows offset ranges (``range_rows``).
 """
 from __future__ import annotations
@@ -83,7 +84,7 @@ class SourceOptions:
     lookup_timeout_ms: int = LOOKUP_DEADLINE_MS  # deadline of each driver lookup (kafka_clients.TIMEOUTS)
     align_max_drift_ms: int | None = None   # event-time alignment (kafka_eos.offsets.alignment); None: off
     align_idle_timeout_ms: int = 30_000
-    stop_marker: str | None = None    # while this local file exists, latestOffset plans no new data
+    stop_marker: str | None = None    # while this marker exists, latestOffset plans no new data
     emit_ranges: bool = False         # emit=offsetRanges: rows are offset ranges (connectors.source.range_rows)
     kafka_items: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 

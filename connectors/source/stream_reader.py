@@ -34,14 +34,14 @@ Invariants:
   same records in the same tasks: ``latestOffset`` records the batch's task count on its end
   (``planning.batch_tasks``: maxTasksPerBatch, else the cluster's task slots), and an end written
   before the count was recorded keeps the layout of the ``maxTasksPerBatch`` option.
-- While the ``stopMarker`` file exists (a graceful stop was requested), ``latestOffset`` plans no
+- While the ``stopMarker`` exists (``source.stop_marker``, in the checkpoint's store; a graceful
+  stop was requested), ``latestOffset`` plans no
   new data: it returns its start unchanged, so Spark finishes the running batch and plans no
   other. A new query's batch 0 still runs, empty, to record its start.
 """
 from __future__ import annotations
 
 import logging
-import os
 
 from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
@@ -55,6 +55,7 @@ from kafka_eos.connectors.source.partition_reader import read_partition
 from kafka_eos.connectors.source.planning import (apply_data_loss_policy, batch_tasks, input_partitions,
                                                   task_ranges)
 from kafka_eos.connectors.source.range_rows import range_batch
+from kafka_eos.connectors.source.stop_marker import StopMarker
 from kafka_eos.connectors.worker_gc import freeze_loaded
 from kafka_eos.offsets import model
 from kafka_eos.offsets import plan_steps as steps
@@ -138,7 +139,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _stop_requested(self) -> bool:
         marker = self.options.stop_marker
-        return marker is not None and os.path.exists(marker)
+        return marker is not None and StopMarker(marker).present()
 
     def reportLatestOffset(self) -> dict | None:
         return model.encode(self._latest) if self._latest is not None else None

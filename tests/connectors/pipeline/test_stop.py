@@ -9,7 +9,8 @@ import pytest
 
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.stop import (MARKER, StopControl, StopNotSupported, describe_offsets, is_idle,
-                                                marker_path, request_stop)
+                                                request_stop)
+from kafka_eos.connectors.source.stop_marker import StopMarker
 
 HEAD = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n'
 
@@ -94,17 +95,25 @@ def test_first_signal_waits_for_the_batch_second_stops_at_once(tmp_path):
     assert signal.getsignal(signal.SIGTERM) is before, "handlers restored"
 
 
-def test_no_marker_on_remote_checkpoints():
+def test_a_store_pyarrow_cannot_open_names_the_signal_instead():
     with pytest.raises(StopNotSupported, match="SIGTERM"):
-        marker_path("s3a://bucket/checkpoints/p")
-    assert marker_path("file:///tmp/c") == Path("/tmp/c") / MARKER
+        request_stop("nosuchfs://bucket/checkpoints/p")
+    assert not StopMarker.of_checkpoint("nosuchfs://bucket/checkpoints/p").present()
 
 
-def test_the_source_is_handed_the_marker_of_a_local_checkpoint(tmp_path):
+def test_a_file_uri_checkpoint_gets_its_marker_in_the_same_folder(tmp_path):
+    assert request_stop(f"file://{tmp_path}/") == f"file://{tmp_path}/{MARKER}"
+    assert (tmp_path / MARKER).read_text() == "stop\n"
+    request_stop(f"file://{tmp_path}")  # asked twice: the marker is kept
+    assert StopMarker.of_checkpoint(str(tmp_path)).present()
+
+
+def test_the_source_is_handed_the_marker_of_its_checkpoint(tmp_path):
     from kafka_eos.connectors.pipeline.stop import source_options
-    assert source_options(str(tmp_path)) == {"stopMarker": str(tmp_path / MARKER)}
-    assert source_options(f"file://{tmp_path}") == {"stopMarker": str(tmp_path / MARKER)}
-    assert source_options("s3a://bucket/c") == {} and source_options(None) == {}
+    assert source_options(str(tmp_path)) == {"stopMarker": f"{tmp_path}/{MARKER}"}
+    assert source_options(f"file://{tmp_path}") == {"stopMarker": f"file://{tmp_path}/{MARKER}"}
+    assert source_options("s3a://bucket/c") == {"stopMarker": f"s3a://bucket/c/{MARKER}"}
+    assert source_options(None) == {}
 
 
 def test_a_signal_places_the_marker_so_the_source_plans_no_new_batch(tmp_path):

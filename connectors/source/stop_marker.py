@@ -1,0 +1,74 @@
+"""The stop marker: a file in the checkpoint's own store that asks a running query to stop.
+
+``kafka-eos stop`` (or a signal in the running process) places ``<checkpoint>/kafka-eos-stop``;
+the source plans no new data while it exists (``stopMarker`` option) and the run stops once idle.
+
+Enforced here:
+- the marker lives where the checkpoint does, through the sink log's store (``txn.log_store``):
+  a local path, ``file:``, or a store pyarrow opens (``hdfs://``, ``s3://``, ``s3a://``); a
+  location pyarrow cannot open is refused as ``StopNotSupported``, naming the signal instead;
+- placing is create-only and idempotent (a marker already there is a stop already asked);
+- ``present`` never raises: the source asks it at every trigger, and a store that does not
+  answer must not stop the query; the request is seen at a later trigger.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TypeVar
+
+from kafka_eos import KafkaEosError
+from kafka_eos.txn.log_store import LogReader, LogStore
+
+log = logging.getLogger(__name__)
+MARKER = "kafka-eos-stop"
+Store = TypeVar("Store", bound=LogReader)
+
+
+class StopNotSupported(KafkaEosError, ValueError):
+    """The checkpoint is in a store no stop marker can be placed in."""
+
+
+def marker_location(checkpoint: str) -> str:
+    """The stop marker's location for ``checkpoint`` (a path or a URI, as the checkpoint's)."""
+    return f"{checkpoint.rstrip('/')}/{MARKER}"
+
+
+class StopMarker:
+    """The marker at ``location`` (``marker_location``'s form): its folder and its name."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self.folder, _, self.name = location.rstrip("/").rpartition("/")
+
+    @classmethod
+    def of_checkpoint(cls, checkpoint: str) -> "StopMarker":
+        return cls(marker_location(checkpoint))
+
+    def _open(self, store: type[Store]) -> Store:
+        try:
+            return store(self.folder)
+        except (ValueError, NotImplementedError) as exc:  # pyarrow: no file system for this scheme
+            raise StopNotSupported(f"no stop marker can be placed in {self.folder} ({exc}): stop the run with "
+                                   "SIGTERM or Ctrl-C") from None
+
+    def exists(self) -> bool:
+        return self._open(LogReader).exists(self.name)
+
+    def present(self) -> bool:
+        """``exists``, False where the store cannot be asked now (see the module's rules)."""
+        try:
+            return self.exists()
+        except (OSError, KafkaEosError) as exc:
+            log.debug("kafka-eos: the stop marker %s could not be read: %s", self.location, exc)
+            return False
+
+    def place(self) -> None:
+        """Create the marker (its folder too); one already there is kept."""
+        try:
+            self._open(LogStore).create(self.name, "stop\n")
+        except FileExistsError:
+            pass
+
+    def remove(self) -> None:
+        if self.exists():
+            self._open(LogStore).delete(self.name)
