@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Mapping, MutableMapping
 
 from kafka_eos.connectors import spark_home
+from kafka_eos.connectors.pipeline.user_cache import cache_folder
 
 log = logging.getLogger(__name__)
 CACHE_ENV = "KAFKA_EOS_SPARK_HOME_CACHE"
@@ -31,13 +32,7 @@ CACHE_ENV = "KAFKA_EOS_SPARK_HOME_CACHE"
 
 def cache_dir(env: Mapping[str, str]) -> Path | None:
     """Where this user's overlays live, or None (turned off)."""
-    chosen = env.get(CACHE_ENV, "").strip()
-    if chosen.lower() == "off":
-        return None
-    if chosen:
-        return Path(chosen)
-    cache = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
-    return Path(cache) / "kafka-eos" / "spark-home"
+    return cache_folder(env, CACHE_ENV, "spark-home")
 
 
 def with_spark_home(env: Mapping[str, str]) -> dict[str, str]:

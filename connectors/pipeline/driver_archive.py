@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Iterator, Mapping, MutableMapping
 
 from kafka_eos.connectors import jvm_class_archive
+from kafka_eos.connectors.pipeline.user_cache import cache_folder
 
 ARCHIVES_ENV = jvm_class_archive.ARCHIVES_ENV
 USER_SET = ("SharedArchiveFile", "ArchiveClassesAtExit")
@@ -59,13 +60,7 @@ class DriverArchive:
 
 def archive_dir(env: Mapping[str, str]) -> Path | None:
     """Where this user's archives live, or None (turned off)."""
-    chosen = env.get(ARCHIVES_ENV, "").strip()
-    if chosen.lower() == "off":
-        return None
-    if chosen:
-        return Path(chosen)
-    cache = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
-    return Path(cache) / "kafka-eos" / "jvm"
+    return cache_folder(env, ARCHIVES_ENV, "jvm")
 
 
 def plan(env: Mapping[str, str]) -> DriverArchive:
