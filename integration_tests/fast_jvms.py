@@ -22,6 +22,7 @@ from typing import MutableMapping
 
 from kafka_eos.connectors import jvm_class_archive, spark_home
 from kafka_eos.connectors.dev.node_config import ARCHIVES_ENV, FAST_JVM_ENV, FAST_START
+from kafka_eos.connectors.pipeline.compiled_pyspark import CACHE_ENV
 
 FAST_JVM_OPTS = FAST_START  # the brokers' options (node_config), the drivers' too
 ARCHIVES = Path(__file__).resolve().parents[1] / "build" / "jvm"
@@ -32,6 +33,7 @@ def fast_test_jvms(env: MutableMapping[str, str], archives: Path = ARCHIVES) -> 
     spark-submit's driver JVM (``SPARK_SUBMIT_OPTS``, before what the caller has there) started by
     the suite's processes."""
     env[FAST_JVM_ENV], env[ARCHIVES_ENV] = "1", str(archives)
+    env[CACHE_ENV] = str(archives)  # a `kafka-eos run` without SPARK_HOME builds its Spark home here, never in ~/.cache
     home = spark_home.overlay_path(archives)
     if "SPARK_HOME" not in env and home is not None and home.is_dir():
         env["SPARK_HOME"] = str(home)

@@ -87,6 +87,7 @@ def test_the_suite_runs_spark_from_the_overlay_only_where_one_was_built(tmp_path
     env: dict[str, str] = {}
     fast_test_jvms(env, tmp_path / "archives")
     assert "SPARK_HOME" not in env, "no overlay built: Spark starts as before"
+    assert env["KAFKA_EOS_SPARK_HOME_CACHE"] == str(tmp_path / "archives"), "a run builds one there, not in ~/.cache"
     overlay = spark_home.compiled_home(tmp_path / "archives")
     env = {}
     fast_test_jvms(env, tmp_path / "archives")
