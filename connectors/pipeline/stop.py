@@ -121,18 +121,17 @@ class StopControl:
 
     def _place_marker(self) -> None:
         """So the source plans no new batch from now on (without it, the stop waits for an idle query)."""
-        try:
-            self.marker.place()
-        except (OSError, StopNotSupported) as exc:
-            self.emit(f"kafka-eos: could not place the stop marker {self.marker.location} ({exc}); "
-                      "stopping once the query is idle between batches")
+        self._on_marker(self.marker.place, "place", "stopping once the query is idle between batches")
 
     def _remove_marker(self) -> None:
+        self._on_marker(self.marker.remove, "remove",
+                        "remove it before the next run or that run stops after its first batch")
+
+    def _on_marker(self, action: Callable[[], None], verb: str, otherwise: str) -> None:
         try:
-            self.marker.remove()
+            action()
         except (OSError, StopNotSupported) as exc:
-            self.emit(f"kafka-eos: could not remove the stop marker {self.marker.location} ({exc}); "
-                      "remove it before the next run or that run stops after its first batch")
+            self.emit(f"kafka-eos: could not {verb} the stop marker {self.marker.location} ({exc}); {otherwise}")
 
     def poll(self, query) -> bool:
         """Stop ``query`` if a stop is due; True when it was stopped here."""

@@ -8,8 +8,10 @@ Enforced here:
   a local path, ``file:``, or a store pyarrow opens (``hdfs://``, ``s3://``, ``s3a://``); a
   location pyarrow cannot open is refused as ``StopNotSupported``, naming the signal instead;
 - placing is create-only and idempotent (a marker already there is a stop already asked);
-- ``present`` never raises: the source asks it at every trigger, and a store that does not
-  answer must not stop the query; the request is seen at a later trigger.
+- ``present`` never raises: the source asks it at every trigger (the run every second), and a
+  store that does not answer must not stop the query; the request is seen at a later trigger;
+- the store's client is opened once per marker (an S3 client per check would resolve its
+  credentials each time) and never pickled: a copy opens its own.
 """
 from __future__ import annotations
 
@@ -39,6 +41,11 @@ class StopMarker:
     def __init__(self, location: str) -> None:
         self.location = location
         self.folder, _, self.name = location.rstrip("/").rpartition("/")
+        self._reader: LogReader | None = None
+        self._store: LogStore | None = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_reader": None, "_store": None}
 
     @classmethod
     def of_checkpoint(cls, checkpoint: str) -> "StopMarker":
@@ -51,8 +58,18 @@ class StopMarker:
             raise StopNotSupported(f"no stop marker can be placed in {self.folder} ({exc}): stop the run with "
                                    "SIGTERM or Ctrl-C") from None
 
+    def _read(self) -> LogReader:
+        if self._reader is None:
+            self._reader = self._open(LogReader)
+        return self._reader
+
+    def _write(self) -> LogStore:
+        if self._store is None:
+            self._store = self._open(LogStore)
+        return self._store
+
     def exists(self) -> bool:
-        return self._open(LogReader).exists(self.name)
+        return self._read().exists(self.name)
 
     def present(self) -> bool:
         """``exists``, False where the store cannot be asked now (see the module's rules)."""
@@ -65,10 +82,10 @@ class StopMarker:
     def place(self) -> None:
         """Create the marker (its folder too); one already there is kept."""
         try:
-            self._open(LogStore).create(self.name, "stop\n")
+            self._write().create(self.name, "stop\n")
         except FileExistsError:
             pass
 
     def remove(self) -> None:
-        if self.exists():
-            self._open(LogStore).delete(self.name)
+        if self.exists():  # none there: nothing to open for writing (a store that refused the marker)
+            self._write().delete(self.name)

@@ -78,6 +78,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest: Offsets | None = None   # last seen read_committed ends, for progress reports
         self._published: Offsets | None = None  # last offsets written to kafka.group.id
         self._aligner: SourceAligner | None = None  # alignMaxDriftMs set: event-time alignment
+        self._stop_marker = StopMarker(self.options.stop_marker) if self.options.stop_marker else None
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -138,8 +139,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self.aligner.plan(start, end, latest, self._target)
 
     def _stop_requested(self) -> bool:
-        marker = self.options.stop_marker
-        return marker is not None and StopMarker(marker).present()
+        return self._stop_marker is not None and self._stop_marker.present()
 
     def reportLatestOffset(self) -> dict | None:
         return model.encode(self._latest) if self._latest is not None else None

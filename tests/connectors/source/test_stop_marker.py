@@ -1,0 +1,26 @@
+"""The stop marker opens its store's client once, and a pickled copy opens its own."""
+from __future__ import annotations
+
+import pickle
+
+from kafka_eos.connectors.source import stop_marker
+from kafka_eos.connectors.source.stop_marker import StopMarker
+
+
+def test_the_store_is_opened_once_per_marker_and_never_pickled(tmp_path, monkeypatch):
+    opened: list[str] = []
+    real_reader = stop_marker.LogReader
+
+    class CountingReader(real_reader):  # type: ignore[misc, valid-type]
+        def __init__(self, location: str) -> None:
+            opened.append(location)
+            super().__init__(location)
+
+    monkeypatch.setattr(stop_marker, "LogReader", CountingReader)
+    marker = StopMarker.of_checkpoint(str(tmp_path))
+    assert [marker.present() for _ in range(5)] == [False] * 5
+    marker.place()
+    assert marker.present()
+    assert opened == [str(tmp_path)], "one reader for every check"
+    copy = pickle.loads(pickle.dumps(marker))
+    assert copy._reader is None and copy._store is None and copy.present()
