@@ -54,9 +54,11 @@ def _metrics_security(m: MetricsSpec) -> list[Violation]:
 def metrics(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     """The Prometheus endpoint binds ``host:port``: a TCP port and an address or name, no URL;
     and its TLS and basic auth settings (``_metrics_security``)."""
-    m = cfg.metrics
-    if m is None:
-        return []
+    return [] if cfg.metrics is None else endpoint_violations(cfg.metrics)
+
+
+def endpoint_violations(m: MetricsSpec) -> list[Violation]:
+    """What the rule refuses in one endpoint (the file's, or the one ``kafka-eos run``'s flags make)."""
     found = _metrics_security(m)
     if not 1 <= m.port <= 65535:
         found.append(Violation("metrics.port", f"{m.port} is not a TCP port (1 to 65535)",

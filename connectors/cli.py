@@ -39,6 +39,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"kafka-eos: {args.pipeline}: nothing was started; {exc}", file=sys.stderr)
         return exit_code(exc.violations)
     redactor = install(cfg.secrets())
+    from kafka_eos.connectors.pipeline.metrics import endpoint_problems
+    for problem in endpoint_problems(cfg, args.metrics_port, args.metrics_host):
+        print(f"kafka-eos run: --metrics-host/--metrics-port: nothing was started; {problem}", file=sys.stderr)
+        return 2
     if args.restarts < 0:
         print(f"kafka-eos run: --restarts {args.restarts}: give 0 (no restart) or more", file=sys.stderr)
         return 2
@@ -53,14 +57,16 @@ def _run(args: argparse.Namespace) -> int:
     if args.master:
         from kafka_eos.connectors.pipeline.submit import submit
         return submit(args.pipeline, args.master, redactor, args.once, conf, name=f"kafka-eos {cfg.name}",
-                      verbose=args.verbose, metrics_port=args.metrics_port)
+                      verbose=args.verbose, metrics_port=args.metrics_port, metrics_host=args.metrics_host)
     from kafka_eos.connectors.pipeline.runner import PipelineFailed, run_local, run_remote
     emit = lambda line: print(line, flush=True)  # noqa: E731
     try:
         if args.remote:
-            run_remote(cfg, args.remote, args.once, conf=conf, emit=emit, metrics_port=args.metrics_port)
+            run_remote(cfg, args.remote, args.once, conf=conf, emit=emit, metrics_port=args.metrics_port,
+                       metrics_host=args.metrics_host)
         else:
-            run_local(cfg, args.once, conf=conf, emit=emit, verbose=args.verbose, metrics_port=args.metrics_port)
+            run_local(cfg, args.once, conf=conf, emit=emit, verbose=args.verbose, metrics_port=args.metrics_port,
+                      metrics_host=args.metrics_host)
     except PipelineFailed as exc:
         print(f"kafka-eos: {exc}", file=sys.stderr)
         return 1
@@ -213,6 +219,8 @@ def _add_pipeline_commands(sub) -> None:
     run.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on "
                      "PORT/metrics (records read/written/to DLQ, batch duration, last batch, lag); over the "
                      "file's metrics.port, on its metrics.host (default 127.0.0.1)")
+    run.add_argument("--metrics-host", metavar="HOST", help="bind the metrics endpoint to HOST (0.0.0.0: every "
+                     "interface, for a Prometheus on another host or container) over the file's metrics.host")
     run.add_argument("--restarts", type=int, default=0, metavar="N", help="restart the run when it fails "
                      "(its driver died or its query stopped on an error), after 1 s doubling to 60 s, at most N "
                      "times in a row; a finished or stopped run is not restarted. Default 0")

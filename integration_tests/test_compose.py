@@ -24,7 +24,7 @@ from typing import Iterator
 import pytest
 
 from integration_tests.containers import engine_unavailable_reason
-from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, read_all, unique
+from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, create_topic, read_all, unique
 from kafka_eos.connectors.demo_data import produce_orders
 from kafka_eos.connectors.dev.local_kafka import free_port
 
@@ -69,6 +69,7 @@ class Stack:
     env: dict[str, str]
     bootstrap: str
     prometheus: str
+    project: str
 
     def compose(self, *args: str, timeout_s: float = 600) -> subprocess.CompletedProcess:
         return subprocess.run([*self.cli, *args], capture_output=True, text=True, env=self.env, timeout=timeout_s)
@@ -84,6 +85,21 @@ class Stack:
         out = self.compose("exec", "-T", "job", "python3", "-I", "-c", fetch, timeout_s=60)
         assert out.returncode == 0, f"/metrics did not answer: {out.stderr}\n{self.logs('job')}"
         return parse_metrics(out.stdout)
+
+    def container(self, service: str) -> str:
+        """The id of ``service``'s container (podman-compose's or Docker compose's labels)."""
+        for prefix in ("io.podman.compose", "com.docker.compose"):
+            found = subprocess.run(["podman", "ps", "-aq", "--filter", f"label={prefix}.project={self.project}",
+                                    "--filter", f"label={prefix}.service={service}"],
+                                   capture_output=True, text=True).stdout.split()
+            if found:
+                return found[0]
+        raise AssertionError(f"no container of service {service} in project {self.project}")
+
+    def alert_state(self, name: str) -> str | None:
+        with urllib.request.urlopen(f"{self.prometheus}/api/v1/alerts", timeout=10) as response:
+            alerts = json.loads(response.read())["data"]["alerts"]
+        return next((a["state"] for a in alerts if a["labels"]["alertname"] == name), None)
 
     def query(self, promql: str) -> float | None:
         url = f"{self.prometheus}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
@@ -112,7 +128,7 @@ def stack() -> Iterator[Stack]:
     project = unique("kafka-eos-compose")
     env = {**os.environ, **images, **ports}
     stack = Stack([*cli, "-p", project, "-f", str(COMPOSE_FILE)], env,
-                  f"127.0.0.1:{ports['KAFKA_PORT']}", f"http://127.0.0.1:{ports['PROMETHEUS_PORT']}")
+                  f"127.0.0.1:{ports['KAFKA_PORT']}", f"http://127.0.0.1:{ports['PROMETHEUS_PORT']}", project)
     try:
         up = stack.compose("up", "-d")
         assert up.returncode == 0, f"compose up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
@@ -147,17 +163,30 @@ def order_id(message) -> str:
     return json.loads(message.value())["order_id"]
 
 
-def test_compose_runs_the_example_exactly_once_with_metrics_and_prometheus(stack):
+def wait_for_orders(stack: Stack, expected: set[str], describe) -> None:  # noqa: ANN001
+    def output():
+        report = check_exactly_once(stack.bootstrap, "orders-priced", expected=expected, id_of=order_id)
+        return report if report.records >= len(expected) else None
+    assert_exactly_once(wait_for(f"{len(expected)} orders in orders-priced", output, 900, describe))
+
+
+def takes_writes(bootstrap: str, topic: str) -> bool:
+    """One record delivered to ``topic`` within 10 s (a broker unpaused after its session timeout
+    is fenced by its own controller until it registers again: its partitions have no leader)."""
+    from confluent_kafka import Producer
+    delivered: list[bool] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 10_000, "log_level": 0})
+    producer.produce(topic, b"probe", on_delivery=lambda err, _msg: delivered.append(err is None))
+    producer.flush(15)
+    return delivered == [True]
+
+
+def test_compose_runs_the_example_exactly_once_with_metrics_prometheus_and_its_alerts(stack):
     jobs = lambda: stack.logs("job") + stack.logs("kafka", 20)  # noqa: E731
     wait_for("the job to create the topics", lambda: topics_created(stack.bootstrap), 420, jobs)
     data = produce_orders(stack.bootstrap, "orders", ORDERS, poison=POISON, aborted_every=1000, aborted_size=50)
     expected = {f"{data.run}-{i}" for i in range(ORDERS)}
-
-    def output():
-        report = check_exactly_once(stack.bootstrap, "orders-priced", expected=expected, id_of=order_id)
-        return report if report.records >= ORDERS else None
-    report = wait_for(f"{ORDERS} orders in orders-priced", output, 900, jobs)
-    assert_exactly_once(report)
+    wait_for_orders(stack, expected, jobs)
     dlq = [m.key().decode() for m in read_all(stack.bootstrap, "orders-dlq")]
     assert sorted(dlq) == sorted(f"{data.run}-poison-{n}" for n in range(POISON)), dlq
 
@@ -172,3 +201,36 @@ def test_compose_runs_the_example_exactly_once_with_metrics_and_prometheus(stack
                        lambda: stack.query(f"kafka_eos_records_read_total{{{PIPELINE}}}") == ORDERS + POISON, 90,
                        lambda: stack.logs("prometheus"))
     assert scraped
+
+    # The driver killed: the restart policy starts the job again, and the same Prometheus scrapes
+    # the new driver (one in the old job's network namespace saw it down for good).
+    started = stack.query(f"kafka_eos_run_start_timestamp_seconds{{{PIPELINE}}}")
+    kill = stack.compose("exec", "-T", "job", "pkill", "-KILL", "-f", "org.apache.spark.deploy.SparkSubmit",
+                         timeout_s=60)
+    assert kill.returncode == 0, f"no driver to kill: {kill.stderr}\n{jobs()}"
+    restarted = lambda: (stack.query(f"kafka_eos_run_start_timestamp_seconds{{{PIPELINE}}}") or 0) > started  # noqa: E731
+    wait_for("Prometheus to scrape the restarted driver", restarted, 420, lambda: stack.logs("prometheus") + jobs())
+    more = produce_orders(stack.bootstrap, "orders", 1000)
+    expected |= {f"{more.run}-{i}" for i in range(1000)}
+    wait_for_orders(stack, expected, jobs)
+
+    # The broker hung (its container paused): the shipped alert KafkaEosProbeFailing fires in the
+    # compose file's Prometheus; after the unpause the run goes on (no further restart), exactly once.
+    create_topic(stack.bootstrap, "compose-probe")
+    kafka = stack.container("kafka")
+    assert subprocess.run(["podman", "pause", kafka], capture_output=True).returncode == 0
+    try:
+        # 3 failed samples (15 s apart, 10 s each), a scrape and an evaluation (15 s each): well inside the
+        # source's 120 s lookup deadline, which a longer hang of the only broker would end the query at
+        wait_for("KafkaEosProbeFailing to fire", lambda: stack.alert_state("KafkaEosProbeFailing") == "firing", 105,
+                 lambda: stack.logs("prometheus") + jobs())
+    finally:
+        subprocess.run(["podman", "unpause", kafka], capture_output=True)
+    wait_for("the broker to take writes again", lambda: takes_writes(stack.bootstrap, "compose-probe"), 300, jobs)
+    last = produce_orders(stack.bootstrap, "orders", 1000)
+    expected |= {f"{last.run}-{i}" for i in range(1000)}
+    wait_for_orders(stack, expected, jobs)
+    runs = stack.query(f"changes(kafka_eos_run_start_timestamp_seconds{{{PIPELINE}}}[1h])")
+    restarts = subprocess.run(["podman", "inspect", "--format", "{{.RestartCount}}", stack.container("job")],
+                              capture_output=True, text=True).stdout.strip()
+    assert (runs, restarts) == (1, "1"), f"one restart (the kill) expected, Prometheus saw {runs}, podman {restarts}"

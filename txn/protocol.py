@@ -15,7 +15,7 @@ Executors pre-commit (``KafkaWriter``); the driver then runs ``commit_batch``:
   4. EndTxn(commit) every pending handle, in parallel, with retries;
   5. a handle the broker aborted meanwhile is recorded as lost and ``TransactionLostError`` stops
      the query: the restart replays the batch and re-writes exactly the lost partitions;
-  6. record the batch committed (with its metrics);
+  6. record the batch committed (with its metrics, and the aborts since the last record: ``AbortTally``);
   7. abort lingering transactions under the prefix (dead attempts, an older run).
 ``recover`` runs before any task of a batch starts: it finishes a decided batch (steps 4-6;
 handles the broker aborted meanwhile are recorded lost, not raised) and returns the
@@ -36,6 +36,7 @@ import logging
 import time
 from typing import Callable, Collection, Iterable, Protocol, cast
 
+from kafka_eos.txn.abort_tally import FAILED_BATCH, LINGERING, REPLAY_DUPLICATE, AbortTally
 from kafka_eos.txn.errors import OutputTopicChangedError, TransactionLostError
 from kafka_eos.txn.fault_injection import FaultInjectingCommitter, FaultInjectingHooks
 from kafka_eos.txn.faults import FaultPlan
@@ -79,6 +80,7 @@ class TwoPhaseCommitProtocol:
                  transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS, hooks: StepHooks | None = None,
                  topic_check: TopicCheck | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
         self.log, self.committer, self.aborter, self._sleep = sink_log, committer, aborter, sleep
+        self.aborts = AbortTally()  # reported by the next committed record's metrics
         self.topic_check = topic_check or (lambda batch_id, handles: None)
         self.transaction_timeout_ms = transaction_timeout_ms  # named by TransactionLostError
         self.hooks = hooks or StepHooks()
@@ -131,7 +133,7 @@ class TwoPhaseCommitProtocol:
         self.hooks.reached(Step.AFTER_DECISION, batch_id)
         record = self._end(record)                                                   # steps 4-6
         self.hooks.reached(Step.AFTER_END_TXNS, batch_id)
-        self.aborter.abort_lingering()                                               # step 7
+        self.aborts.add(LINGERING, len(self.aborter.abort_lingering()))             # step 7
         self.log.prune()
         self._report(record, started)
         return record
@@ -146,12 +148,12 @@ class TwoPhaseCommitProtocol:
         decided = self.log.get(batch_id)
         if decided is not None:                                                      # A
             self._finish(decided)
-            self.aborter.abort_ids(ids, self._pending_ids())  # losing attempts' transactions
+            self.aborts.add(LINGERING, len(self.aborter.abort_ids(ids, self._pending_ids())))  # losing attempts
             return
         keep = self._pending_ids()
-        self.aborter.abort_ids(ids, keep)                                            # B
+        self.aborts.add(FAILED_BATCH, len(self.aborter.abort_ids(ids, keep)))       # B
         self._sleep(SWEEP_DELAY_S)
-        self.aborter.abort_ids(ids, keep)
+        self.aborts.add(FAILED_BATCH, len(self.aborter.abort_ids(ids, keep)))
 
     def release(self) -> None:
         """The query ended (failed or stopped; none of its tasks runs): finish the last decided
@@ -225,17 +227,21 @@ class TwoPhaseCommitProtocol:
             raise TransactionLostError.of_batch(record.batch_id, sorted(lost), records, self.transaction_timeout_ms)
         metrics = {"records": float(sum(h.records for h in record.handles)),
                    "transactions": float(len(pending)), "commit_ms": commit_ms,
-                   "precommit_max_ms": max((h.precommit_ms for h in record.handles), default=0.0)}
+                   "precommit_max_ms": max((h.precommit_ms for h in record.handles), default=0.0),
+                   **self.aborts.metrics()}
         record = BatchRecord(record.batch_id, COMMITTED, record.num_partitions, record.handles,
                              record.status, metrics)
-        return self.log.append(record, base)                                         # step 6
+        record = self.log.append(record, base)                                       # step 6
+        self.aborts.clear()
+        return record
 
     def _abort_duplicates(self, handles: list[TxnHandle], durable: set[int]) -> None:
         duplicates = [h for h in handles if h.sink_partition in durable and h.has_transaction]
         if duplicates:
             log.warning("kafka-eos: aborting %d re-written transaction(s) of already durable partitions",
                         len(duplicates))
-            self.committer.abort(duplicates)
+            outcomes = self.committer.abort(duplicates)
+            self.aborts.add(REPLAY_DUPLICATE, sum(o is EndTxnOutcome.ABORTED for o in outcomes.values()))
 
     def _report(self, record: BatchRecord, started: float) -> None:
         m = record.metrics

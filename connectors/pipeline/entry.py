@@ -2,6 +2,7 @@
 
     spark-submit --master spark://host:7077 --py-files kafka_eos.zip \\
         connectors/pipeline/entry.py --config pipeline.yaml [--once] [--verbose] [--metrics-port PORT]
+        [--metrics-host HOST]
 
 Invariants:
 - Needs nothing but the zip (``--py-files``, the ``kafka_eos`` namespace) and the cluster's
@@ -27,6 +28,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--verbose", action="store_true", help="Spark's progress bar")
     parser.add_argument("--metrics-port", type=int, metavar="PORT", help="Prometheus metrics port "
                         "(over the file's metrics.port)")
+    parser.add_argument("--metrics-host", metavar="HOST", help="the address it binds (over the file's metrics.host)")
     return parser.parse_args(argv)
 
 
@@ -55,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     start_early(spark)
     metrics = None
     try:
-        metrics = serve(cfg, args.metrics_port, _emit)
+        metrics = serve(cfg, args.metrics_port, _emit, args.metrics_host)
         result = run_query(spark, cfg, once=args.once, emit=_emit, listeners=[metrics] if metrics else None)
         print(result.summary(), flush=True)
         return 0

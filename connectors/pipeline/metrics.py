@@ -24,6 +24,7 @@ from kafka_eos.config.model import DEFAULT_METRICS_HOST, MetricsSpec, PipelineCo
 from kafka_eos.connectors.pipeline.metrics_server import MetricsServer
 from kafka_eos.connectors.pipeline.operator_probe import OperatorProbe, OutputFacts, for_pipeline
 from kafka_eos.connectors.pipeline.progress import BatchReport
+from kafka_eos.txn.abort_tally import REASONS as ABORT_REASONS
 
 HOST = DEFAULT_METRICS_HOST
 BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -54,6 +55,13 @@ METRICS = (
     Metric("kafka_eos_batches_committed_total", "counter", P, "batches whose transactions were committed", BATCH),
     Metric("kafka_eos_transactions_committed_total", "counter", P, "Kafka transactions committed (one per "
            "sink task with records)", BATCH),
+    Metric("kafka_eos_transactions_aborted_total", "counter", ("pipeline", "reason"), "open transactions the "
+           "driver's commit aborted, by `reason`: `replay_duplicate` (a replay's re-write of an output partition "
+           "already committed), `lingering` (dead task attempts' and earlier runs' transactions, swept after each "
+           "commit), `failed_batch` (the transactions of a batch Spark gave up on); counted with the next committed "
+           "batch. The query start's own sweep is logged, not counted. kafka-eos fences no producer: each task "
+           "attempt has its own transactional id and an abort ends a transaction under its own epoch; one the "
+           "broker aborted on timeout is lost (`kafka_eos_decision_state{state=\"lost\"}`)", BATCH),
     Metric("kafka_eos_batch_duration_seconds", "histogram", P, "batch duration (Spark's)", BATCH),
     Metric("kafka_eos_precommit_seconds", "histogram", P, "the batch's slowest pre-commit (a task's flush "
            "until its transaction is ready)", BATCH),
@@ -115,6 +123,8 @@ class PrometheusMetrics:
         for metric in METRICS:
             if metric.kind == "counter" and metric.labels == P:
                 self._metric(metric.name)  # exported as 0 before the first batch
+        for reason in ABORT_REASONS:
+            self._metric("kafka_eos_transactions_aborted_total", reason)
         self.probe: OperatorProbe | None = None   # started by ``serve`` for an exactly-once pipeline
         self._server = MetricsServer(self.registry, host, port, user_info, cert_file, key_file)
         self.port = self._server.port
@@ -136,6 +146,8 @@ class PrometheusMetrics:
             self._metric("kafka_eos_transactions_committed_total").inc(report.transactions)
             self._metric("kafka_eos_precommit_seconds").observe(report.precommit_ms / 1000)
             self._metric("kafka_eos_commit_seconds").observe(report.commit_ms / 1000)
+        for reason, aborted in report.aborted.items():
+            self._metric("kafka_eos_transactions_aborted_total", reason).inc(aborted)
         for (topic, partition), behind in report.behind.items():
             self._metric("kafka_eos_offsets_behind", topic, str(partition)).set(behind)
 
@@ -161,17 +173,29 @@ class PrometheusMetrics:
         self._server.close()
 
 
-def endpoint(cfg: PipelineConfig, port: int | None = None) -> MetricsSpec | None:
-    """Where ``cfg``'s run serves metrics: ``port`` (the command line) over the file's port."""
-    if port is None:
-        return cfg.metrics
-    return replace(cfg.metrics or MetricsSpec(), port=port)
+def endpoint(cfg: PipelineConfig, port: int | None = None, host: str | None = None) -> MetricsSpec | None:
+    """Where ``cfg``'s run serves metrics: ``port`` and ``host`` (the command line) over the file's
+    port and host; a host alone serves nothing."""
+    if port is None and cfg.metrics is None:
+        return None
+    spec = cfg.metrics or MetricsSpec()
+    return replace(spec, port=spec.port if port is None else port, host=host or spec.host)
 
 
-def serve(cfg: PipelineConfig, port: int | None, emit: Callable[[str], None]) -> PrometheusMetrics | None:
+def endpoint_problems(cfg: PipelineConfig, port: int | None, host: str | None) -> list[str]:
+    """What the metrics rule (``config.rules_metrics``) refuses in the endpoint the command line makes."""
+    from kafka_eos.config.rules_metrics import endpoint_violations
+    if port is None and host is None:
+        return []  # the file's own endpoint: validation checked it
+    spec = endpoint(cfg, port, host)
+    return [str(v) for v in endpoint_violations(spec)] if spec else []
+
+
+def serve(cfg: PipelineConfig, port: int | None, emit: Callable[[str], None],
+          host: str | None = None) -> PrometheusMetrics | None:
     """Start the endpoint ``endpoint`` names (and say where) with its operator probe, or None when
     none is asked for."""
-    spec = endpoint(cfg, port)
+    spec = endpoint(cfg, port, host)
     if spec is None:
         return None
     auth = spec.basic_auth_user_info.reveal() if spec.basic_auth_user_info else None

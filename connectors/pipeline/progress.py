@@ -31,6 +31,7 @@ from kafka_eos.connectors.pipeline.builder import passes_through, scans_per_batc
 from kafka_eos.connectors.pipeline.checkpoint_log import source_offsets
 from kafka_eos.connectors.pipeline.spark_options import late_topic, sink_options
 from kafka_eos.connectors.sink.options import sink_log_location as sink_options_log_location
+from kafka_eos.txn.abort_tally import aborted_in
 from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
 
 
@@ -68,6 +69,7 @@ class BatchReport:
     transactions: int = 0        # the sink log's record of a committed batch: transactions committed,
     precommit_ms: float = 0.0    # its slowest pre-commit,
     commit_ms: float = 0.0       # and its EndTxn round (decision to committed)
+    aborted: dict[str, int] = field(default_factory=dict)  # transactions aborted since the record before, by reason
 
 
 def _topic_offsets(text: str | None) -> dict[tuple[str, int], int]:
@@ -109,7 +111,8 @@ def batch_report(progress, read: int, record: BatchRecord | None, dlq_topic: str
         written = int(m.get("records", 0)) - dlq - late
     return BatchReport(progress.batchId, read, written, dlq, skipped, int(progress.batchDuration or 0),
                        offsets_behind(progress), late, 0 if late_topic else dropped_by_watermark(progress),
-                       int(m.get("transactions", 0)), m.get("precommit_max_ms", 0.0), m.get("commit_ms", 0.0))
+                       int(m.get("transactions", 0)), m.get("precommit_max_ms", 0.0), m.get("commit_ms", 0.0),
+                       aborted_in(m) if record is not None else {})
 
 
 def format_line(name: str, report: BatchReport, metrics: dict | None, dlq_topic: str | None,

@@ -168,7 +168,7 @@ def _wait(query, reporter: ProgressReporter, stop: StopControl, poll_s: float) -
 
 def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
               conf: dict[str, str] | None = None, emit: Callable[[str], None] = print,
-              verbose: bool = False, metrics_port: int | None = None) -> RunResult:
+              verbose: bool = False, metrics_port: int | None = None, metrics_host: str | None = None) -> RunResult:
     """Run in a new local SparkSession of this process (what ``kafka-eos run`` does without --master;
     its driver JVM maps or writes the class archive: ``driver_archive``);
     the driver's console is quiet unless ``verbose`` (``console``); with ``metrics_port`` or the
@@ -186,13 +186,14 @@ def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
                               conf={**RUN_CONF, **user, **console_conf(verbose, user)})
         start_early(spark)
         try:
-            return _serve_and_run(spark, cfg, once, emit, metrics_port)
+            return _serve_and_run(spark, cfg, once, emit, metrics_port, metrics_host)
         finally:
             spark.stop()
 
 
 def run_remote(cfg: PipelineConfig, url: str, once: bool = False, conf: dict[str, str] | None = None,
-               emit: Callable[[str], None] = print, metrics_port: int | None = None) -> RunResult:
+               emit: Callable[[str], None] = print, metrics_port: int | None = None,
+               metrics_host: str | None = None) -> RunResult:
     """Run through a Spark Connect server (``kafka-eos run --remote sc://host:port``): this process
     is the client; the query's driver is the server, whose Python must have kafka-eos installed.
     Only SQL settings can be set from a client (``REMOTE_CONF`` and ``conf``); the checkpoint
@@ -203,15 +204,15 @@ def run_remote(cfg: PipelineConfig, url: str, once: bool = False, conf: dict[str
         builder = builder.config(key, value)
     spark = builder.create()
     try:
-        return _serve_and_run(spark, cfg, once, emit, metrics_port)
+        return _serve_and_run(spark, cfg, once, emit, metrics_port, metrics_host)
     finally:
         spark.stop()  # closes this client's session; the server runs on
 
 
 def _serve_and_run(spark, cfg: PipelineConfig, once: bool, emit: Callable[[str], None],
-                   metrics_port: int | None) -> RunResult:
+                   metrics_port: int | None, metrics_host: str | None = None) -> RunResult:
     from kafka_eos.connectors.pipeline.metrics import serve
-    metrics = serve(cfg, metrics_port, emit)
+    metrics = serve(cfg, metrics_port, emit, metrics_host)
     try:
         result = run_query(spark, cfg, once, emit, listeners=[metrics] if metrics else None)
         emit(result.summary())

@@ -2,7 +2,7 @@
 
     spark-submit --master <url> --py-files <tmp>/kafka_eos.zip \\
         <site-packages>/connectors/pipeline/entry.py --config <pipeline.yaml> [--once] [--verbose] \\
-        [--metrics-port PORT]
+        [--metrics-port PORT] [--metrics-host HOST]
 
 Invariants:
 - The zip holds the ``kafka_eos`` namespace (``kafka_eos/txn``, ``kafka_eos/connectors``, …: sources
@@ -81,14 +81,15 @@ def build_zip(directory: Path, packages: Iterable[str] = PACKAGES) -> Path:
 
 def submit_command(pipeline: str | Path, master: str, zip_path: Path, once: bool,
                    conf: Mapping[str, str] | None = None, name: str = "kafka-eos", verbose: bool = False,
-                   metrics_port: int | None = None) -> list[str]:
+                   metrics_port: int | None = None, metrics_host: str | None = None) -> list[str]:
     cmd = [spark_submit_binary(), "--master", master, "--name", name, "--py-files", str(zip_path)]
     for key, value in (conf or {}).items():
         cmd += ["--conf", f"{key}={value}"]
     cmd += [str(ENTRY), "--config", str(Path(pipeline).resolve())]
     cmd += ["--once"] if once else []
     cmd += ["--verbose"] if verbose else []
-    return cmd + (["--metrics-port", str(metrics_port)] if metrics_port is not None else [])
+    cmd += ["--metrics-port", str(metrics_port)] if metrics_port is not None else []
+    return cmd + (["--metrics-host", metrics_host] if metrics_host else [])
 
 
 def _pump(source: IO[str], sink: IO[str], redact: Redactor) -> None:
@@ -100,7 +101,7 @@ def _pump(source: IO[str], sink: IO[str], redact: Redactor) -> None:
 def submit(pipeline: str | Path, master: str, redact: Redactor, once: bool = False,
            conf: Mapping[str, str] | None = None, name: str = "kafka-eos",
            stdout: IO[str] | None = None, stderr: IO[str] | None = None, verbose: bool = False,
-           metrics_port: int | None = None) -> int:
+           metrics_port: int | None = None, metrics_host: str | None = None) -> int:
     """Run the pipeline with spark-submit; stream its output (redacted); return its exit code."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     quiet_environment(master, verbose)
@@ -108,7 +109,8 @@ def submit(pipeline: str | Path, master: str, redact: Redactor, once: bool = Fal
     env = compiled_pyspark.with_spark_home(python_env())
     archive = driver_archive.plan(env)
     with tempfile.TemporaryDirectory(prefix="kafka-eos-submit-") as tmp:
-        cmd = submit_command(pipeline, master, build_zip(Path(tmp)), once, conf, name, verbose, metrics_port)
+        cmd = submit_command(pipeline, master, build_zip(Path(tmp)), once, conf, name, verbose, metrics_port,
+                             metrics_host)
         proc = subprocess.Popen(cmd, env=submit_env(verbose, driver_archive.with_archive(env, archive)),
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, errors="replace", bufsize=1)

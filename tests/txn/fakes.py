@@ -27,7 +27,7 @@ class FakeCommitter:
 
     def abort(self, handles):
         self.aborted += [h.sink_partition for h in handles]
-        return {}
+        return {h.sink_partition: EndTxnOutcome.ABORTED for h in handles}
 
 
 class NoAborter:

@@ -32,6 +32,26 @@ def test_reports_become_counters_histogram_and_gauges():
         metrics.close()
 
 
+def test_the_aborts_a_committed_record_reports_become_a_counter_by_reason():
+    from kafka_eos.txn.sink_log import COMMITTED, BatchRecord
+    metrics = PrometheusMetrics("p", 0)
+    try:
+        got = scrape(metrics.port)
+        assert {got[f'kafka_eos_transactions_aborted_total{{pipeline="p",reason="{r}"}}']
+                for r in ("replay_duplicate", "lingering", "failed_batch")} == {0}, "exported before any abort"
+        progress = SimpleNamespace(batchId=4, batchDuration=90, sources=[])
+        record = BatchRecord(4, COMMITTED, 1, (), {}, {"records": 7.0, "aborted_lingering": 2.0,
+                                                       "aborted_failed_batch": 1.0})
+        metrics(batch_report(progress, 7, record, None))
+        metrics(batch_report(progress, 7, record, None))
+        got = scrape(metrics.port)
+        assert got['kafka_eos_transactions_aborted_total{pipeline="p",reason="lingering"}'] == 4
+        assert got['kafka_eos_transactions_aborted_total{pipeline="p",reason="failed_batch"}'] == 2
+        assert got['kafka_eos_transactions_aborted_total{pipeline="p",reason="replay_duplicate"}'] == 0
+    finally:
+        metrics.close()
+
+
 def test_batch_report_and_lag_from_spark_progress():
     source = SimpleNamespace(endOffset='{"v": 1, "topics": {"in": {"0": 5, "1": 9}}}',
                              latestOffset='{"v": 1, "topics": {"in": {"0": 8, "1": 9}}}')
@@ -40,6 +60,26 @@ def test_batch_report_and_lag_from_spark_progress():
     assert offsets_behind(SimpleNamespace(sources=[SimpleNamespace(endOffset="{}", latestOffset=None)])) == {}
     report = batch_report(progress, 10, None, None)
     assert (report.batch_id, report.read, report.written, report.duration_ms) == (3, 10, None, 120)
+
+
+def test_the_command_lines_host_binds_the_endpoint_and_meets_the_files_rule(tmp_path):
+    """``--metrics-host`` binds where the file does not say (a container's Prometheus scrapes
+    ``job:9464``); a host alone serves nothing; the rule of the file's endpoint holds for the
+    flags' endpoint: basic auth off loopback without TLS is refused."""
+    from kafka_eos.config.model import MetricsSpec
+    from kafka_eos.connectors.pipeline.metrics import endpoint, endpoint_problems
+    from tests.factories import load, valid
+    data = valid(tmp_path)
+    cfg, _ = load(tmp_path, data)
+    assert endpoint(cfg, None, "0.0.0.0") is None, "a host alone serves nothing"
+    assert endpoint(cfg, 9000, "0.0.0.0") == MetricsSpec(9000, "0.0.0.0")
+    assert endpoint_problems(cfg, 9000, "0.0.0.0") == []
+    assert "not an IP address" in " ".join(endpoint_problems(cfg, 9000, "http://x:1"))
+    data["metrics"] = {"port": 9100, "basic_auth_user_info": "u:p"}
+    cfg, _ = load(tmp_path, data)
+    assert endpoint_problems(cfg, 9100, None) == [], "loopback: basic auth is allowed without TLS"
+    refused = endpoint_problems(cfg, None, "0.0.0.0")
+    assert len(refused) == 1 and "clear text" in refused[0] and "u:p" not in refused[0], refused
 
 
 def test_the_endpoint_is_the_files_unless_the_command_line_names_a_port(tmp_path):
@@ -54,6 +94,7 @@ def test_the_endpoint_is_the_files_unless_the_command_line_names_a_port(tmp_path
     cfg, _ = load(tmp_path, data)
     assert endpoint(cfg) == MetricsSpec(9100, "0.0.0.0")
     assert endpoint(cfg, 9200) == MetricsSpec(9200, "0.0.0.0"), "the flag overrides the port, not the host"
+    assert endpoint(cfg, None, "::1") == MetricsSpec(9100, "::1"), "--metrics-host over the file's host"
     data["metrics"] = {"port": 9100}
     data["guarantee"] = "at_least_once"   # no operator probe: it would ask the brokers (no test touches localhost:9092)
     cfg, _ = load(tmp_path, data)

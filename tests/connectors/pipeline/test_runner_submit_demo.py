@@ -230,7 +230,10 @@ def test_submit_passes_verbose_and_the_metrics_port_to_the_entry(tmp_path):
     args = entry.parse_args(tail)
     assert (args.verbose, args.metrics_port, args.once) == (True, 9500, False)
     quiet = submit_command("p.yaml", "yarn", tmp_path / "k.zip", True)
-    assert "--verbose" not in quiet and "--metrics-port" not in quiet
+    assert "--verbose" not in quiet and "--metrics-port" not in quiet and "--metrics-host" not in quiet
+    bound = submit_command("p.yaml", "yarn", tmp_path / "k.zip", False, None, metrics_port=9500,
+                           metrics_host="0.0.0.0")
+    assert entry.parse_args(bound[bound.index("--config"):]).metrics_host == "0.0.0.0"
 
 
 def test_run_with_master_hands_verbose_and_metrics_port_to_submit(tmp_path, monkeypatch):
@@ -243,6 +246,8 @@ def test_run_with_master_hands_verbose_and_metrics_port_to_submit(tmp_path, monk
     monkeypatch.setattr(validation, "load_valid", lambda *a, **k: cfg)
     calls = []
     monkeypatch.setattr(submit_module, "submit", lambda *a, **k: calls.append((a, k)) or 0)
-    assert cli.main(["run", str(path), "--master", "local[2]", "--verbose", "--metrics-port", "9501"]) == 0
+    assert cli.main(["run", str(path), "--master", "local[2]", "--verbose", "--metrics-port", "9501",
+                     "--metrics-host", "0.0.0.0"]) == 0
     (args, kwargs), = calls
     assert args[:2] == (str(path), "local[2]") and kwargs["verbose"] is True and kwargs["metrics_port"] == 9501
+    assert kwargs["metrics_host"] == "0.0.0.0"
