@@ -11,7 +11,9 @@ import pytest
 from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, output_ids, unique
 from integration_tests.pipeline_runs import (kill_group, run_to_completion,
                                              seed_input, start_job, wait_for)
+from kafka_eos.txn.abort_tally import aborted_in
 from kafka_eos.txn.sink_log import SinkLogReader
+from kafka_eos.txn.start_sweeps import aborted_since
 
 IDS = 3000
 
@@ -72,6 +74,9 @@ def test_driver_killed_at_every_step_of_one_query_is_exactly_once(bootstrap, tmp
             kill_group(proc)
     run_to_completion(args + ["--fault", plan, "--fault-dir", str(tmp_path / "faults")], log)
     assert_exactly_once(check_exactly_once(bootstrap, names["output"], IDS))
+    # batch 2's pre-committed transactions outlived the driver killed before its decision: the
+    # restart's query start aborted them and recorded it (kafka_eos_transactions_aborted_total{reason="query_start"})
+    assert aborted_since(str(tmp_path / "checkpoint" / "kafka-eos-sink"), 0) >= 1
 
 
 @pytest.mark.chaos  # make test runs every step in one query (above)
@@ -99,6 +104,9 @@ def test_executor_task_killed_mid_write_is_retried_exactly_once(bootstrap, pipel
     os.kill(int(marker.suffix[1:]), signal.SIGKILL)  # the Python worker running the task
     assert proc.wait(400) == 0
     assert_exactly_once(check_exactly_once(bootstrap, pipeline["output"], IDS))
+    # the killed attempt's transaction stayed open; the driver's sweep after batch 1's commit aborted it,
+    # and batch 2's record reports it (what kafka_eos_transactions_aborted_total{reason="lingering"} counts)
+    assert aborted_in(sink_log(tmp_path).get(2).metrics) == {"replay_duplicate": 0, "lingering": 1, "failed_batch": 0}
 
 
 @pytest.mark.chaos  # a long fault run: `make chaos` (the CI suite keeps a shorter case of the same kind)

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from kafka_eos.config.loader import load_file
-from kafka_eos.config.model import DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT
+from kafka_eos.config.model import DEFAULT_METRICS_PORT
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"

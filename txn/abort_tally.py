@@ -13,6 +13,8 @@ REPLAY_DUPLICATE = "replay_duplicate"  # a replay's re-write of a sink partition
 LINGERING = "lingering"                # dead attempts' and older runs' open transactions
 FAILED_BATCH = "failed_batch"          # a batch the engine gave up on (its tasks' transactions)
 REASONS = (REPLAY_DUPLICATE, LINGERING, FAILED_BATCH)
+QUERY_START = "query_start"            # the query start's sweep (recorded apart: ``start_sweeps``)
+ALL_REASONS = (QUERY_START, *REASONS)  # the metric's labels
 PREFIX = "aborted_"
 
 

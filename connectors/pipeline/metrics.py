@@ -24,7 +24,7 @@ from kafka_eos.config.model import DEFAULT_METRICS_HOST, MetricsSpec, PipelineCo
 from kafka_eos.connectors.pipeline.metrics_server import MetricsServer
 from kafka_eos.connectors.pipeline.operator_probe import OperatorProbe, OutputFacts, for_pipeline
 from kafka_eos.connectors.pipeline.progress import BatchReport
-from kafka_eos.txn.abort_tally import REASONS as ABORT_REASONS
+from kafka_eos.txn.abort_tally import ALL_REASONS as ABORT_REASONS
 
 HOST = DEFAULT_METRICS_HOST
 BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -56,10 +56,10 @@ METRICS = (
     Metric("kafka_eos_transactions_committed_total", "counter", P, "Kafka transactions committed (one per "
            "sink task with records)", BATCH),
     Metric("kafka_eos_transactions_aborted_total", "counter", ("pipeline", "reason"), "open transactions the "
-           "driver's commit aborted, by `reason`: `replay_duplicate` (a replay's re-write of an output partition "
-           "already committed), `lingering` (dead task attempts' and earlier runs' transactions, swept after each "
-           "commit), `failed_batch` (the transactions of a batch Spark gave up on); counted with the next committed "
-           "batch. The query start's own sweep is logged, not counted. kafka-eos fences no producer: each task "
+           "pipeline aborted, by `reason`: `query_start` (an earlier run's, swept as the query starts), "
+           "`replay_duplicate` (a replay's re-write of an output partition already committed), `lingering` (dead "
+           "task attempts' and earlier runs' transactions, swept after each commit), `failed_batch` (the "
+           "transactions of a batch Spark gave up on); counted with the next batch. kafka-eos fences no producer: each task "
            "attempt has its own transactional id and an abort ends a transaction under its own epoch; one the "
            "broker aborted on timeout is lost (`kafka_eos_decision_state{state=\"lost\"}`)", BATCH),
     Metric("kafka_eos_batch_duration_seconds", "histogram", P, "batch duration (Spark's)", BATCH),

@@ -31,8 +31,9 @@ from kafka_eos.connectors.pipeline.builder import passes_through, scans_per_batc
 from kafka_eos.connectors.pipeline.checkpoint_log import source_offsets
 from kafka_eos.connectors.pipeline.spark_options import late_topic, sink_options
 from kafka_eos.connectors.sink.options import sink_log_location as sink_options_log_location
-from kafka_eos.txn.abort_tally import aborted_in
+from kafka_eos.txn.abort_tally import QUERY_START, aborted_in
 from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
+from kafka_eos.txn.start_sweeps import aborted_since
 
 
 def sink_log_location(cfg: PipelineConfig) -> str:
@@ -146,7 +147,8 @@ class ProgressReporter:
 
     def __init__(self, cfg: PipelineConfig, redactor: Redactor, emit: Callable[[str], None] = print,
                  skipped: Callable[[], int] | None = None,
-                 listeners: list[Callable[[BatchReport], None]] | None = None) -> None:
+                 listeners: list[Callable[[BatchReport], None]] | None = None,
+                 since_ms: int | None = None) -> None:
         self.name = cfg.name or "kafka-eos"
         self.dlq_topic = cfg.errors.dlq_topic
         self.late_topic = late_topic(cfg)
@@ -159,12 +161,23 @@ class ProgressReporter:
         self._skipped_seen = 0
         self.lines: list[str] = []
         self.listeners = list(listeners or [])
+        self._sweeps_since = since_ms  # the run's start: its query start's sweep, read at the first batch
 
     def _record(self, batch_id: int) -> BatchRecord | None:
         try:
             return SinkLogReader(self.location).get(batch_id)
         except Exception:  # noqa: BLE001 - progress is best effort; the sink itself reports failures
             return None
+
+    def _start_sweeps(self) -> int:
+        """What this run's query start aborted (``start_sweeps``), once; 0 after."""
+        since, self._sweeps_since = self._sweeps_since, None
+        if since is None or self.location is None:
+            return 0
+        try:
+            return aborted_since(self.location, since)
+        except Exception:  # noqa: BLE001 - progress is best effort
+            return 0
 
     def _skipped_delta(self) -> int:
         if self.skipped is None:
@@ -183,6 +196,7 @@ class ProgressReporter:
             read = records_read(progress, self.scans) if not self.ranges else (
                 int(record.metrics.get("records", 0)) if record and record.metrics else 0)
             report = batch_report(progress, read, record, self.dlq_topic, skipped, self.late_topic)
+            report.aborted[QUERY_START] = self._start_sweeps()
             line = format_line(self.name, report, record.metrics if record else None, self.dlq_topic,
                                self.late_topic)
             self.last_batch = progress.batchId

@@ -105,7 +105,7 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
               poll_s: float = POLL_S, listeners: list[Callable[[BatchReport], None]] | None = None) -> RunResult:
     """Build, start and wait for the pipeline's query in ``spark``; raise ``PipelineFailed``."""
     redactor: Redactor = install(cfg.secrets())
-    started = time.monotonic()
+    started, started_ms = time.monotonic(), int(time.time() * 1000)
     on_skipped, skipped = _skipped_counter(spark, cfg)
     # before the query starts: a marker left from an earlier run would stop the source planning
     # cast: a pipeline runs validated, and the checkpoint rule refuses a missing location
@@ -117,7 +117,7 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
         except (builder.PipelineBuildError, CheckpointShapeError) as exc:
             raise PipelineFailed(redactor(f"{cfg.origin}: {exc}")) from None
         _record_shape(cfg, lambda line: emit(redactor(line)))
-        reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners)
+        reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners, since_ms=started_ms)
         _wait(query, reporter, stop, poll_s)
     finally:
         stop.uninstall()

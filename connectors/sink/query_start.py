@@ -22,7 +22,8 @@ only (``writer_role``). ``KafkaEosDataSource.streamWriter`` calls ``QueryStart.w
   7. once per query and process: abort the Ongoing transactions under the query's ids, by
      transactional id (a dead run's would hold back read_committed readers), except the keep
      list ``keep_at_start``: the pending decision's ids (none once step 6 ended them; kept so the
-     sweep never aborts what a decision commits); the running batch has none open yet;
+     sweep never aborts what a decision commits); the running batch has none open yet; the
+     count is recorded beside the sink log (``start_sweeps``) for the driver's metrics;
   8. the output topics are the ones earlier batches wrote to (``before_writes``): a deleted or
      re-created topic stops the query before any task writes.
 A commit/abort writer runs neither 2, the cluster part of 4 (``owned_scheme``: the task writers of
@@ -56,6 +57,7 @@ from kafka_eos.txn import sink_markers
 from kafka_eos.txn.client_settings import check_client_settings
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_log import DECIDED, PENDING, BatchRecord, SinkLogReader, check_binding
+from kafka_eos.txn.start_sweeps import record_sweep
 from kafka_eos.txn.topic_guard import OutputTopicGuard
 
 log = logging.getLogger(__name__)
@@ -158,7 +160,8 @@ class QueryStart:
         plan = protocol.recover()                                                     # step 6
         if tasks:
             if self.queries.first_start(config, query_id):                            # step 7
-                protocol.aborter.abort_lingering(keep_at_start(protocol.log.latest()))
+                aborted = protocol.aborter.abort_lingering(keep_at_start(protocol.log.latest()))
+                record_sweep(config.log_location, len(aborted))
             self.topic_guard(config).before_writes()                                  # step 8
         return self.make_writer(config, faults, query_id, plan, protocol, source)
 

@@ -38,7 +38,8 @@ def test_the_aborts_a_committed_record_reports_become_a_counter_by_reason():
     try:
         got = scrape(metrics.port)
         assert {got[f'kafka_eos_transactions_aborted_total{{pipeline="p",reason="{r}"}}']
-                for r in ("replay_duplicate", "lingering", "failed_batch")} == {0}, "exported before any abort"
+                for r in ("query_start", "replay_duplicate", "lingering", "failed_batch")} == {0}, \
+            "exported before any abort"
         progress = SimpleNamespace(batchId=4, batchDuration=90, sources=[])
         record = BatchRecord(4, COMMITTED, 1, (), {}, {"records": 7.0, "aborted_lingering": 2.0,
                                                        "aborted_failed_batch": 1.0})

@@ -204,6 +204,22 @@ def test_progress_reads_the_sink_log_and_creates_nothing(tmp_path):
     assert not Path(cfg.checkpoint.location).exists(), "progress created something"
 
 
+def test_the_first_report_carries_what_this_runs_query_start_aborted_once(tmp_path):
+    """The query start's sweep runs in Spark's write planner; its count reaches the driver's report
+    through the record beside the sink log, from the run's start on, once."""
+    from kafka_eos.config.redact import Redactor
+    from kafka_eos.connectors.pipeline.progress import ProgressReporter, sink_log_location
+    from kafka_eos.txn.start_sweeps import record_sweep
+    cfg = config(tmp_path, "fail")
+    record_sweep(sink_log_location(cfg), 5, at_ms=1_000)   # an earlier run's start
+    record_sweep(sink_log_location(cfg), 2, at_ms=3_000)   # this run's
+    reports = []
+    reporter = ProgressReporter(cfg, Redactor([]), emit=lambda line: None, listeners=[reports.append], since_ms=2_000)
+    batch = lambda n: SimpleNamespace(batchId=n, numInputRows=3, batchDuration=5, durationMs={"addBatch": 1})  # noqa: E731
+    reporter.report(SimpleNamespace(recentProgress=[batch(0), batch(1)]))
+    assert [r.aborted.get("query_start") for r in reports] == [2, 0]
+
+
 def test_every_validating_entry_reports_what_the_connectors_refuse(tmp_path, capsys):
     from kafka_eos.connectors.cli import main
     from kafka_eos.connectors.pipeline import entry
