@@ -170,6 +170,11 @@ def wait_for_orders(stack: Stack, expected: set[str], describe) -> None:  # noqa
     assert_exactly_once(wait_for(f"{len(expected)} orders in orders-priced", output, 900, describe))
 
 
+def dashboard_exprs() -> list[str]:
+    panels = json.loads((REPO / "docker" / "grafana-dashboard.json").read_text())["panels"]
+    return [target["expr"] for panel in panels for target in panel["targets"]]
+
+
 def takes_writes(bootstrap: str, topic: str) -> bool:
     """One record delivered to ``topic`` within 10 s (a broker unpaused after its session timeout
     is fenced by its own controller until it registers again: its partitions have no leader)."""
@@ -201,6 +206,11 @@ def test_compose_runs_the_example_exactly_once_with_metrics_prometheus_and_its_a
                        lambda: stack.query(f"kafka_eos_records_read_total{{{PIPELINE}}}") == ORDERS + POISON, 90,
                        lambda: stack.logs("prometheus"))
     assert scraped
+    # every panel of the shipped dashboard has data in the compose file's Prometheus
+    def without_data() -> list[str]:
+        return [expr for expr in dashboard_exprs() if stack.query(expr.replace("$pipeline", ".*")) is None]
+    wait_for("every dashboard panel to have data (a rate needs two scrapes)", lambda: not without_data(), 90,
+             lambda: f"without data: {without_data()}")
 
     # The driver killed: the restart policy starts the job again, and the same Prometheus scrapes
     # the new driver (one in the old job's network namespace saw it down for good).
