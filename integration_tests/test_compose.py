@@ -27,6 +27,7 @@ from integration_tests.containers import engine_unavailable_reason
 from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, create_topic, read_all, unique
 from kafka_eos.connectors.demo_data import produce_orders
 from kafka_eos.connectors.dev.local_kafka import free_port
+from tests.test_ops_files import dashboard_exprs
 
 REPO = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = REPO / "docker" / "compose.yaml"
@@ -168,11 +169,6 @@ def wait_for_orders(stack: Stack, expected: set[str], describe) -> None:  # noqa
         report = check_exactly_once(stack.bootstrap, "orders-priced", expected=expected, id_of=order_id)
         return report if report.records >= len(expected) else None
     assert_exactly_once(wait_for(f"{len(expected)} orders in orders-priced", output, 900, describe))
-
-
-def dashboard_exprs() -> list[str]:
-    panels = json.loads((REPO / "docker" / "grafana-dashboard.json").read_text())["panels"]
-    return [target["expr"] for panel in panels for target in panel["targets"]]
 
 
 def takes_writes(bootstrap: str, topic: str) -> bool:

@@ -16,13 +16,18 @@ Invariants this module enforces:
   with the same check-then-act window as on S3).
 - ``LogReader`` creates nothing (no directory, no file, no bucket): it has no writing method, and
   a missing location reads as empty. Only ``LogStore`` (the writer) creates its location.
+- A record is JSON with its format version ``v`` (``versioned``): one of another version is
+  refused by name (``SinkLogError``), never guessed.
 """
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from pathlib import Path
 from urllib.parse import urlparse
+
+from kafka_eos.txn.errors import SinkLogError
 
 _S3_ALIASES = ("s3a://", "s3n://")
 
@@ -33,6 +38,15 @@ def pyarrow_uri(location: str) -> str:
         if location.startswith(alias):
             return "s3://" + location[len(alias):]
     return location
+
+
+def versioned(text: str, where: str, what: str, version: int) -> dict:
+    """The JSON record ``text`` (read from ``where``), refused unless its ``v`` is ``version``."""
+    data = json.loads(text)
+    if data.get("v") != version:
+        raise SinkLogError(f"{where}: {what} format {data.get('v')!r} is not {version}; this kafka-eos build "
+                           "cannot read it (use the build that wrote it)")
+    return data
 
 
 class LogReader:

@@ -26,7 +26,7 @@ from typing import Mapping
 from kafka_eos.option_map import OptionMap
 from kafka_eos.txn.errors import SinkLogConflictError, SinkLogError
 from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.log_store import LogReader, LogStore
+from kafka_eos.txn.log_store import LogReader, LogStore, versioned
 from kafka_eos.txn.states import (BatchState, PartitionState, check_batch_transition,
                                    check_partition_transitions)
 
@@ -104,10 +104,7 @@ class BatchRecord:
 
     @classmethod
     def from_json(cls, text: str, source: str) -> "BatchRecord":
-        data = json.loads(text)
-        if data.get("v") != LOG_FORMAT:
-            raise SinkLogError(f"{source}: sink log format {data.get('v')!r} is not {LOG_FORMAT}; "
-                               "this kafka-eos build cannot recover it (use the build that wrote it)")
+        data = versioned(text, source, "sink log", LOG_FORMAT)
         try:
             state = BatchState(data["state"])
             status = {int(k): PartitionState(v) for k, v in data["status"].items()}

@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from kafka_eos.txn.errors import SinkLogError
-from kafka_eos.txn.log_store import LogReader, LogStore
+from kafka_eos.txn.log_store import LogReader, LogStore, versioned
 from kafka_eos.txn.sink_log import META
 
 IDS = "_ids.json"
@@ -37,13 +36,7 @@ class IdScheme:
 
 
 def _load(text: str | None, where: str) -> dict | None:
-    if text is None:
-        return None
-    data = json.loads(text)
-    if data.get("v") != MARKER_FORMAT:
-        raise SinkLogError(f"{where}: marker format {data.get('v')!r} is not {MARKER_FORMAT}; this kafka-eos "
-                           "build cannot read it (use the build that wrote it)")
-    return data
+    return None if text is None else versioned(text, where, "marker", MARKER_FORMAT)
 
 
 def read_id_scheme(location: str) -> IdScheme | None:

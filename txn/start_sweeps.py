@@ -3,8 +3,7 @@ sink log, so that a process other than the sweeping one (the driver's metrics) c
 
 Invariants enforced here:
 - a record is ``_start-sweeps/<at_ms>-<random>.json`` {v, at_ms, aborted}, written create-only
-  and only for a sweep that aborted something; an unknown format version is refused
-  (``SinkLogError``), never guessed;
+  and only for a sweep that aborted something (its version read by ``log_store.versioned``);
 - the newest ``KEEP`` records are kept: writing one deletes the older ones;
 - ``aborted_since(at_ms)`` sums the records written at or after ``at_ms`` and reads no other.
 """
@@ -16,8 +15,7 @@ import re
 import time
 import uuid
 
-from kafka_eos.txn.errors import SinkLogError
-from kafka_eos.txn.log_store import LogReader, LogStore
+from kafka_eos.txn.log_store import LogReader, LogStore, versioned
 
 log = logging.getLogger(__name__)
 FOLDER = "_start-sweeps"
@@ -56,11 +54,6 @@ def aborted_since(log_location: str, at_ms: int) -> int:
         if match is None or int(match[1]) < at_ms:
             continue
         text = reader.read(name)
-        data = json.loads(text) if text else None
-        if data is None:
-            continue
-        if data.get("v") != FORMAT:
-            raise SinkLogError(f"{FOLDER}/{name} has format version {data.get('v')!r}; this build reads {FORMAT}: "
-                               "run the kafka-eos version that wrote it, or a newer one")
-        total += int(data["aborted"])
+        if text:
+            total += int(versioned(text, f"{FOLDER}/{name}", "start sweep record", FORMAT)["aborted"])
     return total

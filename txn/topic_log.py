@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Sequence, cast
 
-from kafka_eos.txn.errors import SinkLogConflictError, SinkLogError
-from kafka_eos.txn.log_store import LogReader, LogStore
+from kafka_eos.txn.errors import SinkLogConflictError
+from kafka_eos.txn.log_store import LogReader, LogStore, versioned
 from kafka_eos.txn.output_topics import OutputTopic, TopicChange
 
 TOPICS_FORMAT = 1
@@ -50,10 +50,7 @@ class TopicsRecord:
 
     @classmethod
     def from_json(cls, text: str, source: str) -> "TopicsRecord":
-        data = json.loads(text)
-        if data.get("v") != TOPICS_FORMAT:
-            raise SinkLogError(f"{source}: output topics record format {data.get('v')!r} is not "
-                               f"{TOPICS_FORMAT}; this kafka-eos build cannot read it (use the build that wrote it)")
+        data = versioned(text, source, "output topics record", TOPICS_FORMAT)
         # cast: to_json writes every recorded topic as an identity, never null
         topics = cast(dict[str, OutputTopic], {n: _identity(n, t) for n, t in data["topics"].items()})
         return cls(topics=topics,
