@@ -187,6 +187,31 @@ def _retire(args: argparse.Namespace) -> int:
     return done.exit_code
 
 
+def _verify(args: argparse.Namespace) -> int:
+    """Exit 0 every batch in range verified, 1 one failed or cannot be verified, 2 unreadable."""
+    from kafka_eos import KafkaEosError
+    from kafka_eos.config.violations import InvalidPipeline, exit_code
+    from kafka_eos.connectors.pipeline import verify
+    from kafka_eos.connectors.pipeline.validation import load_valid
+    try:
+        cfg = load_valid(args.pipeline, offline=True)
+        batches, since = verify.parse_batches(args.batches), verify.since_ms_of(args.since)
+    except InvalidPipeline as exc:
+        print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
+        return exit_code(exc.violations)
+    except ValueError as exc:
+        print(f"kafka-eos verify: {exc}", file=sys.stderr)
+        return 2
+    try:
+        report = verify.verify(cfg, batches, since, progress=lambda line: print(f"kafka-eos verify: {line}",
+                                                                                file=sys.stderr, flush=True))
+    except KafkaEosError as exc:
+        print(f"kafka-eos verify {cfg.name}: {exc}", file=sys.stderr)
+        return 2
+    print(verify.render(cfg, report, as_json=args.json))
+    return report.exit_code
+
+
 def _add_status_command(sub) -> None:
     status = sub.add_parser("status", help="checkpoint, lag, sink log and open transactions of a pipeline; "
                             "exit 0 healthy, 1 needs attention, 2 broker unreachable, 3 not authorized")
@@ -194,6 +219,15 @@ def _add_status_command(sub) -> None:
     status.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker")
     status.add_argument("--json", action="store_true", help="a JSON object (with format_version)")
     status.set_defaults(func=_status)
+    check = sub.add_parser("verify", help="read each committed batch's output back and check it against what its "
+                           "tasks recorded (records, digest, no other writer's records); exit 0 all verified, "
+                           "1 a batch failed or cannot be verified, 2 unreadable")
+    check.add_argument("pipeline", metavar="pipeline.yaml")
+    check.add_argument("--batches", metavar="A..B", help="only these batch ids (inclusive; A.. or ..B)")
+    check.add_argument("--since", metavar="TIME", help="only batches committed since TIME (ISO, UTC by default, "
+                       "or epoch ms)")
+    check.add_argument("--json", action="store_true", help="a JSON object (with format_version)")
+    check.set_defaults(func=_verify)
     retire = sub.add_parser("retire", help="for a pipeline that will not run again: commit its decided batch, "
                             "abort its other open transactions, release its transactional-id prefix and mark "
                             "its checkpoint retired")

@@ -11,14 +11,20 @@ from __future__ import annotations
 
 from collections import Counter
 
+from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.net.compat import KafkaNetClient
 from kafka.net.selector import NetworkSelector
+from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.metadata import CoordinatorType
 from kafka.protocol.producer.transaction import EndTxnRequest
 
 from kafka_eos.control_plane_bootstrap import FailoverConnectionManager
 from kafka_eos.kafka_clients import control_plane_connection_settings
+
+# Fetch v12: the last version that names topics (v13+ names them by id); Kafka 4 serves v4-v17.
+FETCH_MAX_VERSION = 12
+READ_UNCOMMITTED = 0
 
 # EndTxn v3/v4 = transactions v1 semantics, which librdkafka-opened transactions need (v5+ is
 # transactions v2 and must not be mixed with a v1 client's transactions).
@@ -58,6 +64,23 @@ class ControlPlaneClient(KafkaAdminClient):
                 except Exception:  # noqa: BLE001 - connection-level failure: retry the round
                     codes[tid] = -1
         return codes
+
+    def fetch_raw(self, topic: str, partition: int, offset: int, max_bytes: int) -> tuple[int, int, int, bytes]:
+        """One Fetch (read_uncommitted: every record batch, control batches too) of a partition from
+        ``offset``: (error code, high watermark, log start offset, the record batches' bytes)."""
+        return self._manager.run(self._fetch_raw, topic, partition, offset, max_bytes)
+
+    async def _fetch_raw(self, topic, partition, offset, max_bytes):
+        leaders = await self._async_get_leader_for_partitions({TopicPartition(topic, partition)})
+        fetch = FetchRequest.FetchTopic.FetchPartition(partition=partition, fetch_offset=offset, log_start_offset=-1,
+                                                       partition_max_bytes=max_bytes, current_leader_epoch=-1)
+        request = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes,
+                               isolation_level=READ_UNCOMMITTED, session_id=0, session_epoch=-1,
+                               topics=[FetchRequest.FetchTopic(topic=topic, partitions=[fetch])],
+                               forgotten_topics_data=[], rack_id="", max_version=FETCH_MAX_VERSION)
+        response = await self._manager.send(request, node_id=next(iter(leaders)))
+        data = response.responses[0].partitions[0]
+        return data.error_code, data.high_watermark, data.log_start_offset, bytes(data.records or b"")
 
     def live_brokers(self) -> list[int]:
         """The broker ids of the client's cluster metadata, lowest first."""

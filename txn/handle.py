@@ -7,12 +7,15 @@ Invariants:
   never committed nor aborted. ``skipped`` means the task did not write because its data for
   this batch is already durable (a replay of a committed sink partition); its ``records`` are
   the rows the replay had for that partition (counted, not written: the replay check).
+- ``digests`` (format 2) is the task's evidence per output partition (``write_evidence``), in
+  ``digest_format``; empty when the task could not record it. A format-1 handle has none.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-HANDLE_FORMAT = 1
+HANDLE_FORMAT = 2
+READABLE_FORMATS = (1, 2)  # format 1: written before the evidence (no digests)
 
 
 @dataclass(frozen=True)
@@ -25,19 +28,26 @@ class TxnHandle:
     partitions: dict[str, dict[str, int]] = field(default_factory=dict)  # topic -> partition -> count
     precommit_ms: float = 0.0
     skipped: bool = False
+    digests: dict[str, dict[str, str]] = field(default_factory=dict)  # topic -> partition -> record digest
+    digest_format: str = ""
 
     @property
     def has_transaction(self) -> bool:
         return self.records > 0 and self.transactional_id is not None
 
     def to_dict(self) -> dict:
-        return {"v": HANDLE_FORMAT, **asdict(self)}
+        """Format 1 (what earlier builds read) unless the handle carries evidence."""
+        data = asdict(self)
+        if not self.digests and not self.digest_format:
+            del data["digests"], data["digest_format"]
+            return {"v": 1, **data}
+        return {"v": HANDLE_FORMAT, **data}
 
     @classmethod
     def from_dict(cls, data: dict) -> "TxnHandle":
         version = data.get("v")
-        if version != HANDLE_FORMAT:
-            raise ValueError(f"unknown transaction handle format {version!r} (this build reads {HANDLE_FORMAT})")
+        if version not in READABLE_FORMATS:
+            raise ValueError(f"unknown transaction handle format {version!r} (this build reads {READABLE_FORMATS})")
         return cls(**{k: v for k, v in data.items() if k != "v"})
 
     @classmethod

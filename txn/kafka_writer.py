@@ -58,10 +58,13 @@ from kafka_eos.txn.sink_config import SinkConfig
 if TYPE_CHECKING:  # rows arrive as Arrow batches; this module itself needs no pyarrow
     import pyarrow as pa
 
+    from kafka_eos.txn.write_evidence import TaskEvidence
+
 log = logging.getLogger(__name__)
 Rows: TypeAlias = "pa.RecordBatch | Records"  # Arrow rows of the query, or records the task read itself
 STATS_WAIT_S = 10.0  # pre-commit waits this long at most for statistics newer than the flush
 CAUSE_WAIT_S = 2.0   # purged records seen: how long their cause's own delivery report is awaited
+PARTITION_COUNT_WAIT_S = 10.0  # the metadata request for an output topic's partition count
 PURGED = ("_PURGE_QUEUE", "_PURGE_INFLIGHT")  # librdkafka's codes of records it dropped, not their cause
 
 
@@ -72,6 +75,15 @@ class KafkaWriteError(KafkaEosError, RuntimeError):
 class StaleAttemptError(KafkaWriteError):
     """This task attempt's batch was decided without it (a zombie or straggling attempt); it
     wrote nothing that stays open. Spark ignores the failure of a task whose job is done."""
+
+
+def _partition_count(producer: Producer, topic: str) -> int | None:
+    """The topic's partition count from the producer's metadata, or None if it cannot tell."""
+    try:
+        found = producer.list_topics(topic, timeout=PARTITION_COUNT_WAIT_S).topics.get(topic)
+    except KafkaException:
+        return None
+    return len(found.partitions) if found is not None and found.error is None and found.partitions else None
 
 
 def _never() -> bool:
@@ -91,6 +103,7 @@ class KafkaWriter:
         self._errors: list[str] = []  # failed records, the cause first (``_delivered``)
         self._purged: list[str] = []  # records librdkafka purged because of a failure (a few named)
         self._records = 0
+        self._evidence: "TaskEvidence | None" = None  # created with the producer (its partitioner)
 
     def write(self, batches: Iterable[Rows]) -> TxnHandle:
         try:
@@ -157,6 +170,9 @@ class KafkaWriter:
                          "error_cb": self._error})
         self._check_not_decided("before init_transactions")
         producer = self._new_producer(settings)
+        if self.config.exactly_once:  # at-least-once has no transaction to attribute records to
+            from kafka_eos.txn.write_evidence import TaskEvidence  # Arrow: tasks only, not the driver's runners
+            self._evidence = TaskEvidence(settings.get("partitioner", ""), lambda t: _partition_count(producer, t))
         if self.config.exactly_once:
             producer.init_transactions(self._client_wait_s)
             producer.begin_transaction()
@@ -169,13 +185,15 @@ class KafkaWriter:
         if self._producer is None:
             self._producer = self._open(topics[0])
         produce, poll = self._producer.produce, self._producer.poll
+        placed = (self._evidence.place(batch, topics, partitions) if self._evidence is not None
+                  else partitions or [-1] * batch.num_rows)
         for row in range(batch.num_rows):
             topic = topics[row]
             if topic is None:
                 raise KafkaWriteError(
                     f"row {row} of batch {self.batch_id} (key={keys[row]!r:.60}) has no topic: set the sink "
                     "option 'topic' or give every row a non-null 'topic' column")
-            args = (topic, values[row], keys[row], partitions[row] if partitions else -1)
+            args = (topic, values[row], keys[row], placed[row])
             extra: dict[str, Any] = {"headers": headers[row]} if headers and headers[row] else {}
             while True:
                 try:
@@ -277,6 +295,22 @@ class KafkaWriter:
         if eos.get("txn_state") not in ("InTransaction", "BeginCommit"):
             raise KafkaWriteError(f"{self.transactional_id}: transaction is {eos.get('txn_state')} after flush "
                                   "(a record failed); the task fails and its retry fences this attempt")
+        digests = self._digests(partitions)
+        from kafka_eos.txn.record_digest import DIGEST_FORMAT
         return TxnHandle(sink_partition=self.sink_partition, transactional_id=self.transactional_id,
                          producer_id=eos["producer_id"], producer_epoch=eos["producer_epoch"],
-                         records=self._records, partitions=partitions, precommit_ms=precommit_ms)
+                         records=self._records, partitions=partitions, precommit_ms=precommit_ms,
+                         digests=digests, digest_format=DIGEST_FORMAT if digests else "")
+
+    def _digests(self, partitions: dict[str, dict[str, int]]) -> dict[str, dict[str, str]]:
+        """The evidence's digests, if its record counts are librdkafka's (else none, with a warning)."""
+        evidence = self._evidence
+        if evidence is None or not evidence.complete:
+            if evidence is not None:
+                log.info("kafka-eos: %s: no write evidence (%s)", self.transactional_id, evidence.reason)
+            return {}
+        if evidence.counts() != partitions:
+            log.warning("kafka-eos: %s: records per partition %s differ from librdkafka's %s; no write evidence",
+                        self.transactional_id, evidence.counts(), partitions)
+            return {}
+        return evidence.digests()

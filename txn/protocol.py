@@ -228,6 +228,7 @@ class TwoPhaseCommitProtocol:
         metrics = {"records": float(sum(h.records for h in record.handles)),
                    "transactions": float(len(pending)), "commit_ms": commit_ms,
                    "precommit_max_ms": max((h.precommit_ms for h in record.handles), default=0.0),
+                   "committed_at_ms": float(int(time.time() * 1000)),  # where ``verify`` starts reading
                    **self.aborts.metrics()}
         record = BatchRecord(record.batch_id, COMMITTED, record.num_partitions, record.handles,
                              record.status, metrics)

@@ -1,0 +1,120 @@
+"""``kafka-eos verify pipeline.yaml``: each committed batch's output, read back, against its evidence.
+
+For the committed batches the sink log holds (``--batches A..B`` or ``--since TIME`` narrow
+them), the output partitions their transactions wrote are read from a little before the oldest
+batch's commit (its ``committed_at_ms`` less ``transaction.timeout.ms``; the log start for
+records without it) to their high watermark, and judged by ``txn.output_audit``. Exit 0 only
+when every batch in range verified; 1 when one failed or cannot be verified, or none is in
+range. Invariant: verify reads only (sink log, Fetch, ListOffsets); it writes nothing.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kafka_eos.config.model import PipelineConfig
+from kafka_eos.connectors.pipeline.spark_options import sink_options
+from kafka_eos.connectors.sink.options import sink_config
+from kafka_eos.txn.control_plane import control_plane
+from kafka_eos.txn.output_audit import PASSED, BatchVerdict, committed_handles, judge, place_foreign
+from kafka_eos.txn.output_scan import bounds, scan_partition
+from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
+from kafka_eos.txn.states import BatchState, PartitionState
+
+FORMAT_VERSION = 1
+START_MARGIN_MS = 60_000  # read from this long before the oldest batch's earliest possible record
+
+
+@dataclass
+class VerifyReport:
+    verdicts: list[BatchVerdict] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.verdicts and all(v.outcome == PASSED for v in self.verdicts) else 1
+
+    def document(self) -> dict[str, Any]:
+        counts = {o: sum(1 for v in self.verdicts if v.outcome == o) for o in {v.outcome for v in self.verdicts}}
+        first = next((v for v in self.verdicts if v.outcome != PASSED), None)
+        return {"format_version": FORMAT_VERSION, "exit_code": self.exit_code, "batches": counts, "note": self.note,
+                "first_problem": None if first is None else {"batch": first.batch_id, **(first.first_problem or {})},
+                "outside_batches": self.outside,
+                "per_batch": [{"batch": v.batch_id, "outcome": v.outcome, "records": v.records,
+                               "problems": v.problems} for v in self.verdicts]}
+
+
+def parse_batches(text: str | None) -> tuple[int, int] | None:
+    """``A..B`` (either end may be left out) -> (A, B) inclusive."""
+    if not text:
+        return None
+    low, sep, high = text.partition("..")
+    if not sep:
+        raise ValueError(f"--batches {text!r}: write A..B (A.. or ..B for an open end)")
+    return (int(low) if low else 0, int(high) if high else 2**63 - 1)
+
+
+def committed_in_range(reader: SinkLogReader, batches: tuple[int, int] | None, since_ms: int | None) -> list[BatchRecord]:
+    out = []
+    for batch_id in reader.batch_ids():
+        if batches and not batches[0] <= batch_id <= batches[1]:
+            continue
+        record = reader.get(batch_id)
+        if record is None or record.state is not BatchState.COMMITTED:
+            continue
+        if since_ms is not None and record.metrics.get("committed_at_ms", 0) < since_ms:
+            continue
+        out.append(record)
+    return out
+
+
+def verify(cfg: PipelineConfig, batches: tuple[int, int] | None = None, since_ms: int | None = None,
+           progress: Callable[[str], None] = lambda line: None) -> VerifyReport:
+    config = sink_config(sink_options(cfg))
+    records = committed_in_range(SinkLogReader(config.log_location), batches, since_ms)
+    if not records:
+        return VerifyReport(note="no committed batch in range in the sink log (it keeps the newest 100)")
+    handles = {r.batch_id: committed_handles(r.handles_with(PartitionState.COMMITTED)) for r in records}
+    partitions = sorted({(t, int(p)) for hs in handles.values() for h in hs for t, ps in h.partitions.items() for p in ps})
+    times = [r.metrics["committed_at_ms"] for r in records if "committed_at_ms" in r.metrics]
+    start_ms = None if len(times) < len(records) else int(min(times)) - config.transaction_timeout_ms - START_MARGIN_MS
+    reader = control_plane(config.client_conf())
+    expected = {(h.producer_id, h.producer_epoch) for hs in handles.values() for h in hs}
+    scans = {}
+    for (topic, p), where in bounds(reader, partitions, start_ms).items():
+        progress(f"reading {topic}[{p}] offsets {max(where.start, where.log_start):,}-{where.end:,}")
+        scans[(topic, p)] = scan_partition(reader, topic, p, where, expected, progress)
+    verdicts = {b: judge(b, hs, scans) for b, hs in handles.items()}
+    outside = place_foreign(verdicts, handles, scans)
+    return VerifyReport([verdicts[b] for b in sorted(verdicts)], outside)
+
+
+def render(cfg: PipelineConfig, report: VerifyReport, as_json: bool = False) -> str:
+    if as_json:
+        return json.dumps({"pipeline": cfg.name, **report.document()}, indent=1)
+    doc = report.document()
+    lines = [f"kafka-eos verify {cfg.name}: batch {v.batch_id}: {v.outcome} ({v.records:,} records)"
+             + "".join(f"\n  {p}" for p in v.problems) for v in report.verdicts]
+    lines += [f"kafka-eos verify {cfg.name}: outside the batches verified: {line}" for line in report.outside]
+    if report.note:
+        lines.append(f"kafka-eos verify {cfg.name}: {report.note}")
+    summary = ", ".join(f"{n} {outcome}" for outcome, n in sorted(doc["batches"].items())) or "nothing verified"
+    lines.append(f"kafka-eos verify {cfg.name}: {summary}" + (
+        f"; first problem: batch {doc['first_problem']['batch']} at {doc['first_problem'].get('topic')}"
+        f"[{doc['first_problem'].get('partition')}] offset {doc['first_problem'].get('offset')}"
+        if doc["first_problem"] else ""))
+    return "\n".join(lines)
+
+
+def since_ms_of(text: str | None) -> int | None:
+    """``--since``: an ISO time (UTC unless it names a zone) or epoch milliseconds."""
+    if not text:
+        return None
+    if text.isdigit():
+        return int(text)
+    from datetime import datetime, timezone
+    when = datetime.fromisoformat(text)
+    return int((when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp() * 1000)
+

@@ -1,0 +1,111 @@
+"""``kafka-eos verify`` on a real run (issue 46): the output read back against each batch's evidence.
+
+The shipped orders-json pipeline (a SQL transform, a DLQ in the same transactions) on topics of
+its own runs ``--once``; then ``verify`` must pass every batch, then catch what it exists for:
+records of a committed batch deleted (DeleteRecords: "cannot be verified", never passed) and a
+record another transactional producer commits into the output between two runs (failed, with
+the batch and the offset).
+"""
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+
+import pyarrow as pa
+from confluent_kafka import Producer
+
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient
+
+from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
+from kafka_eos.txn.record_partitioner import choose
+from integration_tests.kafka_tools import create_topic, high_watermarks, produce, read_all, unique
+from integration_tests.pipeline_cli import EXAMPLES, kafka_eos
+
+BATCH = 1500
+EXACT = {"duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
+
+
+def _pipeline(tmp_path, topics: dict[str, str]) -> str:
+    text = (EXAMPLES / "orders-json.yaml").read_text()
+    text = text.replace("topics: [orders]", f"topics: [{topics['in']}]")
+    text = text.replace("topic: orders-priced", f"topic: {topics['out']}")
+    text = text.replace("dlq_topic: orders-dlq", f"dlq_topic: {topics['dlq']}")
+    text = text.replace("max_offsets_per_trigger: 10000", f"max_offsets_per_trigger: {BATCH}")
+    text = text.replace("file: ../schemas/order.avsc", f"file: {EXAMPLES.parent / 'schemas' / 'order.avsc'}")
+    path = tmp_path / "verify-orders.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def _verify(path: str, bootstrap: str, tmp_path, *more: str) -> tuple[int, dict]:
+    done = kafka_eos(["verify", path, "--json", *more], bootstrap, tmp_path, timeout=300)
+    assert done.code in (0, 1), done.log()
+    return done.code, json.loads(done.stdout)
+
+
+def test_verify_passes_a_run_then_names_deleted_and_foreign_records(bootstrap, tmp_path):
+    topics = {"in": unique("v-orders"), "out": unique("v-priced"), "dlq": unique("v-dlq")}
+    create_topics(bootstrap, {topics["in"]: 3, topics["out"]: 3, topics["dlq"]: 1})
+    path = _pipeline(tmp_path, topics)
+    first = produce_orders(bootstrap, topics["in"], 6000, poison=3, aborted_every=2000, aborted_size=40)
+    run = kafka_eos(["run", path, "--once"], bootstrap, tmp_path)
+    assert run.code == 0, run.log()
+    assert order_report(bootstrap, {first.run: 6000}, topic=topics["out"]) == EXACT | {"out": 6000}
+
+    code, report = _verify(path, bootstrap, tmp_path)
+    batches = report["per_batch"]
+    assert code == 0 and len(batches) >= 3, report
+    assert all(b["outcome"] == "verified" for b in batches), report
+    assert sum(b["records"] for b in batches) == 6000 + 3, "every order and the 3 poison records (DLQ)"
+
+    # records of the first batch deleted: that batch cannot be verified, the others still verify
+    first_batch = batches[0]["batch"]
+    victim = min((m for m in read_all(bootstrap, topics["out"], "read_committed", idle_s=1.0) if m.partition() == 0),
+                 key=lambda m: m.offset())
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.delete_records({TopicPartition(topics["out"], 0): victim.offset() + 1})
+    admin.close()
+    code, report = _verify(path, bootstrap, tmp_path)
+    outcomes = {b["batch"]: b["outcome"] for b in report["per_batch"]}
+    assert code == 1 and outcomes[first_batch] == "cannot be verified", report
+    assert report["first_problem"]["batch"] == first_batch and report["first_problem"]["partition"] == 0, report
+    code, later = _verify(path, bootstrap, tmp_path, "--batches", f"{first_batch + 1}..")
+    assert code == 0, later
+
+    # another writer commits a record into the output between two runs: the next run's batch fails there
+    foreign_offset = high_watermarks(bootstrap, topics["out"])[1]
+    intruder = [(b"not-ours", json.dumps({"order_id": "intruder-0"}).encode())]
+    produce(bootstrap, topics["out"], intruder, transactional=unique("intruder"), partition=1)
+    second = produce_orders(bootstrap, topics["in"], 3000, aborted_every=1500, aborted_size=10)
+    again = kafka_eos(["run", path, "--once"], bootstrap, tmp_path)
+    assert again.code == 0, again.log()
+    ids = Counter(json.loads(m.value())["order_id"] for m in read_all(bootstrap, topics["out"], "read_committed",
+                                                                       idle_s=1.0))
+    expected = {f"{run.run}-{i}" for run in (first, second) for i in range(run.orders)}
+    expected.discard(json.loads(victim.value())["order_id"])  # the record deleted above
+    assert {i for i in ids if i in expected} == expected and all(ids[i] == 1 for i in expected)
+    code, report = _verify(path, bootstrap, tmp_path, "--batches", f"{first_batch + 1}..")
+    failed = [b for b in report["per_batch"] if b["outcome"] == "failed"]
+    assert code == 1 and len(failed) == 1, report
+    assert report["first_problem"] == {"batch": failed[0]["batch"], "topic": topics["out"], "partition": 1,
+                                       "offset": foreign_offset}, report
+    assert "another writer" in failed[0]["problems"][0], failed
+
+
+def test_the_sinks_partition_choice_is_librdkafkas_own(bootstrap):
+    """The evidence needs each record's partition before it is sent: the task chooses it
+    (``record_partitioner``); here librdkafka chooses for the same keys, and they must agree."""
+    topic = create_topic(bootstrap, unique("keys-rdk"), partitions=7)
+    rng = random.Random(11)
+    keys = list({bytes(rng.randrange(256) for _ in range(rng.randrange(1, 30))) for _ in range(1500)})
+    producer_keys = [(k, b"x") for k in keys]
+    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 5})
+    for key, value in producer_keys:
+        producer.produce(topic, value=value, key=key)
+    assert producer.flush(30) == 0
+    placed = {m.key(): m.partition() for m in read_all(bootstrap, topic, "read_uncommitted", idle_s=1.0)}
+    chosen = choose(pa.array(keys, pa.binary()), 7, "murmur2_random")
+    assert chosen is not None and len(placed) == len(keys)
+    assert {k: int(p) for k, p in zip(keys, chosen, strict=True)} == placed

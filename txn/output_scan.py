@@ -1,0 +1,80 @@
+"""Reads output partitions record batch by record batch (control batches too) for ``OutputAudit``.
+
+Enforced here: reads only (Fetch, ListOffsets); memory stays bounded by one fetch
+(``FETCH_BYTES``) plus the open transactions' running digests; each partition is read from its
+start (the offset of ``start_ms``, else the log start) to its high watermark as the scan began.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Protocol
+
+from kafka_eos import KafkaEosError
+from kafka_eos.txn.output_audit import PartitionScan
+
+FETCH_BYTES = 4 << 20
+PROGRESS_EVERY = 200_000  # offsets between progress lines of a long partition
+EARLIEST, LATEST = -2, -1  # ListOffsets' timestamps for the log start and the high watermark
+
+
+class ScanError(KafkaEosError, RuntimeError):
+    """An output partition could not be read; the message names it."""
+
+
+class OutputReader(Protocol):
+    def fetch_raw(self, topic: str, partition: int, offset: int, max_bytes: int) -> tuple[int, int, int, bytes]: ...
+
+    def list_partition_offsets(self, specs: dict) -> dict: ...
+
+
+@dataclass(frozen=True)
+class Bounds:
+    start: int
+    log_start: int
+    end: int
+
+
+def bounds(reader: OutputReader, partitions: Iterable[tuple[str, int]], start_ms: int | None) -> dict[tuple[str, int], Bounds]:
+    """Per partition: where to begin (the first offset at or after ``start_ms``), the log start, the end."""
+    from kafka import TopicPartition
+    tps = [TopicPartition(t, p) for t, p in partitions]
+
+    def offsets(spec: int) -> dict[tuple[str, int], int]:
+        found = reader.list_partition_offsets({tp: spec for tp in tps})
+        return {(tp.topic, tp.partition): found[tp].offset for tp in tps}
+
+    earliest, latest = offsets(EARLIEST), offsets(LATEST)
+    at_time = offsets(start_ms) if start_ms is not None else earliest
+    return {k: Bounds(start=latest[k] if at_time[k] < 0 else at_time[k], log_start=earliest[k], end=latest[k])
+            for k in earliest}
+
+
+def scan_partition(reader: OutputReader, topic: str, partition: int, where: Bounds, expected: set[tuple[int, int]],
+                   progress: Callable[[str], None] = lambda line: None) -> PartitionScan:
+    """Every record batch of one partition from ``where.start`` to ``where.end``, attributed."""
+    from kafka.record import MemoryRecords
+    scan = PartitionScan(topic, partition, where.start, where.log_start)
+    offset = max(where.start, where.log_start)
+    shown = offset
+    while offset < where.end:
+        error, _, log_start, raw = reader.fetch_raw(topic, partition, offset, FETCH_BYTES)
+        if error:
+            raise ScanError(f"{topic}[{partition}]: Fetch at offset {offset} failed with error code {error}; "
+                            "check the brokers and that this login may read the topic")
+        scan.log_start = max(scan.log_start, log_start)
+        records, before = MemoryRecords(raw), offset
+        try:
+            batch = records.next_batch()
+            while batch is not None:
+                scan.add(batch, expected)
+                offset = max(offset, batch.next_offset)
+                batch = records.next_batch()
+        except Exception as exc:  # noqa: BLE001 - e.g. a compression codec kafka-python cannot read here
+            raise ScanError(f"{topic}[{partition}]: cannot read the record batch at offset {offset} ({exc}); "
+                            "install the codec's Python package (lz4, zstandard or python-snappy)") from exc
+        if offset == before:
+            raise ScanError(f"{topic}[{partition}]: no record batch at offset {offset} below the end {where.end}")
+        if offset - shown >= PROGRESS_EVERY:
+            progress(f"{topic}[{partition}] read up to offset {offset:,} of {where.end:,}")
+            shown = offset
+    return scan
