@@ -26,12 +26,12 @@ _STREAMS = 9
 _I32 = struct.Struct("<i")
 
 
-def _bytes_of(starts: np.ndarray, lengths: np.ndarray, data: np.ndarray) -> np.ndarray:
+def _bytes_of(starts: np.ndarray, lengths: np.ndarray, data: np.ndarray) -> memoryview:
     """The concatenated bytes of a column, not copied (nulls contribute nothing)."""
     if len(starts) == 0:
-        return data[:0]
+        return memoryview(b"")
     begin, end = int(starts[0]), int(starts[-1] + max(int(lengths[-1]), 0))
-    return data[begin:end]
+    return data[begin:end].data
 
 
 class PartitionDigest:
