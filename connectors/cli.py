@@ -209,6 +209,15 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"kafka-eos verify {cfg.name}: {exc}", file=sys.stderr)
         return 2
     print(verify.render(cfg, report, as_json=args.json))
+    if not args.no_record:
+        try:
+            name = verify.record(cfg, report)
+            if name:
+                print(f"kafka-eos verify {cfg.name}: recorded as {name} beside the sink log (status, metrics)",
+                      file=sys.stderr)
+        except OSError as exc:
+            print(f"kafka-eos verify {cfg.name}: the run was not recorded beside the sink log ({exc}); "
+                  "status and the metrics do not show it", file=sys.stderr)
     return report.exit_code
 
 
@@ -227,6 +236,8 @@ def _add_status_command(sub) -> None:
     check.add_argument("--since", metavar="TIME", help="only batches committed since TIME (ISO, UTC by default, "
                        "or epoch ms)")
     check.add_argument("--json", action="store_true", help="a JSON object (with format_version)")
+    check.add_argument("--no-record", action="store_true", help="do not record the run beside the sink log "
+                       "(the one thing verify writes; status and the metrics read it)")
     check.set_defaults(func=_verify)
     retire = sub.add_parser("retire", help="for a pipeline that will not run again: commit its decided batch, "
                             "abort its other open transactions, release its transactional-id prefix and mark "

@@ -45,6 +45,12 @@ def _verify(path: str, bootstrap: str, tmp_path, *more: str) -> tuple[int, dict]
     return done.code, json.loads(done.stdout)
 
 
+def _status(path: str, bootstrap: str, tmp_path) -> dict:
+    done = kafka_eos(["status", path, "--json"], bootstrap, tmp_path, timeout=120)
+    assert done.code in (0, 1), done.log()
+    return json.loads(done.stdout)
+
+
 def test_verify_passes_a_run_then_names_deleted_and_foreign_records(bootstrap, tmp_path):
     topics = {"in": unique("v-orders"), "out": unique("v-priced"), "dlq": unique("v-dlq")}
     create_topics(bootstrap, {topics["in"]: 3, topics["out"]: 3, topics["dlq"]: 1})
@@ -59,6 +65,9 @@ def test_verify_passes_a_run_then_names_deleted_and_foreign_records(bootstrap, t
     assert code == 0 and len(batches) >= 3, report
     assert all(b["outcome"] == "verified" for b in batches), report
     assert sum(b["records"] for b in batches) == 6000 + 3, "every order and the 3 poison records (DLQ)"
+    shown = _status(path, bootstrap, tmp_path)
+    assert shown["verify"]["newest_verified_batch"] == batches[-1]["batch"], shown
+    assert shown["verify"]["batches"] == {"verified": len(batches)}, shown
 
     # records of the first batch deleted: that batch cannot be verified, the others still verify
     first_batch = batches[0]["batch"]
@@ -92,6 +101,8 @@ def test_verify_passes_a_run_then_names_deleted_and_foreign_records(bootstrap, t
     assert report["first_problem"] == {"batch": failed[0]["batch"], "topic": topics["out"], "partition": 1,
                                        "offset": foreign_offset}, report
     assert "another writer" in failed[0]["problems"][0], failed
+    assert any("the last kafka-eos verify found 1 batch(es) failed" in line
+               for line in _status(path, bootstrap, tmp_path)["attention"])
 
 
 def test_the_sinks_partition_choice_is_librdkafkas_own(bootstrap):

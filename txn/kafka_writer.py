@@ -181,12 +181,17 @@ class KafkaWriter:
         return producer
 
     def _produce_batch(self, batch: Rows) -> None:
-        topics, keys, values, partitions, headers = self._columns(batch)
+        if not isinstance(batch, Records) and "value" not in batch.schema.names:  # before the producer opens
+            raise KafkaWriteError("the sink needs a 'value' column (string or binary); "
+                                  f"got columns {batch.schema.names}: select or alias one as 'value'")
         if self._producer is None:
-            self._producer = self._open(topics[0])
+            self._producer = self._open(self._topics(batch)[0])
+        placed = None
+        if self._evidence is not None:  # the rows may come back grouped by partition (write_evidence)
+            batch, _, placed = self._evidence.place(batch, self._topics(batch), self._partitions(batch))
+        topics, keys, values, partitions, headers = self._columns(batch)
+        placed = placed or partitions or [-1] * batch.num_rows
         produce, poll = self._producer.produce, self._producer.poll
-        placed = (self._evidence.place(batch, topics, partitions) if self._evidence is not None
-                  else partitions or [-1] * batch.num_rows)
         for row in range(batch.num_rows):
             topic = topics[row]
             if topic is None:
@@ -206,24 +211,29 @@ class KafkaWriter:
         poll(0)
         self._raise_if_failed()
 
+    def _topics(self, batch: Rows) -> list:
+        """Each row's topic: the sink's option, else the row's 'topic' column (as in Spark's Kafka sink)."""
+        if isinstance(batch, Records) or self.config.topic or "topic" not in batch.schema.names:
+            return [self.config.topic] * batch.num_rows
+        return batch.column("topic").to_pylist()
+
+    def _partitions(self, batch: Rows) -> list[int] | None:
+        """Each row's 'partition' column (-1 for null), or None without one."""
+        if isinstance(batch, Records) or "partition" not in batch.schema.names:
+            return None
+        return [-1 if p is None else p for p in batch.column("partition").to_pylist()]
+
     def _columns(self, batch: Rows) -> tuple[list, list, list, list | None, list | None]:
         """topics, keys, values, partitions (or None), headers as (name, value) pairs (or None)."""
         n = batch.num_rows
         if isinstance(batch, Records):  # a task's own read of Kafka: the sink's topic option names the topic
             return [self.config.topic] * n, batch.keys, batch.values, None, batch.headers
         names = batch.schema.names
-        if "value" not in names:
-            raise KafkaWriteError("the sink needs a 'value' column (string or binary); "
-                                  f"got columns {names}: select or alias one as 'value'")
 
         def column(name: str) -> list | None:
             return batch.column(name).to_pylist() if name in names else None
 
-        # As in Spark's Kafka sink, the 'topic' option overrides a 'topic' column.
-        topics = [self.config.topic] * n if self.config.topic or "topic" not in names else batch.column("topic").to_pylist()
-        partitions = column("partition")
-        if partitions is not None:
-            partitions = [-1 if p is None else p for p in partitions]
+        topics, partitions = self._topics(batch), self._partitions(batch)
         headers = column("headers")
         if headers is not None:
             headers = [[(h["key"], h["value"]) for h in row] if row else None for row in headers]

@@ -50,21 +50,40 @@ class TaskEvidence:
         self.complete = True
         self.reason = ""
 
-    def place(self, batch: "Rows", topics: list, explicit: list[int] | None) -> list[int]:
-        """Each row's partition (-1: librdkafka chooses) for ``produce``; the rows join the digests."""
+    def place(self, batch: "Rows", topics: list, explicit: list[int] | None) -> tuple["Rows", list, list[int]]:
+        """(the rows in the order to produce them, their topics, each one's partition; -1: librdkafka
+        chooses). Arrow rows come back grouped by (topic, partition), each group in its order: the
+        order within a partition, the only order Kafka keeps, is unchanged. The rows join the digests."""
         n = batch.num_rows
         chosen = np.full(n, -1, np.int32) if explicit is None else np.asarray(explicit, np.int32)
-        if not self.complete or None in topics:  # a row without a topic fails the write anyway
-            return chosen.tolist()
+        if not self.complete or not n or None in topics:  # a row without a topic fails the write anyway
+            return batch, topics, chosen.tolist()
         keys, values, headers = _columns(batch)
-        topic_of = np.asarray(topics, dtype=object)
-        for topic in dict.fromkeys(topics):
-            rows = np.flatnonzero(topic_of == topic) if len(set(topics)) > 1 else np.arange(n)
-            todo = rows[chosen[rows] < 0]
-            if len(todo) and not self._choose(topic, keys.take(pa.array(todo)), todo, chosen):
-                return chosen.tolist()
-        self._digest(topics, chosen, keys, values, headers)
-        return chosen.tolist()
+        names = [topics[0]] if topics.count(topics[0]) == n else list(dict.fromkeys(topics))
+        topic_of = None if len(names) == 1 else np.asarray(topics, dtype=object)
+        for topic in names:
+            rows = np.arange(n) if topic_of is None else np.flatnonzero(topic_of == topic)
+            todo = rows if explicit is None and topic_of is None else rows[chosen[rows] < 0]
+            if len(todo) and not self._choose(topic, keys if len(todo) == n else keys.take(pa.array(todo)), todo, chosen):
+                return batch, topics, chosen.tolist()
+        topic_index = np.zeros(n, np.int64) if topic_of is None else np.asarray([names.index(t) for t in topics])
+        group = (topic_index << 32) | chosen.astype(np.int64)
+        if len(names) == 1 and chosen.max(initial=0) < 2**15:
+            group = chosen.astype(np.int16)  # small integers: numpy's stable sort is a radix sort
+        order = np.argsort(group, kind="stable")
+        ordered = group[order]
+        edges = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), n]
+        columns = pa.RecordBatch.from_arrays([keys, values] + ([headers] if headers is not None else []),
+                                             ["key", "value"] + (["headers"] if headers is not None else []))
+        if len(edges) > 2:
+            at = pa.array(order)
+            columns = columns.take(at)
+            if not isinstance(batch, Records):
+                batch, topics = batch.take(at), topics if topic_of is None else [topics[i] for i in order]
+        self._digest(names, topic_index[order], chosen[order], edges, columns)
+        if isinstance(batch, Records) or len(edges) == 2:
+            return batch, topics, chosen.tolist()
+        return batch, topics, chosen[order].tolist()
 
     def _choose(self, topic: str, keys: pa.Array, rows: np.ndarray, chosen: np.ndarray) -> bool:
         if topic not in self._counts:
@@ -81,21 +100,15 @@ class TaskEvidence:
         self.complete, self.reason = False, reason
         self._digests.clear()
 
-    def _digest(self, topics: list, chosen: np.ndarray, keys: pa.Array, values: pa.Array,
-                headers: pa.Array | None) -> None:
-        names = list(dict.fromkeys(topics))
-        topic_index = np.zeros(len(topics), np.int64) if len(names) == 1 else \
-            np.asarray([names.index(t) for t in topics], np.int64)
-        group = (topic_index << 32) | chosen.astype(np.int64)
-        order = np.argsort(group, kind="stable")
-        edges = np.flatnonzero(np.diff(group[order])) + 1
-        for rows in np.split(order, edges):
-            if not len(rows):
-                continue
-            at = pa.array(rows)
-            key = (names[int(topic_index[rows[0]])], int(chosen[rows[0]]))
+    def _digest(self, names: list[str], topic_index: np.ndarray, chosen: np.ndarray, edges: list[int],
+                rows: pa.RecordBatch) -> None:
+        """Each group of rows (one topic and partition, in order) into its partition's digest."""
+        headers = rows.column("headers") if "headers" in rows.schema.names else None
+        for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+            key = (names[int(topic_index[lo])], int(chosen[lo]))
             digest = self._digests.setdefault(key, PartitionDigest())
-            digest.add_columns(keys.take(at), values.take(at), None if headers is None else headers.take(at))
+            digest.add_columns(rows.column("key").slice(lo, hi - lo), rows.column("value").slice(lo, hi - lo),
+                               None if headers is None else headers.slice(lo, hi - lo))
 
     def counts(self) -> dict[str, dict[str, int]]:
         """topic -> partition -> records, as the handle's ``partitions`` has them."""

@@ -30,6 +30,7 @@ HOST = DEFAULT_METRICS_HOST
 BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 COMMIT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 DECISION_STATES = ("none", "committed", "decided-pending", "lost")
+VERIFY_OUTCOMES = {"verified": "verified", "failed": "failed", "cannot be verified": "unverifiable"}
 BATCH, PROBE, RUN = "each batch", "operator probe (every `metrics.sample_interval_s`)", "the run"
 
 
@@ -87,6 +88,13 @@ METRICS = (
            "down or refusing); the probe's gauges keep their last values", PROBE),
     Metric("kafka_eos_probe_last_success_timestamp_seconds", "gauge", P, "Unix time of the last sample that "
            "succeeded", PROBE),
+    Metric("kafka_eos_verify_batches_total", "counter", ("pipeline", "outcome"), "batches `kafka-eos verify` "
+           "judged in runs recorded since this run started, by `outcome`: `verified`, `failed`, `unverifiable` "
+           "(alert on `increase(...{outcome=\"failed\"}[1d]) > 0`)", PROBE),
+    Metric("kafka_eos_verify_newest_verified_batch", "gauge", P, "the newest batch the last recorded verify run "
+           "verified (-1: none)", PROBE),
+    Metric("kafka_eos_verify_last_run_timestamp_seconds", "gauge", P, "Unix time of the last recorded verify run "
+           "(0: none)", PROBE),
     Metric("kafka_eos_run_start_timestamp_seconds", "gauge", P, "Unix time this run (driver process) started: "
            "an error that stops the query ends the run, so `changes()` of it counts restarts", RUN),
 )
@@ -125,6 +133,10 @@ class PrometheusMetrics:
                 self._metric(metric.name)  # exported as 0 before the first batch
         for reason in ABORT_REASONS:
             self._metric("kafka_eos_transactions_aborted_total", reason)
+        for outcome in VERIFY_OUTCOMES.values():
+            self._metric("kafka_eos_verify_batches_total", outcome)
+        self._metric("kafka_eos_verify_newest_verified_batch").set(-1)
+        self._metric("kafka_eos_verify_last_run_timestamp_seconds").set(0)
         self.probe: OperatorProbe | None = None   # started by ``serve`` for an exactly-once pipeline
         self._server = MetricsServer(self.registry, host, port, user_info, cert_file, key_file)
         self.port = self._server.port
@@ -162,6 +174,13 @@ class PrometheusMetrics:
         for state in DECISION_STATES:
             self._metric("kafka_eos_decision_state", state).set(1 if state == facts.decision_state else 0)
         self._metric("kafka_eos_decision_batch").set(facts.decision_batch)
+        for run in facts.verify_runs:
+            for outcome, label in VERIFY_OUTCOMES.items():
+                self._metric("kafka_eos_verify_batches_total", label).inc(run.count(outcome))
+        if facts.latest_verify is not None:
+            newest = facts.latest_verify.newest_verified
+            self._metric("kafka_eos_verify_newest_verified_batch").set(-1 if newest is None else newest)
+            self._metric("kafka_eos_verify_last_run_timestamp_seconds").set(facts.latest_verify.at_ms / 1000)
         self._metric("kafka_eos_probe_last_success_timestamp_seconds").set_to_current_time()
 
     def probe_failed(self, _error: BaseException) -> None:

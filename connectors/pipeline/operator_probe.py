@@ -31,6 +31,7 @@ from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.offsets.kafka_offsets import KafkaOffsets
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_status import last_decision, open_transactions, prefix_ids
+from kafka_eos.txn.verify_runs import VerifyRun, runs_since
 from kafka_eos.txn.topic_guard import describe_topics
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,8 @@ class OutputFacts:
     held_seconds: dict[TopicPartition, float] = field(default_factory=dict)
     decision_state: str = "none"
     decision_batch: int = -1
+    verify_runs: tuple[VerifyRun, ...] = ()      # ``kafka-eos verify`` runs recorded since the last sample
+    latest_verify: VerifyRun | None = None
 
 
 class HeldClock:
@@ -83,6 +86,8 @@ class OutputSampler:
         self.conf, self.timeout_s = sink.client_conf(), timeout_s
         self.offsets = KafkaOffsets(self.conf, timeout_s)
         self.held, self.clock = HeldClock(), clock
+        self._verified_seen_ms = int(time.time() * 1000)  # verify runs before this run are not counted
+        self._latest_verify: VerifyRun | None = None
 
     def sample(self) -> OutputFacts:
         opened = open_transactions(self.sink.producer_conf, self.ids)
@@ -92,9 +97,20 @@ class OutputSampler:
         records, seconds = self.held.observe(lso, hw, self.clock())
         decision = last_decision(self.sink.log_location)
         oldest = opened[0] if opened else None
+        new_runs = self._verify_runs()
         return OutputFacts(len(opened), oldest.age_ms / 1000 if oldest else 0.0,
                            oldest.timeout_ms / 1000 if oldest else 0.0, records, seconds,
-                           str(decision.state), decision.batch_id if decision.batch_id is not None else -1)
+                           str(decision.state), decision.batch_id if decision.batch_id is not None else -1,
+                           new_runs, self._latest_verify)
+
+    def _verify_runs(self) -> tuple[VerifyRun, ...]:
+        """The verify runs recorded since the last sample (the newest is kept for the gauges)."""
+        runs = runs_since(self.sink.log_location, -1 if self._latest_verify is None else self._latest_verify.at_ms)
+        if runs:
+            self._latest_verify = runs[-1]
+        new = tuple(r for r in runs if r.at_ms > self._verified_seen_ms)
+        self._verified_seen_ms = max([self._verified_seen_ms, *(r.at_ms for r in new)])
+        return new
 
 
 class OperatorProbe:

@@ -14,6 +14,7 @@ and its output is redacted (``render``).
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -26,7 +27,7 @@ from kafka_eos.config.redact import Redactor
 from kafka_eos.config.violations import INVALID
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.spark_options import sink_options, source_options
-from kafka_eos.connectors.pipeline.status_facts import attention, decision_facts, open_facts
+from kafka_eos.connectors.pipeline.status_facts import attention, decision_facts, open_facts, verify_facts
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.connectors.sink.prefix_owner import checkpoint_identity, claim_settings
 from kafka_eos.connectors.source.options import parse_source_options
@@ -38,6 +39,7 @@ from kafka_eos.txn.errors import SinkLogError
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_markers import read_id_scheme
 from kafka_eos.txn.sink_status import Decision, OpenTransaction, last_decision, open_transactions, prefix_ids
+from kafka_eos.txn.verify_runs import latest_run
 
 FORMAT_VERSION = 1
 HEALTHY, ATTENTION, UNREACHABLE = 0, 1, 2
@@ -159,6 +161,8 @@ def gather(cfg: PipelineConfig, timeout_s: float = 10.0) -> Report:
         try:
             decision = last_decision(sink.log_location)
             report.facts["sink_log"] = {"location": sink.log_location, **decision_facts(decision)}
+            report.facts["verify"], verify_attention = verify_facts(latest_run(sink.log_location), cfg.origin)
+            report.attention += verify_attention
         except (SinkLogError, ValueError) as exc:
             report.facts["sink_log"] = {"location": sink.log_location, "state": "unreadable"}
             report.attention.append(f"sink log {sink.log_location} cannot be read: {exc} - fix: run the "
@@ -185,6 +189,10 @@ def gather(cfg: PipelineConfig, timeout_s: float = 10.0) -> Report:
     return report
 
 
+def _time(at_ms: int) -> str:
+    return datetime.fromtimestamp(at_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _v(value: Any) -> str:
     return "none" if value is None else str(value)
 
@@ -207,6 +215,10 @@ def _lines(doc: dict[str, Any]) -> list[str]:
             "no decision yet" if log["state"] == "none" else f"last decision batch {log.get('batch')}: "
             f"{log['state']} ({log.get('sink_partitions')} sink partitions, {log.get('records')} records)"
             if log["state"] != "unreadable" else "unreadable"))
+    checked = doc.get("verify")
+    if checked:
+        lines.append(f"verify: newest verified batch {_v(checked['newest_verified_batch'])}; last run at "
+                     f"{_time(checked['at_ms'])}: " + ", ".join(f"{n} {o}" for o, n in checked["batches"].items()))
     txns = doc.get("open_transactions")
     if txns is not None:
         rows = txns["transactions"]

@@ -7,13 +7,17 @@ Attention (one line each, with the fix):
 - the last decision is ``lost``: the next run replays that batch and re-writes the lost partitions;
 - an open transaction that is not a pending one of the decision and is older than a running
   batch may be (trigger interval + batch margin, the budget of the transaction-timeout rule):
-  a dead run or task attempt left it; read_committed readers of its partitions wait for it.
+  a dead run or task attempt left it; read_committed readers of its partitions wait for it;
+- the newest ``kafka-eos verify`` run found a batch failed (``verify_facts``).
 """
 from __future__ import annotations
 
 from typing import Any
 
 from kafka_eos.txn.sink_status import Decision, DecisionState, OpenTransaction, still_open
+from kafka_eos.txn.verify_runs import VerifyRun
+
+FAILED = "failed"  # txn.output_audit's outcome, as the verify run records it
 
 
 def decision_facts(decision: Decision) -> dict[str, Any]:
@@ -82,3 +86,19 @@ def attention(decision: Decision, opened: list[OpenTransaction] | None, batch_bu
         matched, _ = still_open(decision, opened)
         lines += [_lingering(t, origin) for t in opened if t not in matched and t.age_ms > batch_budget_ms]
     return lines
+
+
+def verify_facts(run: VerifyRun | None, origin: str | None) -> tuple[dict[str, Any] | None, list[str]]:
+    """The newest verify run as facts, and an attention line if it found a batch failed."""
+    if run is None:
+        return None, []
+    facts = {"at_ms": run.at_ms, "newest_verified_batch": run.newest_verified,
+             "batches": {outcome: len(ids) for outcome, ids in sorted(run.outcomes.items())},
+             "first_problem": run.first_problem}
+    failed = run.outcomes.get(FAILED, [])
+    if not failed:
+        return facts, []
+    where = run.first_problem or {}
+    return facts, [f"the last kafka-eos verify found {len(failed)} batch(es) failed, first batch {where.get('batch')} at "
+                   f"{where.get('topic')}[{where.get('partition')}] offset {where.get('offset')} - fix: run "
+                   f"kafka-eos verify {origin or 'pipeline.yaml'} for each problem, and see docs/runbooks.md#verify-failed"]

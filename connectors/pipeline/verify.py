@@ -5,7 +5,8 @@ them), the output partitions their transactions wrote are read from a little bef
 batch's commit (its ``committed_at_ms`` less ``transaction.timeout.ms``; the log start for
 records without it) to their high watermark, and judged by ``txn.output_audit``. Exit 0 only
 when every batch in range verified; 1 when one failed or cannot be verified, or none is in
-range. Invariant: verify reads only (sink log, Fetch, ListOffsets); it writes nothing.
+range. Invariant: verify reads the sink log and the output (Fetch, ListOffsets) and writes only
+its own record beside the sink log (``record``; the CLI's ``--no-record`` leaves it out).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from kafka_eos.txn.output_audit import PASSED, BatchVerdict, committed_handles, 
 from kafka_eos.txn.output_scan import bounds, scan_partition
 from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
 from kafka_eos.txn.states import BatchState, PartitionState
+from kafka_eos.txn.verify_runs import record_run
 
 FORMAT_VERSION = 1
 START_MARGIN_MS = 60_000  # read from this long before the oldest batch's earliest possible record
@@ -89,6 +91,19 @@ def verify(cfg: PipelineConfig, batches: tuple[int, int] | None = None, since_ms
     verdicts = {b: judge(b, hs, scans) for b, hs in handles.items()}
     outside = place_foreign(verdicts, handles, scans)
     return VerifyReport([verdicts[b] for b in sorted(verdicts)], outside)
+
+
+def record(cfg: PipelineConfig, report: VerifyReport) -> str | None:
+    """Record the run beside the sink log (``txn.verify_runs``) for ``status`` and the driver's
+    metrics; returns the record's name (None when nothing was judged)."""
+    if not report.verdicts:
+        return None
+    outcomes: dict[str, list[int]] = {}
+    for v in report.verdicts:
+        outcomes.setdefault(v.outcome, []).append(v.batch_id)
+    verified = outcomes.get(PASSED, [])
+    first = report.document()["first_problem"]
+    return record_run(sink_config(sink_options(cfg)).log_location, outcomes, max(verified) if verified else None, first)
 
 
 def render(cfg: PipelineConfig, report: VerifyReport, as_json: bool = False) -> str:

@@ -3,6 +3,7 @@ reference in config/README.md kept equal to the code's table."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -110,3 +111,29 @@ def test_sample_interval_is_a_whole_number_of_seconds_from_one(tmp_path):
     data["metrics"] = {"sample_interval_s": 0}
     _, problems = load(tmp_path, data)
     assert any("sample_interval_s" in str(p) and "at least 1" in str(p) for p in problems), problems
+
+
+def test_verify_runs_become_a_counter_by_outcome_and_the_newest_verified_batch(tmp_path):
+    from kafka_eos.connectors.pipeline.operator_probe import OutputSampler
+    from kafka_eos.txn.verify_runs import record_run, runs_since
+    log = str(tmp_path / "log")
+    record_run(log, {"verified": [1, 2]}, 2, None, at_ms=1_000)  # before the run started: not counted
+    sampler = OutputSampler.__new__(OutputSampler)  # only its verify-run reading, no cluster
+    sampler.sink, sampler._verified_seen_ms, sampler._latest_verify = SimpleNamespace(log_location=log), 5_000, None
+    assert sampler._verify_runs() == () and sampler._latest_verify.newest_verified == 2
+    record_run(log, {"verified": [3, 4], "failed": [5], "cannot be verified": [6]}, 4,
+               {"batch": 5, "topic": "out", "partition": 0, "offset": 7}, at_ms=9_000)
+    new = sampler._verify_runs()
+    assert [r.at_ms for r in new] == [9_000] and sampler._verify_runs() == ()
+    metrics = PrometheusMetrics("p", 0)
+    try:
+        assert scrape(metrics.port)['kafka_eos_verify_batches_total{outcome="failed",pipeline="p"}'] == 0
+        metrics.facts(OutputFacts(0, 0.0, 0.0, verify_runs=new, latest_verify=runs_since(log)[-1]))
+        got = scrape(metrics.port)
+        assert got['kafka_eos_verify_batches_total{outcome="verified",pipeline="p"}'] == 2
+        assert got['kafka_eos_verify_batches_total{outcome="failed",pipeline="p"}'] == 1
+        assert got['kafka_eos_verify_batches_total{outcome="unverifiable",pipeline="p"}'] == 1
+        assert got['kafka_eos_verify_newest_verified_batch{pipeline="p"}'] == 4
+        assert got['kafka_eos_verify_last_run_timestamp_seconds{pipeline="p"}'] == 9.0
+    finally:
+        metrics.close()

@@ -117,3 +117,15 @@ def test_a_silent_broker_is_a_warning_not_the_pipelines_health(tmp_path):
     text = status.render(cfg, report)
     assert "warning: sink.kafka: broker b2:9092 accepted no request" in text and text.endswith("status: healthy")
     assert json.loads(status.render(cfg, report, as_json=True))["warnings"] == report.warnings
+
+
+def test_the_last_verify_run_is_shown_and_a_failed_batch_needs_attention():
+    from kafka_eos.connectors.pipeline.status_facts import verify_facts
+    from kafka_eos.txn.verify_runs import VerifyRun
+    assert verify_facts(None, "p.yaml") == (None, [])
+    good, none = verify_facts(VerifyRun(1_000, {"verified": [1, 2]}, 2, None), "p.yaml")
+    assert good == {"at_ms": 1_000, "newest_verified_batch": 2, "batches": {"verified": 2}, "first_problem": None}
+    assert none == []
+    _, lines = verify_facts(VerifyRun(2_000, {"verified": [1], "failed": [2]}, 1,
+                                      {"batch": 2, "topic": "out", "partition": 3, "offset": 40}), "p.yaml")
+    assert len(lines) == 1 and "batch 2 at out[3] offset 40" in lines[0] and "kafka-eos verify p.yaml" in lines[0]

@@ -1,0 +1,35 @@
+"""``kafka-eos verify``'s arguments and report (the reading itself: integration_tests/test_verify.py)."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from kafka_eos.connectors.pipeline.verify import VerifyReport, parse_batches, render, since_ms_of
+from kafka_eos.txn.output_audit import FAILED, PASSED, UNVERIFIABLE, BatchVerdict
+
+
+def test_batch_ranges_and_times():
+    assert parse_batches("3..7") == (3, 7) and parse_batches("3..")[0] == 3 and parse_batches("..7") == (0, 7)
+    assert parse_batches(None) is None
+    with pytest.raises(ValueError, match="write A..B"):
+        parse_batches("7")
+    assert since_ms_of("2026-11-28T12:00:00") == since_ms_of("2026-11-28T12:00:00+00:00") == 1795867200000
+    assert since_ms_of("1795867200000") == 1795867200000 and since_ms_of(None) is None
+
+
+def test_exit_0_only_when_every_batch_verified_and_the_first_problem_is_named():
+    assert VerifyReport().exit_code == 1, "nothing in range proves nothing"
+    assert VerifyReport([BatchVerdict(1, PASSED, 10)]).exit_code == 0
+    bad = BatchVerdict(2, PASSED, 5)
+    bad.fail(UNVERIFIABLE, "out", 0, 4, "deleted")
+    bad.fail(FAILED, "out", 1, 9, "another writer")
+    report = VerifyReport([BatchVerdict(1, PASSED, 10), bad])
+    doc = report.document()
+    assert report.exit_code == 1 and doc["batches"] == {"verified": 1, "failed": 1}
+    assert doc["first_problem"] == {"batch": 2, "topic": "out", "partition": 1, "offset": 9}
+    cfg = SimpleNamespace(name="orders")
+    assert json.loads(render(cfg, report, as_json=True))["pipeline"] == "orders"
+    text = render(cfg, report)
+    assert "batch 2: failed (5 records)" in text and "first problem: batch 2 at out[1] offset 9" in text
