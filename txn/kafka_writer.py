@@ -8,13 +8,15 @@ Steps for task attempt a of (batch N, sink partition k):
      (at-least-once: no transaction; ``producer_stats.await_producer_id`` instead);
      attempts of one task have distinct ids (``TransactionalIdFactory``), so they never fence
      each other; the driver commits the handle of the attempt that finished first;
-  4. begin, produce every row; ``_precommit``: ``_flush`` until the leaders acknowledged every
+  4. begin, produce every row (exactly-once: each row's partition chosen and its Arrow batch grouped
+     by partition first, ``write_evidence``); ``_precommit``: ``_flush`` until the leaders acknowledged every
      record, in short steps that stop at a failed delivery or transaction (``flush.flush_checked``),
      within ``flush.client_wait_s`` (the one wait of init_transactions and flush);
   5. guard again: decided meanwhile -> abort our own transaction (nothing open holds back
      read_committed readers) and raise ``StaleAttemptError``;
   6. ``_next_stats``: librdkafka's first statistics after the flush (at most ``STATS_WAIT_S``);
-     ``_handle``: records per partition, producer id + epoch (``eos`` object) -> the handle;
+     ``_handle``: records per partition, producer id + epoch (``eos`` object), the evidence's
+     digests (kept only if its counts are librdkafka's) -> the handle;
   7. drop the producer WITHOUT aborting: the transaction stays Ongoing until the driver ends it.
 A failure anywhere after the producer opened (a delivery error, a failed transaction, ``produce``
 or the input rows raising, e.g. an upstream UDF) stops the task at once: it purges its queue and
@@ -64,7 +66,6 @@ log = logging.getLogger(__name__)
 Rows: TypeAlias = "pa.RecordBatch | Records"  # Arrow rows of the query, or records the task read itself
 STATS_WAIT_S = 10.0  # pre-commit waits this long at most for statistics newer than the flush
 CAUSE_WAIT_S = 2.0   # purged records seen: how long their cause's own delivery report is awaited
-PARTITION_COUNT_WAIT_S = 10.0  # the metadata request for an output topic's partition count
 PURGED = ("_PURGE_QUEUE", "_PURGE_INFLIGHT")  # librdkafka's codes of records it dropped, not their cause
 
 
@@ -75,15 +76,6 @@ class KafkaWriteError(KafkaEosError, RuntimeError):
 class StaleAttemptError(KafkaWriteError):
     """This task attempt's batch was decided without it (a zombie or straggling attempt); it
     wrote nothing that stays open. Spark ignores the failure of a task whose job is done."""
-
-
-def _partition_count(producer: Producer, topic: str) -> int | None:
-    """The topic's partition count from the producer's metadata, or None if it cannot tell."""
-    try:
-        found = producer.list_topics(topic, timeout=PARTITION_COUNT_WAIT_S).topics.get(topic)
-    except KafkaException:
-        return None
-    return len(found.partitions) if found is not None and found.error is None and found.partitions else None
 
 
 def _never() -> bool:
@@ -171,8 +163,8 @@ class KafkaWriter:
         self._check_not_decided("before init_transactions")
         producer = self._new_producer(settings)
         if self.config.exactly_once:  # at-least-once has no transaction to attribute records to
-            from kafka_eos.txn.write_evidence import TaskEvidence  # Arrow: tasks only, not the driver's runners
-            self._evidence = TaskEvidence(settings.get("partitioner", ""), lambda t: _partition_count(producer, t))
+            from kafka_eos.txn.write_evidence import TaskEvidence, partition_counts  # Arrow: tasks only
+            self._evidence = TaskEvidence(settings.get("partitioner", ""), partition_counts(producer))
         if self.config.exactly_once:
             producer.init_transactions(self._client_wait_s)
             producer.begin_transaction()
@@ -305,22 +297,10 @@ class KafkaWriter:
         if eos.get("txn_state") not in ("InTransaction", "BeginCommit"):
             raise KafkaWriteError(f"{self.transactional_id}: transaction is {eos.get('txn_state')} after flush "
                                   "(a record failed); the task fails and its retry fences this attempt")
-        digests = self._digests(partitions)
+        digests = self._evidence.checked_digests(partitions, self.transactional_id) if self._evidence else {}
         from kafka_eos.txn.record_digest import DIGEST_FORMAT
         return TxnHandle(sink_partition=self.sink_partition, transactional_id=self.transactional_id,
                          producer_id=eos["producer_id"], producer_epoch=eos["producer_epoch"],
                          records=self._records, partitions=partitions, precommit_ms=precommit_ms,
                          digests=digests, digest_format=DIGEST_FORMAT if digests else "")
 
-    def _digests(self, partitions: dict[str, dict[str, int]]) -> dict[str, dict[str, str]]:
-        """The evidence's digests, if its record counts are librdkafka's (else none, with a warning)."""
-        evidence = self._evidence
-        if evidence is None or not evidence.complete:
-            if evidence is not None:
-                log.info("kafka-eos: %s: no write evidence (%s)", self.transactional_id, evidence.reason)
-            return {}
-        if evidence.counts() != partitions:
-            log.warning("kafka-eos: %s: records per partition %s differ from librdkafka's %s; no write evidence",
-                        self.transactional_id, evidence.counts(), partitions)
-            return {}
-        return evidence.digests()

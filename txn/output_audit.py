@@ -10,9 +10,9 @@ Steps, per output partition, over its record batches in offset order (control ba
      next in the partition (or the newest batch), with its offset.
 Then each batch: every handle's partition must have been found committed with the recorded count
 and digest. A batch is "unverifiable" (never passed) when its handles carry no digest (written
-before the evidence, or by a partitioner kafka-eos cannot predict), or when the partition's
+before the evidence, or by a partitioner kafka-eos cannot predict), when the partition's
 records before its part were deleted (retention, DeleteRecords: the log starts after where
-the scan had to begin).
+the scan had to begin), or when its topic is compacted and its part no longer matches.
 """
 from __future__ import annotations
 
@@ -67,6 +67,7 @@ class PartitionScan:
     partition: int
     start: int
     log_start: int
+    compacted: bool = False  # cleanup.policy has compact: records may be gone, so counts and digests cannot hold
     found: dict[tuple[int, int], Part] = field(default_factory=dict)   # (producer id, epoch) -> part
     aborted: dict[tuple[int, int], int] = field(default_factory=dict)  # -> first offset
     foreign: list[tuple[int, int, int]] = field(default_factory=list)  # (first offset, producer id, records)
@@ -161,6 +162,10 @@ def _judge_part(verdict: BatchVerdict, handle: TxnHandle, key: tuple[int, int], 
         verdict.fail(UNVERIFIABLE, topic, p, -1, f"{who}: the partition was not read")
         return
     part = scan.found.get(key)
+    if scan.compacted and (part is None or part.records != count or part.digest != handle.digests.get(topic, {}).get(str(p))):
+        verdict.fail(UNVERIFIABLE, topic, p, part.first if part else scan.start, f"{who}: the topic is compacted "
+                     "(cleanup.policy=compact), which removes records verify would need")
+        return
     if part is None:
         if key in scan.aborted:
             verdict.fail(FAILED, topic, p, scan.aborted[key], f"{who}: its transaction is aborted in the log")

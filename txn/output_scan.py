@@ -1,13 +1,13 @@
 """Reads output partitions record batch by record batch (control batches too) for ``OutputAudit``.
 
-Enforced here: reads only (Fetch, ListOffsets); memory stays bounded by one fetch
+Enforced here: reads only (Fetch, ListOffsets, DescribeConfigs); memory stays bounded by one fetch
 (``FETCH_BYTES``) plus the open transactions' running digests; each partition is read from its
 start (the offset of ``start_ms``, else the log start) to its high watermark as the scan began.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Protocol
+from typing import Callable, Iterable, Mapping, Protocol
 
 from kafka_eos import KafkaEosError
 from kafka_eos.txn.output_audit import PartitionScan
@@ -49,11 +49,34 @@ def bounds(reader: OutputReader, partitions: Iterable[tuple[str, int]], start_ms
             for k in earliest}
 
 
+def compacted_topics(conf: Mapping[str, str], topics: Iterable[str], warn: Callable[[str], None],
+                     timeout_s: float = 10.0) -> set[str]:
+    """The topics whose ``cleanup.policy`` includes ``compact`` (DescribeConfigs); a topic whose
+    policy cannot be read is taken as not compacted, with a warning (a compacted part then fails)."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    from kafka_eos.txn.broker_configs import admin_client
+    admin = admin_client(conf)
+    resources = {topic: ConfigResource(ResourceType.TOPIC, topic) for topic in topics}
+    futures = admin.describe_configs(list(resources.values()), request_timeout=timeout_s)
+    out = set()
+    for topic, resource in resources.items():
+        try:
+            entry = futures[resource].result(timeout_s).get("cleanup.policy")
+        except Exception as exc:  # noqa: BLE001 - named in the warning
+            warn(f"{topic}: its cleanup.policy could not be read ({exc}); taken as not compacted - grant "
+                 "DescribeConfigs on the topic to tell compaction from loss")
+            continue
+        if entry is not None and "compact" in (entry.value or ""):
+            out.add(topic)
+    return out
+
+
 def scan_partition(reader: OutputReader, topic: str, partition: int, where: Bounds, expected: set[tuple[int, int]],
-                   progress: Callable[[str], None] = lambda line: None) -> PartitionScan:
+                   progress: Callable[[str], None] = lambda line: None, compacted: bool = False) -> PartitionScan:
     """Every record batch of one partition from ``where.start`` to ``where.end``, attributed."""
     from kafka.record import MemoryRecords
-    scan = PartitionScan(topic, partition, where.start, where.log_start)
+    scan = PartitionScan(topic, partition, where.start, where.log_start, compacted)
     offset = max(where.start, where.log_start)
     shown = offset
     while offset < where.end:

@@ -12,8 +12,9 @@ Enforced here:
 """
 from __future__ import annotations
 
+import logging
 import random
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +26,20 @@ from kafka_eos.txn.records import Records
 if TYPE_CHECKING:
     from kafka_eos.txn.kafka_writer import Rows
 
+log = logging.getLogger(__name__)
+PARTITION_COUNT_WAIT_S = 10.0  # the metadata request for an output topic's partition count
 HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+
+def partition_counts(producer: Any) -> Callable[[str], int | None]:
+    """A topic's partition count from the producer's metadata (None if it cannot tell)."""
+    def count(topic: str) -> int | None:
+        try:
+            found = producer.list_topics(topic, timeout=PARTITION_COUNT_WAIT_S).topics.get(topic)
+        except Exception:  # noqa: BLE001 - no count, no evidence; the write itself reports a missing topic
+            return None
+        return len(found.partitions) if found is not None and found.error is None and found.partitions else None
+    return count
 
 
 def _columns(batch: "Rows") -> tuple[pa.Array, pa.Array, pa.Array | None]:
@@ -123,3 +137,14 @@ class TaskEvidence:
         for (topic, partition), digest in sorted(self._digests.items()):
             out.setdefault(topic, {})[str(partition)] = digest.hexdigest()
         return out if self.complete else {}
+
+    def checked_digests(self, librdkafka_counts: dict[str, dict[str, int]], who: str) -> dict[str, dict[str, str]]:
+        """The digests, if this evidence's record counts are librdkafka's (else none, with a warning)."""
+        if not self.complete:
+            log.info("kafka-eos: %s: no write evidence (%s)", who, self.reason)
+            return {}
+        if self.counts() != librdkafka_counts:
+            log.warning("kafka-eos: %s: records per partition %s differ from librdkafka's %s; no write evidence",
+                        who, self.counts(), librdkafka_counts)
+            return {}
+        return self.digests()

@@ -19,7 +19,7 @@ from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.txn.control_plane import control_plane
 from kafka_eos.txn.output_audit import PASSED, BatchVerdict, committed_handles, judge, place_foreign
-from kafka_eos.txn.output_scan import bounds, scan_partition
+from kafka_eos.txn.output_scan import bounds, compacted_topics, scan_partition
 from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
 from kafka_eos.txn.states import BatchState, PartitionState
 from kafka_eos.txn.verify_runs import record_run
@@ -84,10 +84,11 @@ def verify(cfg: PipelineConfig, batches: tuple[int, int] | None = None, since_ms
     start_ms = None if len(times) < len(records) else int(min(times)) - config.transaction_timeout_ms - START_MARGIN_MS
     reader = control_plane(config.client_conf())
     expected = {(h.producer_id, h.producer_epoch) for hs in handles.values() for h in hs}
+    compacted = compacted_topics(config.client_conf(), sorted({t for t, _ in partitions}), progress)
     scans = {}
     for (topic, p), where in bounds(reader, partitions, start_ms).items():
         progress(f"reading {topic}[{p}] offsets {max(where.start, where.log_start):,}-{where.end:,}")
-        scans[(topic, p)] = scan_partition(reader, topic, p, where, expected, progress)
+        scans[(topic, p)] = scan_partition(reader, topic, p, where, expected, progress, topic in compacted)
     verdicts = {b: judge(b, hs, scans) for b, hs in handles.items()}
     outside = place_foreign(verdicts, handles, scans)
     return VerifyReport([verdicts[b] for b in sorted(verdicts)], outside)

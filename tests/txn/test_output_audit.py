@@ -109,3 +109,15 @@ def test_foreign_records_inside_the_batches_fail_the_next_batch_and_outside_are_
     assert verdicts[0].outcome == PASSED
     assert verdicts[1].outcome == FAILED and verdicts[1].first_problem == {"topic": "out", "partition": 0, "offset": 3}
     assert [line.split(":")[0] for line in outside] == ["out[0] offset 0", "out[0] offset 9"]
+
+
+def test_on_a_compacted_topic_a_part_that_no_longer_matches_cannot_be_verified():
+    scan = PartitionScan("out", 0, 0, 0, compacted=True)
+    for b in (data(1, [0, 2]), marker(1, 3)):  # offset 1 compacted away
+        scan.add(b, {(1, 0)})
+    verdict = judge(0, [handle(1, [0, 1, 2])], {("out", 0): scan})
+    assert verdict.outcome == UNVERIFIABLE and "compacted" in verdict.problems[0]
+    intact = PartitionScan("out", 0, 0, 0, compacted=True)
+    for b in (data(1, [0, 1, 2]), marker(1, 3)):
+        intact.add(b, {(1, 0)})
+    assert judge(0, [handle(1, [0, 1, 2])], {("out", 0): intact}).outcome == PASSED
