@@ -130,6 +130,11 @@ def test_decided_pending_after_the_driver_dies_then_healthy_after_the_supervised
     code, doc, text = status(path, bootstrap, tmp_path)
     assert code == 0, text
     assert doc["sink_log"]["state"] == "committed" and doc["source"]["total_lag"] == 0
+    # issue 46: the output read back holds each batch's evidence, the one the restart committed too
+    checked = kafka_eos(["verify", str(path), "--json"], bootstrap, tmp_path, timeout=300)
+    verdicts = {v["batch"]: v for v in json.loads(checked.stdout)["per_batch"]}
+    assert checked.code == 0 and 1 in verdicts, checked.log()
+    assert all(v["outcome"] == "verified" for v in verdicts.values()), verdicts
 
 
 def closed_port() -> int:

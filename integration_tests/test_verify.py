@@ -9,10 +9,14 @@ the batch and the offset).
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 from collections import Counter
 
+import psutil
 import pyarrow as pa
+import pytest
 from confluent_kafka import Producer
 
 from kafka import TopicPartition
@@ -21,17 +25,19 @@ from kafka.admin import KafkaAdminClient
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
 from kafka_eos.txn.record_partitioner import choose
 from integration_tests.kafka_tools import create_topic, high_watermarks, produce, read_all, unique
-from integration_tests.pipeline_cli import EXAMPLES, kafka_eos
+from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, start_kafka_eos
+from integration_tests.pipeline_runs import kill_group, tail, wait_for
+from integration_tests.test_status import ORDERS, pipeline_file, topics  # noqa: F401 - the fixture
 
 BATCH = 1500
 EXACT = {"duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
 
 
-def _pipeline(tmp_path, topics: dict[str, str]) -> str:
+def _pipeline(tmp_path, names: dict[str, str]) -> str:
     text = (EXAMPLES / "orders-json.yaml").read_text()
-    text = text.replace("topics: [orders]", f"topics: [{topics['in']}]")
-    text = text.replace("topic: orders-priced", f"topic: {topics['out']}")
-    text = text.replace("dlq_topic: orders-dlq", f"dlq_topic: {topics['dlq']}")
+    text = text.replace("topics: [orders]", f"topics: [{names['in']}]")
+    text = text.replace("topic: orders-priced", f"topic: {names['out']}")
+    text = text.replace("dlq_topic: orders-dlq", f"dlq_topic: {names['dlq']}")
     text = text.replace("max_offsets_per_trigger: 10000", f"max_offsets_per_trigger: {BATCH}")
     text = text.replace("file: ../schemas/order.avsc", f"file: {EXAMPLES.parent / 'schemas' / 'order.avsc'}")
     path = tmp_path / "verify-orders.yaml"
@@ -52,13 +58,13 @@ def _status(path: str, bootstrap: str, tmp_path) -> dict:
 
 
 def test_verify_passes_a_run_then_names_deleted_and_foreign_records(bootstrap, tmp_path):
-    topics = {"in": unique("v-orders"), "out": unique("v-priced"), "dlq": unique("v-dlq")}
-    create_topics(bootstrap, {topics["in"]: 3, topics["out"]: 3, topics["dlq"]: 1})
-    path = _pipeline(tmp_path, topics)
-    first = produce_orders(bootstrap, topics["in"], 6000, poison=3, aborted_every=2000, aborted_size=40)
+    names = {"in": unique("v-orders"), "out": unique("v-priced"), "dlq": unique("v-dlq")}
+    create_topics(bootstrap, {names["in"]: 3, names["out"]: 3, names["dlq"]: 1})
+    path = _pipeline(tmp_path, names)
+    first = produce_orders(bootstrap, names["in"], 6000, poison=3, aborted_every=2000, aborted_size=40)
     run = kafka_eos(["run", path, "--once"], bootstrap, tmp_path)
     assert run.code == 0, run.log()
-    assert order_report(bootstrap, {first.run: 6000}, topic=topics["out"]) == EXACT | {"out": 6000}
+    assert order_report(bootstrap, {first.run: 6000}, topic=names["out"]) == EXACT | {"out": 6000}
 
     code, report = _verify(path, bootstrap, tmp_path)
     batches = report["per_batch"]
@@ -71,10 +77,10 @@ def test_verify_passes_a_run_then_names_deleted_and_foreign_records(bootstrap, t
 
     # records of the first batch deleted: that batch cannot be verified, the others still verify
     first_batch = batches[0]["batch"]
-    victim = min((m for m in read_all(bootstrap, topics["out"], "read_committed", idle_s=1.0) if m.partition() == 0),
+    victim = min((m for m in read_all(bootstrap, names["out"], "read_committed", idle_s=1.0) if m.partition() == 0),
                  key=lambda m: m.offset())
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    admin.delete_records({TopicPartition(topics["out"], 0): victim.offset() + 1})
+    admin.delete_records({TopicPartition(names["out"], 0): victim.offset() + 1})
     admin.close()
     code, report = _verify(path, bootstrap, tmp_path)
     outcomes = {b["batch"]: b["outcome"] for b in report["per_batch"]}
@@ -84,13 +90,13 @@ def test_verify_passes_a_run_then_names_deleted_and_foreign_records(bootstrap, t
     assert code == 0, later
 
     # another writer commits a record into the output between two runs: the next run's batch fails there
-    foreign_offset = high_watermarks(bootstrap, topics["out"])[1]
+    foreign_offset = high_watermarks(bootstrap, names["out"])[1]
     intruder = [(b"not-ours", json.dumps({"order_id": "intruder-0"}).encode())]
-    produce(bootstrap, topics["out"], intruder, transactional=unique("intruder"), partition=1)
-    second = produce_orders(bootstrap, topics["in"], 3000, aborted_every=1500, aborted_size=10)
+    produce(bootstrap, names["out"], intruder, transactional=unique("intruder"), partition=1)
+    second = produce_orders(bootstrap, names["in"], 3000, aborted_every=1500, aborted_size=10)
     again = kafka_eos(["run", path, "--once"], bootstrap, tmp_path)
     assert again.code == 0, again.log()
-    ids = Counter(json.loads(m.value())["order_id"] for m in read_all(bootstrap, topics["out"], "read_committed",
+    ids = Counter(json.loads(m.value())["order_id"] for m in read_all(bootstrap, names["out"], "read_committed",
                                                                        idle_s=1.0))
     expected = {f"{run.run}-{i}" for run in (first, second) for i in range(run.orders)}
     expected.discard(json.loads(victim.value())["order_id"])  # the record deleted above
@@ -98,7 +104,7 @@ def test_verify_passes_a_run_then_names_deleted_and_foreign_records(bootstrap, t
     code, report = _verify(path, bootstrap, tmp_path, "--batches", f"{first_batch + 1}..")
     failed = [b for b in report["per_batch"] if b["outcome"] == "failed"]
     assert code == 1 and len(failed) == 1, report
-    assert report["first_problem"] == {"batch": failed[0]["batch"], "topic": topics["out"], "partition": 1,
+    assert report["first_problem"] == {"batch": failed[0]["batch"], "topic": names["out"], "partition": 1,
                                        "offset": foreign_offset}, report
     assert "another writer" in failed[0]["problems"][0], failed
     assert any("the last kafka-eos verify found 1 batch(es) failed" in line
@@ -120,3 +126,27 @@ def test_the_sinks_partition_choice_is_librdkafkas_own(bootstrap):
     chosen = choose(pa.array(keys, pa.binary()), 7, "murmur2_random")
     assert chosen is not None and len(placed) == len(keys)
     assert {k: int(p) for k, p in zip(keys, chosen, strict=True)} == placed
+
+
+@pytest.mark.chaos  # `make chaos`: make test keeps verify after a driver killed right after a decision (test_status)
+def test_verify_passes_after_a_driver_killed_before_a_decision_and_the_replays_rewrite(bootstrap, topics,  # noqa: F811
+                                                                                        tmp_path):
+    """The killed run's pre-committed transactions of batch 1 are aborted in the log and the restart
+    re-writes the batch under new producer ids: verify attributes every record to the batch that
+    committed it and passes every batch."""
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    path = pipeline_file(tmp_path, topics, {"faultInjection": "before_decision@1", "faultInjectionDir": str(faults)})
+    log = tmp_path / "run.log"
+    supervisor = start_kafka_eos(["run", str(path), "--once", "--restarts", "1"], bootstrap, tmp_path, log)
+    try:
+        wait_for((faults, "before_decision.*"), supervisor, 400, log)
+        [child] = psutil.Process(supervisor.pid).children()
+        os.killpg(child.pid, signal.SIGKILL)
+        assert supervisor.wait(400) == 0, tail(log)
+    finally:
+        kill_group(supervisor)
+    assert order_report(bootstrap, {topics[0]: ORDERS}, topics[1]) == EXACT | {"out": ORDERS}
+    code, report = _verify(str(path), bootstrap, tmp_path)
+    assert code == 0 and all(b["outcome"] == "verified" for b in report["per_batch"]), report
+    assert sum(b["records"] for b in report["per_batch"]) == ORDERS and 1 in {b["batch"] for b in report["per_batch"]}
