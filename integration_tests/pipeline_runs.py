@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
+
 from kafka_eos.connectors.spark_harness import SMALL_CONF, python_env, spark_submit_binary
 from integration_tests.kafka_tools import ABORTED_BASE, create_topic, produce, unique
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
@@ -101,3 +103,29 @@ def planned_start(checkpoint: Path) -> dict[int, int]:
     start = model.planned_start(stored)
     assert start is not None, f"batch 0's end does not record the start it was planned with: {stored}"
     return {partition: offset for (_, partition), offset in start.items()}
+
+
+def wait_dead(process: psutil.Process, bound_s: float = 30.0) -> None:
+    """Until ``process`` is gone or a zombie (its parent, frozen, has not reaped it)."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        try:
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"process {process.pid} still running {bound_s} s after SIGKILL")
+
+
+def kill_supervised_run(supervisor: subprocess.Popen, faults: Path, point: str, log: Path,
+                        freeze_supervisor: bool = False) -> None:
+    """Once the run that ``kafka-eos run --restarts`` supervises reaches fault ``point``, SIGKILL
+    its process group (its Python driver, the JVM and the workers) and wait until it is dead;
+    ``freeze_supervisor`` SIGSTOPs the supervisor first, so it restarts the run only once resumed."""
+    wait_for((faults, f"{point}.*"), supervisor, 400, log)
+    [child] = psutil.Process(supervisor.pid).children()
+    if freeze_supervisor:
+        supervisor.send_signal(signal.SIGSTOP)
+    os.killpg(child.pid, signal.SIGKILL)
+    wait_dead(child)

@@ -17,7 +17,7 @@ import yaml
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, start_kafka_eos
-from integration_tests.pipeline_runs import kill_group, tail, wait_for
+from integration_tests.pipeline_runs import kill_group, kill_supervised_run, tail
 
 ORDERS = 3000
 
@@ -70,19 +70,6 @@ def test_healthy_after_a_clean_run(bootstrap, topics, tmp_path):
     assert "status: healthy" in text and "sink log: " in text and " committed (" in text
 
 
-def wait_dead(process: psutil.Process, bound_s: float = 30.0) -> None:
-    """Until ``process`` is gone or a zombie (its parent, frozen, has not reaped it)."""
-    deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        try:
-            if process.status() == psutil.STATUS_ZOMBIE:
-                return
-        except psutil.NoSuchProcess:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"process {process.pid} still running {bound_s} s after SIGKILL")
-
-
 def test_decided_pending_after_the_driver_dies_then_healthy_after_the_supervised_restart(bootstrap, topics,
                                                                                          tmp_path):
     """`kafka-eos run --restarts 1`: its run (the driver) is killed right after batch 1's decision.
@@ -94,11 +81,7 @@ def test_decided_pending_after_the_driver_dies_then_healthy_after_the_supervised
     log = tmp_path / "run.log"
     supervisor = start_kafka_eos(["run", str(path), "--once", "--restarts", "1"], bootstrap, tmp_path, log)
     try:
-        wait_for((faults, "after_decision.*"), supervisor, 400, log)
-        [child] = psutil.Process(supervisor.pid).children()
-        supervisor.send_signal(signal.SIGSTOP)
-        os.killpg(child.pid, signal.SIGKILL)   # the run: its Python driver, the JVM and the workers
-        wait_dead(child)
+        kill_supervised_run(supervisor, faults, "after_decision", log, freeze_supervisor=True)
 
         code, doc, text = status(path, bootstrap, tmp_path)
         print(text)

@@ -9,12 +9,9 @@ the batch and the offset).
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 from collections import Counter
 
-import psutil
 import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
@@ -26,7 +23,7 @@ from kafka_eos.connectors.demo_data import create_topics, order_report, produce_
 from kafka_eos.txn.record_partitioner import choose
 from integration_tests.kafka_tools import create_topic, high_watermarks, produce, read_all, unique
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, start_kafka_eos
-from integration_tests.pipeline_runs import kill_group, tail, wait_for
+from integration_tests.pipeline_runs import kill_group, kill_supervised_run, tail
 from integration_tests.test_status import ORDERS, pipeline_file, topics  # noqa: F401 - the fixture
 
 BATCH = 1500
@@ -140,9 +137,7 @@ def test_verify_passes_after_a_driver_killed_before_a_decision_and_the_replays_r
     log = tmp_path / "run.log"
     supervisor = start_kafka_eos(["run", str(path), "--once", "--restarts", "1"], bootstrap, tmp_path, log)
     try:
-        wait_for((faults, "before_decision.*"), supervisor, 400, log)
-        [child] = psutil.Process(supervisor.pid).children()
-        os.killpg(child.pid, signal.SIGKILL)
+        kill_supervised_run(supervisor, faults, "before_decision", log)
         assert supervisor.wait(400) == 0, tail(log)
     finally:
         kill_group(supervisor)

@@ -162,10 +162,9 @@ class KafkaWriter:
                          "error_cb": self._error})
         self._check_not_decided("before init_transactions")
         producer = self._new_producer(settings)
-        if self.config.exactly_once:  # at-least-once has no transaction to attribute records to
+        if self.config.exactly_once:  # evidence only here: at-least-once has no transaction to attribute records to
             from kafka_eos.txn.write_evidence import TaskEvidence, partition_counts  # Arrow: tasks only
             self._evidence = TaskEvidence(settings.get("partitioner", ""), partition_counts(producer))
-        if self.config.exactly_once:
             producer.init_transactions(self._client_wait_s)
             producer.begin_transaction()
         else:  # without this, librdkafka's 500 ms PID timer holds every record back (producer_stats)
@@ -176,13 +175,13 @@ class KafkaWriter:
         if not isinstance(batch, Records) and "value" not in batch.schema.names:  # before the producer opens
             raise KafkaWriteError("the sink needs a 'value' column (string or binary); "
                                   f"got columns {batch.schema.names}: select or alias one as 'value'")
+        topics, partitions = self._topics(batch), self._partitions(batch)
+        placed = partitions or [-1] * batch.num_rows
         if self._producer is None:
-            self._producer = self._open(self._topics(batch)[0])
-        placed = None
+            self._producer = self._open(topics[0])
         if self._evidence is not None:  # the rows may come back grouped by partition (write_evidence)
-            batch, _, placed = self._evidence.place(batch, self._topics(batch), self._partitions(batch))
-        topics, keys, values, partitions, headers = self._columns(batch)
-        placed = placed or partitions or [-1] * batch.num_rows
+            batch, topics, placed = self._evidence.place(batch, topics, partitions)
+        keys, values, headers = self._columns(batch)
         produce, poll = self._producer.produce, self._producer.poll
         for row in range(batch.num_rows):
             topic = topics[row]
@@ -215,21 +214,20 @@ class KafkaWriter:
             return None
         return [-1 if p is None else p for p in batch.column("partition").to_pylist()]
 
-    def _columns(self, batch: Rows) -> tuple[list, list, list, list | None, list | None]:
-        """topics, keys, values, partitions (or None), headers as (name, value) pairs (or None)."""
+    def _columns(self, batch: Rows) -> tuple[list, list, list | None]:
+        """keys, values, headers as (name, value) pairs (or None)."""
         n = batch.num_rows
-        if isinstance(batch, Records):  # a task's own read of Kafka: the sink's topic option names the topic
-            return [self.config.topic] * n, batch.keys, batch.values, None, batch.headers
+        if isinstance(batch, Records):  # a task's own read of Kafka
+            return batch.keys, batch.values, batch.headers
         names = batch.schema.names
 
         def column(name: str) -> list | None:
             return batch.column(name).to_pylist() if name in names else None
 
-        topics, partitions = self._topics(batch), self._partitions(batch)
         headers = column("headers")
         if headers is not None:
             headers = [[(h["key"], h["value"]) for h in row] if row else None for row in headers]
-        return topics, column("key") or [None] * n, batch.column("value").to_pylist(), partitions, headers
+        return column("key") or [None] * n, batch.column("value").to_pylist(), headers
 
     def _delivered(self, err, msg) -> None:
         """A failed record: a purged one (the queue librdkafka empties once the transaction failed,
