@@ -16,7 +16,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from kafka_eos import client_factory
@@ -100,7 +100,7 @@ def read_committed(bootstrap: str, topic: str, timeout_s: float = 120) -> list:
                                         "isolation.level": "read_committed", "enable.partition.eof": True,
                                         "enable.auto.commit": False}, Noise.ERRORS)
     partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])  # the log start, after deletions too
     out: list = []
     done: set[int | None] = set()
     deadline = time.monotonic() + timeout_s

@@ -19,7 +19,7 @@ from confluent_kafka import Producer
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 
-from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
+from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders, read_committed
 from kafka_eos.txn.record_partitioner import choose
 from integration_tests.kafka_tools import create_topic, high_watermarks, produce, read_all, unique
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, start_kafka_eos
@@ -93,8 +93,7 @@ def test_verify_passes_a_run_then_names_deleted_and_foreign_records(bootstrap, t
     second = produce_orders(bootstrap, names["in"], 3000, aborted_every=1500, aborted_size=10)
     again = kafka_eos(["run", path, "--once"], bootstrap, tmp_path)
     assert again.code == 0, again.log()
-    ids = Counter(json.loads(m.value())["order_id"] for m in read_all(bootstrap, names["out"], "read_committed",
-                                                                       idle_s=1.0))
+    ids = Counter(json.loads(m.value())["order_id"] for m in read_committed(bootstrap, names["out"]))  # to each end
     expected = {f"{run.run}-{i}" for run in (first, second) for i in range(run.orders)}
     expected.discard(json.loads(victim.value())["order_id"])  # the record deleted above
     assert {i for i in ids if i in expected} == expected and all(ids[i] == 1 for i in expected)
