@@ -68,6 +68,9 @@ SOURCE_OPTIONS: tuple[SparkOption, ...] = (
     _source("emit", C, "records", "`offsetRanges` (streams only): one row per offset range instead of the records; "
             "the kafka-eos sink reads and writes them in one process (a copy without transform; the sink needs the "
             "source's options, each prefixed `source.`)", choices=("records", "offsetRanges")),
+    _source("replayOffsetLog", T, None, "streams only: plan each batch as another checkpoint's offset log recorded "
+            "it, `{\"recorded\": <checkpoint>, \"into\": <this query's checkpoint>, \"through\": <batch>}` "
+            "(what `verify --recompute` runs)"),
 )
 
 SINK_OPTIONS: tuple[SparkOption, ...] = (

@@ -203,8 +203,14 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"kafka-eos verify: {exc}", file=sys.stderr)
         return 2
     try:
-        report = verify.verify(cfg, batches, since, progress=lambda line: print(f"kafka-eos verify: {line}",
-                                                                                file=sys.stderr, flush=True))
+        def progress(line: str) -> None:
+            print(f"kafka-eos verify: {line}", file=sys.stderr, flush=True)
+        again = None
+        if args.recompute:
+            from kafka_eos.connectors.pipeline.recompute import recompute_locally
+            def again(ids: list[int]):  # noqa: E306
+                return recompute_locally(cfg, ids, progress)
+        report = verify.verify(cfg, batches, since, progress=progress, recompute=again)
     except KafkaEosError as exc:
         print(f"kafka-eos verify {cfg.name}: {exc}", file=sys.stderr)
         return 2
@@ -235,6 +241,9 @@ def _add_status_command(sub) -> None:
     check.add_argument("--batches", metavar="A..B", help="only these batch ids (inclusive; A.. or ..B)")
     check.add_argument("--since", metavar="TIME", help="only batches committed since TIME (ISO, UTC by default, "
                        "or epoch ms)")
+    check.add_argument("--recompute", action="store_true", help="also re-run each batch's transform over its "
+                       "recorded input (Spark in this process, from the checkpoint's offset log and state) and check "
+                       "that the committed records are exactly what it gives")
     check.add_argument("--json", action="store_true", help="a JSON object (with format_version)")
     check.add_argument("--no-record", action="store_true", help="do not record the run beside the sink log "
                        "(the one thing verify writes; status and the metrics read it)")

@@ -21,6 +21,7 @@ from typing import Iterable, Protocol
 
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.record_digest import DIGEST_FORMAT, PartitionDigest
+from kafka_eos.txn.record_set import RecordSet
 
 PASSED, FAILED, UNVERIFIABLE = "verified", "failed", "cannot be verified"
 
@@ -49,6 +50,8 @@ class Part:
     last: int
     records: int
     digest: str
+    keyed: RecordSet | None = None    # with ``PartitionScan.sets``: its keyed records as a set
+    keyless: RecordSet | None = None  # and its records without a key
 
 
 @dataclass
@@ -58,6 +61,7 @@ class _Open:
     last: int = -1
     records: int = 0
     digest: PartitionDigest | None = None
+    sets: tuple[RecordSet, RecordSet] | None = None  # keyed, keyless
 
 
 @dataclass
@@ -68,6 +72,7 @@ class PartitionScan:
     start: int
     log_start: int
     compacted: bool = False  # cleanup.policy has compact: records may be gone, so counts and digests cannot hold
+    sets: bool = False       # also keep each expected transaction's records as ``RecordSet``s (--recompute)
     found: dict[tuple[int, int], Part] = field(default_factory=dict)   # (producer id, epoch) -> part
     aborted: dict[tuple[int, int], int] = field(default_factory=dict)  # -> first offset
     foreign: list[tuple[int, int, int]] = field(default_factory=list)  # (first offset, producer id, records)
@@ -88,12 +93,16 @@ class PartitionScan:
             return
         txn = self._open.get(pid)
         if txn is None:
-            txn = self._open[pid] = _Open(epoch, records[0].offset,
-                                          digest=PartitionDigest() if (pid, epoch) in expected else None)
+            mine = (pid, epoch) in expected
+            txn = self._open[pid] = _Open(epoch, records[0].offset, digest=PartitionDigest() if mine else None,
+                                          sets=(RecordSet(), RecordSet()) if mine and self.sets else None)
         txn.last, txn.records = records[-1].offset, txn.records + len(records)
         if txn.digest is not None:
             for r in records:
                 txn.digest.add_record(r.key, r.value, r.headers)
+        if txn.sets is not None:
+            for r in records:
+                txn.sets[r.key is None].add(r.key, r.value, r.headers)
 
     def _end(self, pid: int, commit: bool) -> None:
         txn = self._open.pop(pid, None)
@@ -103,7 +112,8 @@ class PartitionScan:
         if not commit:
             self.aborted[key] = txn.first
         elif txn.digest is not None:
-            self.found[key] = Part(txn.first, txn.last, txn.records, txn.digest.hexdigest())
+            self.found[key] = Part(txn.first, txn.last, txn.records, txn.digest.hexdigest(),
+                                   *(txn.sets or (None, None)))
         else:  # another writer's committed transaction: read_committed readers see it
             self.foreign.append((txn.first, pid, txn.records))
 
@@ -124,6 +134,7 @@ class BatchVerdict:
     records: int = 0
     problems: list[str] = field(default_factory=list)
     first_problem: dict | None = None  # topic, partition, offset of the first problem
+    recomputed: int | None = None      # records the transform gave when re-run (``recompute_audit``)
 
     def fail(self, outcome: str, topic: str, partition: int, offset: int, problem: str) -> None:
         where = {"topic": topic, "partition": partition, "offset": offset}

@@ -73,10 +73,12 @@ def compacted_topics(conf: Mapping[str, str], topics: Iterable[str], warn: Calla
 
 
 def scan_partition(reader: OutputReader, topic: str, partition: int, where: Bounds, expected: set[tuple[int, int]],
-                   progress: Callable[[str], None] = lambda line: None, compacted: bool = False) -> PartitionScan:
-    """Every record batch of one partition from ``where.start`` to ``where.end``, attributed."""
+                   progress: Callable[[str], None] = lambda line: None, compacted: bool = False,
+                   sets: bool = False) -> PartitionScan:
+    """Every record batch of one partition from ``where.start`` to ``where.end``, attributed (with
+    ``sets``, the expected transactions' records also as record sets: ``PartitionScan.sets``)."""
     from kafka.record import MemoryRecords
-    scan = PartitionScan(topic, partition, where.start, where.log_start, compacted)
+    scan = PartitionScan(topic, partition, where.start, where.log_start, compacted, sets)
     offset = max(where.start, where.log_start)
     shown = offset
     while offset < where.end:

@@ -80,20 +80,21 @@ def passes_through(cfg: PipelineConfig) -> bool:
             and "emit" not in OptionMap({k: str(v) for k, v in s.options}))
 
 
-def stream_source_options(cfg: PipelineConfig) -> dict[str, str]:
-    """The source's options in the query (also the sink's ``source.*`` when it reads the ranges)."""
+def stream_source_options(cfg: PipelineConfig, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The source's options in the query (also the sink's ``source.*`` when it reads the ranges);
+    ``extra`` last (``recompute``: a replay, which reads records)."""
     options = {**source_options(cfg), **stop.source_options(cfg.checkpoint.location)}
     if scans_per_batch(cfg) > 1:
         options = pin_start(options)
-    if passes_through(cfg):
+    if passes_through(cfg) and not extra:
         options[source_option("emit").name] = "offsetRanges"
-    return options
+    return {**options, **(extra or {})}
 
 
-def read_source(spark: SparkSession, cfg: PipelineConfig) -> DataFrame:
+def read_source(spark: SparkSession, cfg: PipelineConfig, extra: dict[str, str] | None = None) -> DataFrame:
     """The source stream; a plan of several scans gets one start for all (``pin_start``)."""
     connectors.register(spark)
-    return spark.readStream.format("kafka-eos").options(**stream_source_options(cfg)).load()
+    return spark.readStream.format("kafka-eos").options(**stream_source_options(cfg, extra)).load()
 
 
 def decode(raw: DataFrame, cfg: PipelineConfig, serde: ValueSerde,
@@ -178,12 +179,13 @@ def dlq_rows(decoded: DataFrame, cfg: PipelineConfig) -> DataFrame:
     return failed.mapInArrow(batch.dlq_fn(cast(str, cfg.errors.dlq_topic)), dlq_spark_schema())
 
 
-def build_frame(spark: SparkSession, cfg: PipelineConfig,
-                on_skipped: Callable[[int], None] | None = None) -> DataFrame:
-    """The whole pipeline as one streaming DataFrame in the sink's shape."""
-    raw = read_source(spark, cfg)
+def build_frame(spark: SparkSession, cfg: PipelineConfig, on_skipped: Callable[[int], None] | None = None,
+                source_extra: dict[str, str] | None = None) -> DataFrame:
+    """The whole pipeline as one streaming DataFrame in the sink's shape (``source_extra``: more
+    source options; a copy then reads its records, and the frame is the records the sink writes)."""
+    raw = read_source(spark, cfg, source_extra)
     if passes_through(cfg):  # offset ranges: the sink reads the records (writer_options)
-        return raw
+        return raw if not source_extra else raw.select(*[c for c in ("key", "value", "headers") if c in raw.columns])
     in_serde, out_serde = source_serde(cfg.source), sink_serde(cfg.sink)
     decoded = decode(raw, cfg, in_serde, on_skipped)
     result = encode(transform(spark, transform_input(decoded, cfg), cfg), cfg, out_serde)

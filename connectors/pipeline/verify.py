@@ -5,14 +5,16 @@ them), the output partitions their transactions wrote are read from a little bef
 batch's commit (its ``committed_at_ms`` less ``transaction.timeout.ms``; the log start for
 records without it) to their high watermark, and judged by ``txn.output_audit``. Exit 0 only
 when every batch in range verified; 1 when one failed or cannot be verified, or none is in
-range. Invariant: verify reads the sink log and the output (Fetch, ListOffsets) and writes only
+range. With ``--recompute`` each verified batch is also re-run over its recorded input
+(``recompute``) and its committed records compared with what the transform gives
+(``txn.recompute_audit``). Invariant: verify reads the sink log and the output (Fetch, ListOffsets) and writes only
 its own record beside the sink log (``record``; the CLI's ``--no-record`` leaves it out).
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.connectors.pipeline.spark_options import sink_options
@@ -20,9 +22,13 @@ from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.txn.control_plane import control_plane
 from kafka_eos.txn.output_audit import PASSED, BatchVerdict, committed_handles, judge, place_foreign
 from kafka_eos.txn.output_scan import bounds, compacted_topics, scan_partition
+from kafka_eos.txn.recompute_audit import judge_recomputed
 from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
 from kafka_eos.txn.states import BatchState, PartitionState
 from kafka_eos.txn.verify_runs import record_run
+
+if TYPE_CHECKING:
+    from kafka_eos.connectors.pipeline.recompute import Recomputed
 
 FORMAT_VERSION = 1
 START_MARGIN_MS = 60_000  # read from this long before the oldest batch's earliest possible record
@@ -45,6 +51,7 @@ class VerifyReport:
                 "first_problem": None if first is None else {"batch": first.batch_id, **(first.first_problem or {})},
                 "outside_batches": self.outside,
                 "per_batch": [{"batch": v.batch_id, "outcome": v.outcome, "records": v.records,
+                               **({} if v.recomputed is None else {"recomputed": v.recomputed}),
                                "problems": v.problems} for v in self.verdicts]}
 
 
@@ -73,7 +80,10 @@ def committed_in_range(reader: SinkLogReader, batches: tuple[int, int] | None, s
 
 
 def verify(cfg: PipelineConfig, batches: tuple[int, int] | None = None, since_ms: int | None = None,
-           progress: Callable[[str], None] = lambda line: None) -> VerifyReport:
+           progress: Callable[[str], None] = lambda line: None,
+           recompute: Callable[[list[int]], Recomputed] | None = None) -> VerifyReport:
+    """Judge the batches in range (``output_audit``); with ``recompute`` (``recompute.recompute_locally``
+    bound to the pipeline), also each verified batch's records against its re-run (``recompute_audit``)."""
     config = sink_config(sink_options(cfg))
     records = committed_in_range(SinkLogReader(config.log_location), batches, since_ms)
     if not records:
@@ -88,9 +98,14 @@ def verify(cfg: PipelineConfig, batches: tuple[int, int] | None = None, since_ms
     scans = {}
     for (topic, p), where in bounds(reader, partitions, start_ms).items():
         progress(f"reading {topic}[{p}] offsets {max(where.start, where.log_start):,}-{where.end:,}")
-        scans[(topic, p)] = scan_partition(reader, topic, p, where, expected, progress, topic in compacted)
+        scans[(topic, p)] = scan_partition(reader, topic, p, where, expected, progress, topic in compacted,
+                                           sets=recompute is not None)
     verdicts = {b: judge(b, hs, scans) for b, hs in handles.items()}
     outside = place_foreign(verdicts, handles, scans)
+    if recompute is not None:
+        again = recompute(sorted(verdicts))
+        for b, verdict in verdicts.items():
+            judge_recomputed(verdict, handles[b], scans, again.sets.get(b), again.missing.get(b, ""))
     return VerifyReport([verdicts[b] for b in sorted(verdicts)], outside)
 
 
@@ -111,7 +126,8 @@ def render(cfg: PipelineConfig, report: VerifyReport, as_json: bool = False) -> 
     if as_json:
         return json.dumps({"pipeline": cfg.name, **report.document()}, indent=1)
     doc = report.document()
-    lines = [f"kafka-eos verify {cfg.name}: batch {v.batch_id}: {v.outcome} ({v.records:,} records)"
+    lines = [f"kafka-eos verify {cfg.name}: batch {v.batch_id}: {v.outcome} ({v.records:,} records"
+             + ("" if v.recomputed is None else f", {v.recomputed:,} recomputed") + ")"
              + "".join(f"\n  {p}" for p in v.problems) for v in report.verdicts]
     lines += [f"kafka-eos verify {cfg.name}: outside the batches verified: {line}" for line in report.outside]
     if report.note:

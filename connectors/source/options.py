@@ -17,6 +17,7 @@ Invariants:
 - ``stopMarker`` (streaming only) names a stop marker (``stop_marker``: a path or a URI); while it
   exists the stream plans no new data.
 - ``emit=offsetRanges`` (streaming only) makes the rows offset ranges (``range_rows``).
+- ``replayOffsetLog`` (streaming only) plans each batch as another checkpoint recorded it (``replay``).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from typing import Mapping
 
 from kafka_eos import KafkaEosError
 from kafka_eos.config.spark_option_table import source_option
+from kafka_eos.connectors.source.replay import ReplaySpec
 from kafka_eos.kafka_clients import LOOKUP_DEADLINE_MS, admin_settings, data_settings
 from kafka_eos.offsets.spec import (OffsetSpec, OffsetSpecError, parse_global_timestamp, parse_offsets,
                           parse_timestamps)
@@ -86,6 +88,7 @@ class SourceOptions:
     align_idle_timeout_ms: int = 30_000
     stop_marker: str | None = None    # while this marker exists, latestOffset plans no new data
     emit_ranges: bool = False         # emit=offsetRanges: rows are offset ranges (connectors.source.range_rows)
+    replay: ReplaySpec | None = None  # replayOffsetLog: batches as a recorded offset log planned them
     kafka_items: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @property
@@ -220,6 +223,13 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
     if emit_ranges and not streaming:
         raise SourceOptionError("option emit=offsetRanges is for streaming queries into the kafka-eos sink "
                                 "(spark.readStream); remove it")
+    replay = _read(options, "replayOffsetLog")
+    if replay is not None and not streaming:
+        raise SourceOptionError("option replayOffsetLog is for streaming queries (spark.readStream); remove it")
+    try:
+        replay_spec = ReplaySpec.parse(str(replay)) if replay else None
+    except ValueError as exc:
+        raise SourceOptionError(str(exc)) from None
     return SourceOptions(
         subscription=_subscription(options),
         starting=starting,
@@ -238,5 +248,6 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         align_idle_timeout_ms=idle,
         stop_marker=str(marker) if marker else None,
         emit_ranges=emit_ranges,
+        replay=replay_spec,
         kafka_items=tuple(sorted(kafka.items())),
     )

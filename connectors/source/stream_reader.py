@@ -38,6 +38,7 @@ Invariants:
   stop was requested), ``latestOffset`` plans no
   new data: it returns its start unchanged, so Spark finishes the running batch and plans no
   other. A new query's batch 0 still runs, empty, to record its start.
+- With ``replayOffsetLog`` the ends are another checkpoint's, batch by batch (``replay``).
 """
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ from kafka_eos.connectors.source.partition_reader import read_partition
 from kafka_eos.connectors.source.planning import (apply_data_loss_policy, batch_tasks, input_partitions,
                                                   task_ranges)
 from kafka_eos.connectors.source.range_rows import range_batch
+from kafka_eos.connectors.source.replay import recorded_end
 from kafka_eos.connectors.source.stop_marker import StopMarker
 from kafka_eos.connectors.worker_gc import freeze_loaded
 from kafka_eos.offsets import model
@@ -121,6 +123,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """Wires the planning steps of ``kafka_eos.offsets.plan_steps`` (numbered there)."""
+        if self.options.replay is not None:
+            return recorded_end(self.options.replay, start)
         begin = model.decode(start)
         self._publish(begin)  # Spark asks for the next batch only once the batch ending at `start` is done
         if self._stop_requested():

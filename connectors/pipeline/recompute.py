@@ -1,0 +1,155 @@
+"""``verify --recompute``: the pipeline's batches re-run over their recorded input, as record sets.
+
+    1. a scratch checkpoint (a new local directory): the recorded checkpoint's ``metadata``, batch
+       A-1's offsets and commit, batch A's offsets, and ``state/``, copied (``_scratch``);
+    2. the pipeline's own frame (``builder.build_frame``, from the YAML), its source replaying the
+       recorded offset log (``source.replay``), into ``foreachBatch``: each batch's rows as the sink
+       would write them, bucketed per output topic and partition (``output_sets``);
+    3. it runs until batch B is done, or stops at the first error, whose first line is the reason
+       the batches left were not recomputed; the scratch checkpoint is then removed.
+
+Invariants:
+- The recorded checkpoint is read, never written: Spark restarts from the copy, reruns batch A
+  with the offsets and metadata (watermark, SQL settings) it was planned with, and each later
+  batch with its recorded offsets; so a windowed plan evicts and emits as the recorded run did,
+  from the state the recorded run kept after batch A-1.
+- Batches Spark's offset log no longer holds (it keeps ``spark.sql.streaming.minBatchesToRetain``)
+  are reported as not recomputed, with that reason; the replay starts after them.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.spark_option_table import source_option
+from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
+from kafka_eos.connectors.pipeline.output_sets import SETS_SCHEMA, Buckets, merge_rows, sets_fn
+from kafka_eos.connectors.pipeline.spark_options import sink_options
+from kafka_eos.connectors.sink.options import sink_config
+from kafka_eos.connectors.source.replay import ReplaySpec
+
+IDLE_LIMIT_S = 300.0  # no batch done for this long: the replay is taken as stuck
+POLL_S = 0.5
+
+
+@dataclass
+class Recomputed:
+    sets: dict[int, Buckets] = field(default_factory=dict)   # batch -> bucket -> records
+    missing: dict[int, str] = field(default_factory=dict)    # batch -> why it was not recomputed
+
+
+def _copy(spark: Any, source: str, target: str) -> bool:
+    """Copy a file or directory tree through Hadoop's file systems (local or remote); False if absent."""
+    jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
+    path = jvm.org.apache.hadoop.fs.Path(source)
+    fs = path.getFileSystem(conf)
+    if not fs.exists(path):
+        return False
+    into = jvm.org.apache.hadoop.fs.Path(target)
+    return bool(jvm.org.apache.hadoop.fs.FileUtil.copy(fs, path, into.getFileSystem(conf), into, False, conf))
+
+
+def _scratch(spark: Any, recorded: str, first: int, scratch: str) -> None:
+    """Step 1: the copy Spark restarts from (batch ``first`` rerun, its state before it)."""
+    for name in ["metadata", f"offsets/{first}", "state"] + ([f"offsets/{first - 1}", f"commits/{first - 1}"]
+                                                             if first > 0 else []):
+        _copy(spark, f"{recorded}/{name}", f"{scratch}/{name}")
+
+
+def output_counts(conf: dict[str, str], timeout_s: float = 10.0) -> dict[str, int]:
+    """Every topic's partition count, as the sink's producer sees the cluster."""
+    from kafka_eos.txn.broker_configs import admin_client
+    metadata = admin_client(conf).list_topics(timeout=timeout_s)
+    return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
+
+
+def plan_range(recorded: str, batches: list[int]) -> tuple[int | None, dict[int, str]]:
+    """The first batch the replay can start at, and the batches before it it cannot reach."""
+    planned = set(CheckpointReader(recorded).offset_batches())
+    missing: dict[int, str] = {}
+    for b in sorted(batches):
+        if b in planned and (b == 0 or b - 1 in planned):
+            return b, missing
+        missing[b] = (f"Spark's offset log no longer holds batch {b if b not in planned else b - 1} (it keeps "
+                      "spark.sql.streaming.minBatchesToRetain batches); verify a newer range")
+    return None, missing
+
+
+def recompute(spark: Any, cfg: PipelineConfig, batches: list[int],
+              progress: Callable[[str], None] = lambda line: None) -> Recomputed:
+    """Steps 1-3 for the committed ``batches`` (ids in the recorded run)."""
+    from kafka_eos.connectors.pipeline.builder import build_frame
+    recorded = (cfg.checkpoint.location or "").rstrip("/")
+    if not recorded:
+        return Recomputed(missing={b: "the pipeline names no checkpoint.location" for b in batches})
+    first, missing = plan_range(recorded, batches)
+    done = Recomputed(missing=missing)
+    if first is None:
+        return done
+    last = max(batches)
+    config = sink_config(sink_options(cfg))
+    partitioner = config.producer_settings("verify").get("partitioner", "consistent_random")
+    counts = output_counts(config.client_conf())
+    scratch = tempfile.mkdtemp(prefix="kafka-eos-recompute-")
+    finished = threading.Event()
+    try:
+        _scratch(spark, recorded, first, scratch)
+        replay = ReplaySpec(recorded, scratch, last)
+
+        def collect(df: Any, batch_id: int) -> None:
+            rows = df.mapInArrow(sets_fn(config.topic, counts, str(partitioner)), SETS_SCHEMA).collect()
+            done.sets[batch_id] = merge_rows(rows)
+            progress(f"recomputed batch {batch_id}: {sum(s.records for s in done.sets[batch_id].values()):,} records")
+            if batch_id >= last:
+                finished.set()
+
+        frame = build_frame(spark, cfg, source_extra={source_option("replayOffsetLog").name: replay.text()})
+        query = (frame.writeStream.foreachBatch(collect).queryName(f"kafka-eos-recompute-{cfg.name}")
+                 .option("checkpointLocation", scratch).trigger(processingTime="0 seconds").start())
+        reason = _wait(query, finished, done)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    for b in batches:
+        if b not in done.sets and b not in done.missing:
+            done.missing[b] = reason or f"the replay did not reach batch {b}"
+    return done
+
+
+def _wait(query: Any, finished: threading.Event, done: Recomputed) -> str:
+    """Step 3: until the last batch is done; the reason it stopped early, if it did."""
+    seen, since = -1, time.monotonic()
+    try:
+        while not finished.wait(POLL_S):
+            if not query.isActive:
+                error = query.exception()
+                return "the re-run failed: " + (str(error).strip().splitlines()[0] if error else "it stopped")
+            if len(done.sets) != seen:
+                seen, since = len(done.sets), time.monotonic()
+            elif time.monotonic() - since > IDLE_LIMIT_S:
+                return f"the re-run planned no batch for {IDLE_LIMIT_S:.0f} s"
+        return ""
+    finally:
+        query.stop()
+
+
+def recompute_locally(cfg: PipelineConfig, batches: list[int], progress: Callable[[str], None] = lambda line: None,
+                      master: str = "local[*]") -> Recomputed:
+    """``recompute`` in a new local SparkSession of this process, quiet as ``kafka-eos run``'s."""
+    from kafka_eos.connectors.pipeline.compiled_pyspark import set_spark_home
+    from kafka_eos.connectors.pipeline.console import console_conf, quiet_environment
+    from kafka_eos.connectors.pipeline.driver_archive import for_local_driver
+    from kafka_eos.connectors.pipeline.runner import RUN_CONF
+    from kafka_eos.connectors.spark_harness import local_session
+    quiet_environment(master, False)
+    set_spark_home()
+    with for_local_driver():
+        spark = local_session(master, app=f"kafka-eos verify {cfg.name}", conf={**RUN_CONF, **console_conf(False)})
+        try:
+            return recompute(spark, cfg, batches, progress)
+        finally:
+            spark.stop()
