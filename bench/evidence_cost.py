@@ -2,8 +2,8 @@
 
 One sink task's write outside Spark (``KafkaWriter.write`` of Arrow batches into a
 transaction, then the commit), on one local broker, with the evidence (each record's
-partition chosen by the task, a digest per output partition) and without it (the same writer
-with its evidence dropped as the producer opens: a subclass here; the product has no switch).
+partition chosen by the task, a digest per output partition) and without it (the sink option
+``writeEvidence=false``).
 Interleaved rounds, the order flipping each round; per run the task's wall time and the
 process's CPU time (librdkafka's threads included). Two sizes: a task of a large batch and of
 a small one, keyed 100 B records on 8 partitions.
@@ -18,6 +18,7 @@ import argparse
 import statistics
 import tempfile
 import time
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -33,15 +34,6 @@ PARTITIONS = 8
 ARROW_BATCH = 10_000  # rows per Arrow batch, as Spark hands them to the sink (maxRecordsPerBatch)
 
 
-class WithoutEvidence(KafkaWriter):
-    """The same writer with its evidence dropped once the producer is open (the A/B's other arm)."""
-
-    def _open(self, topic):
-        producer = super()._open(topic)
-        self._evidence = None
-        return producer
-
-
 def batches(records: int) -> list[pa.RecordBatch]:
     keys = [b"order-%d" % i for i in range(records)]
     values = [b"x" * 100] * records
@@ -49,9 +41,9 @@ def batches(records: int) -> list[pa.RecordBatch]:
             for i in range(0, records, ARROW_BATCH)]
 
 
-def one_run(config: SinkConfig, writer_class: type[KafkaWriter], rows: list[pa.RecordBatch], batch_id: int) -> dict:
+def one_run(config: SinkConfig, rows: list[pa.RecordBatch], batch_id: int) -> dict:
     wall, cpu = time.perf_counter(), time.process_time()
-    handle = writer_class(config, batch_id, 0).write(rows)
+    handle = KafkaWriter(config, batch_id, 0).write(rows)
     out = {"wall_ms": (time.perf_counter() - wall) * 1000, "cpu_ms": (time.process_time() - cpu) * 1000,
            "records": handle.records, "digests": sum(len(p) for p in handle.digests.values())}
     KafkaCommitter(config.client_conf()).commit([handle])
@@ -65,14 +57,14 @@ def measure(bootstrap: str, rounds: int, sizes: list[int]) -> dict:
         topic = create_topic(bootstrap, unique("evidence"), PARTITIONS)
         config = SinkConfig(producer_conf={"bootstrap.servers": bootstrap}, transactional_id_prefix=unique("ev"),
                             log_location=log, topic=topic, transaction_timeout_ms=60_000)
-        arms = {"with_evidence": KafkaWriter, "without": WithoutEvidence}
+        arms = {"with_evidence": config, "without": replace(config, write_evidence=False)}
         batch_id = 0
         for size in sizes:
             rows, runs = batches(size), {name: [] for name in arms}
-            one_run(config, KafkaWriter, rows, batch_id := batch_id + 1)  # warm-up: imports, metadata
+            one_run(config, rows, batch_id := batch_id + 1)  # warm-up: imports, metadata
             for r in range(rounds):
                 for name in (list(arms) if r % 2 == 0 else list(arms)[::-1]):
-                    runs[name].append(one_run(config, arms[name], rows, batch_id := batch_id + 1))
+                    runs[name].append(one_run(arms[name], rows, batch_id := batch_id + 1))
             wall = {name: [run["wall_ms"] for run in rs] for name, rs in runs.items()}
             cpu = {name: [run["cpu_ms"] for run in rs] for name, rs in runs.items()}
             out["cells"][str(size)] = {

@@ -13,8 +13,9 @@ exactly-once on a local Spark standalone cluster, 1 and 2 Workers x 4 and 16 par
 (``--scaling-records``, 1M); end-to-end latency at 10k records/s with trigger 1 s and 0.5 s,
 kafka-eos and Spark's kafka, interleaved rounds (``bench.latency``); the 2PC commit latency for
 1, 8 and 64 output partitions (``bench.commit``); the write evidence's cost to a sink task
-(``bench.evidence_cost``). ``--cells`` / ``--skip-cells`` pick the parts
-(``4p,16p,64p,small_batch,profile,scaling,latency,commit,evidence``), so a suite can be rerun in part.
+(``bench.evidence_cost``) and to a whole pipeline (``bench.evidence_pipeline``). ``--cells`` /
+``--skip-cells`` pick the parts (``4p,16p,64p,small_batch,profile,scaling,latency,commit,evidence``),
+so a suite can be rerun in part.
 Last, the goals of issue 27 (``bench.goals``) from what was measured.
 
 Writes ``bench/results/<date>.json`` and ``<date>.png`` (``--quick``: ``<date>-quick.*``; a
@@ -30,7 +31,7 @@ import argparse
 import json
 import time
 
-from bench import cells, commit, evidence_cost, goals, latency, method, scaling, stage_profile, throughput
+from bench import cells, commit, evidence_cost, evidence_pipeline, goals, latency, method, scaling, stage_profile, throughput
 from bench.common import RESULTS, load_avg, machine, write_result
 from bench.plot import plot
 from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
@@ -130,10 +131,12 @@ def measure(a: argparse.Namespace) -> dict:
             out["commit_ms"] = commit.suite(bootstrap, records=a.commit_records)
             log("commit: " + ", ".join(f"{p} partitions median {c['median_ms']} ms"
                                        for p, c in out["commit_ms"].items()))
-        if "evidence" in want:  # issue 46: what the write evidence costs a sink task
+        if "evidence" in want:  # issue 46: what the write evidence costs a sink task and a pipeline
             loads["evidence"] = settle()["load_avg_1m"]
             out["evidence_cost"] = evidence_cost.measure(bootstrap, max(a.rounds, 5), [250_000, 2_000])
             log("\n".join(evidence_cost.lines(out["evidence_cost"])))
+            out["evidence_pipeline"] = evidence_pipeline.measure(bootstrap, max(a.rounds, 5), a.records, settle, log)
+            log("\n".join(evidence_pipeline.lines(out["evidence_pipeline"])))
     loads["end"] = load_avg()
     out["load_avg_1m"] = loads
     return out

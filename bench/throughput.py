@@ -46,6 +46,8 @@ EOS_RANGES_SOURCE = {"emit": "offsetRanges"}
 SPARK_TUNED_SOURCE = {"kafka.max.partition.fetch.bytes": "10485760"}
 EXTRA_EOS = {"eos_tasks": EOS_TASKS_SOURCE, "eos_ranges": EOS_RANGES_SOURCE,
              "eos_ranges_tasks": {**EOS_RANGES_SOURCE, **EOS_TASKS_SOURCE}}
+# kafka-eos exactly-once without the write evidence verify reads (issue 46: its cost)
+EXTRA_EOS_SINK = {"eos_no_evidence": {"writeEvidence": "false"}}
 
 
 @dataclass(frozen=True)
@@ -108,9 +110,9 @@ def run_config(inp: Input, name: str, sample_memory: bool = False, trigger_s: fl
     if name in ("eos", "eos_alo"):
         guarantee = "exactly_once" if name == "eos" else "at_least_once"
         return spark_run(inp, "kafka-eos", "kafka-eos", guarantee, sample_memory, trigger_s)
-    if name in EXTRA_EOS:
+    if name in EXTRA_EOS or name in EXTRA_EOS_SINK:
         return spark_run(inp, "kafka-eos", "kafka-eos", "exactly_once", sample_memory, trigger_s,
-                         source_options=EXTRA_EOS[name])
+                         source_options=EXTRA_EOS.get(name), sink_options=EXTRA_EOS_SINK.get(name))
     tuned = name == "spark_tuned"
     return spark_run(inp, "kafka", "kafka", sample_memory=sample_memory, trigger_s=trigger_s,
                      source_options=SPARK_TUNED_SOURCE if tuned else None,
@@ -123,6 +125,8 @@ def ratios(rates: dict[str, list[float]]) -> dict:
     out = {f"eos_vs_{peer}": round_ratios(rates["eos"], rates[peer]) for peer in PEERS if "eos" in rates and peer in rates}
     if "eos" in rates and "eos_alo" in rates:
         out["eos_alo_vs_eos"] = round_ratios(rates["eos_alo"], rates["eos"])
+    if "eos" in rates and "eos_no_evidence" in rates:
+        out["eos_vs_eos_no_evidence"] = round_ratios(rates["eos"], rates["eos_no_evidence"])
     for name in EXTRA_EOS:
         if name in rates and "spark_tuned" in rates:
             out[f"{name}_vs_spark_tuned"] = round_ratios(rates[name], rates["spark_tuned"])

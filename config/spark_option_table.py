@@ -88,6 +88,8 @@ SINK_OPTIONS: tuple[SparkOption, ...] = (
           "sink.batch_margin_ms"),
     _sink("fixedPartitions", B, False, "an output topic that gained partitions stops the query (else a warning)",
           "sink.fixed_partitions"),
+    _sink("writeEvidence", B, True, "exactly-once: each task records its record count and digest per output "
+          "partition for `kafka-eos verify` (false: its batches cannot be verified)"),
     _sink("guarantee", C, "exactly_once", "`at_least_once`: plain idempotent producers, no transactions",
           "guarantee",
           choices=("exactly_once", "at_least_once")),

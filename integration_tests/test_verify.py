@@ -22,10 +22,10 @@ from kafka.admin import KafkaAdminClient
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders, read_committed
 from kafka_eos.txn.record_partitioner import choose
 from integration_tests.kafka_tools import create_topic, high_watermarks, produce, read_all, unique
-from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, progress_lines, start_kafka_eos
+from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, start_kafka_eos
 from integration_tests.pipeline_runs import kill_group, kill_supervised_run, tail
-from integration_tests.test_late_records import SQL, late_pipeline, seed
-from integration_tests.test_late_records import topics as window_topics
+from integration_tests.test_verify_recompute import recomputed_all
+from integration_tests.test_verify_recompute import verify as _verify
 from integration_tests.test_status import ORDERS, pipeline_file, topics  # noqa: F401 - the fixture
 
 BATCH = 1500
@@ -44,12 +44,6 @@ def _pipeline(tmp_path, names: dict[str, str]) -> str:
     return str(path)
 
 
-def _verify(path: str, bootstrap: str, tmp_path, *more: str) -> tuple[int, dict]:
-    done = kafka_eos(["verify", path, "--json", *more], bootstrap, tmp_path, timeout=300)
-    assert done.code in (0, 1), done.log()
-    return done.code, json.loads(done.stdout)
-
-
 def _status(path: str, bootstrap: str, tmp_path) -> dict:
     done = kafka_eos(["status", path, "--json"], bootstrap, tmp_path, timeout=120)
     assert done.code in (0, 1), done.log()
@@ -65,10 +59,10 @@ def test_verify_passes_a_run_then_names_deleted_and_foreign_records(bootstrap, t
     assert run.code == 0, run.log()
     assert order_report(bootstrap, {first.run: 6000}, topic=names["out"]) == EXACT | {"out": 6000}
 
-    code, report = _verify(path, bootstrap, tmp_path)
+    code, report = _verify(path, bootstrap, tmp_path, "--recompute")  # two scans a batch: output and DLQ
     batches = report["per_batch"]
     assert code == 0 and len(batches) >= 3, report
-    assert all(b["outcome"] == "verified" for b in batches), report
+    recomputed_all(report)
     assert sum(b["records"] for b in batches) == 6000 + 3, "every order and the 3 poison records (DLQ)"
     shown = _status(path, bootstrap, tmp_path)
     assert shown["verify"]["newest_verified_batch"] == batches[-1]["batch"], shown
@@ -109,57 +103,6 @@ def test_verify_passes_a_run_then_names_deleted_and_foreign_records(bootstrap, t
                for line in _status(path, bootstrap, tmp_path)["attention"])
 
 
-def _recomputed_all(report: dict) -> None:
-    batches = report["per_batch"]
-    assert batches and all(b["outcome"] == "verified" for b in batches), report
-    assert all(b.get("recomputed") == b["records"] for b in batches), report
-
-
-def test_recompute_proves_a_windowed_run_and_names_a_transform_that_differs(bootstrap, tmp_path):
-    """A filter, a projection and a keyed 1-minute window with a late topic, in two ``--once`` runs
-    (the second restarts from the first's state, with late clicks): ``verify --recompute`` re-runs
-    every batch over its recorded input and finds exactly what was committed. The same checkpoint
-    verified with a different filter fails, at the partition where the windows it would change are."""
-    source, sink, late = window_topics(bootstrap)
-    seed(bootstrap, source, minutes=4)
-    path = late_pipeline(tmp_path, source, sink, late, max_offsets=400)
-    path.write_text(path.read_text().replace("FROM source", "FROM source WHERE value.page <> 'about'"))
-    assert "<> 'about'" in path.read_text() and "FROM source" in SQL
-    first = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
-    assert first.code == 0, first.log()
-    seed(bootstrap, source, minutes=3, start_minute=4)
-    seed(bootstrap, source, minutes=1, start_minute=0)  # late: their windows closed in the first run
-    second_start = len(progress_lines(first, "late-clicks"))
-    second = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
-    assert second.code == 0, second.log()
-    views = read_committed(bootstrap, sink)
-    assert views and not any(m.key() == b"about" for m in views)
-    assert read_committed(bootstrap, late), "the late clicks went to the late topic"
-
-    code, report = _verify(str(path), bootstrap, tmp_path, "--recompute")
-    assert code == 0, report
-    _recomputed_all(report)
-    assert sum(b["records"] for b in report["per_batch"]) == len(views) + len(read_committed(bootstrap, late))
-    # from a batch of the second run: the replay starts from the window state the run kept before it
-    last = [b["batch"] for b in report["per_batch"] if b["records"]][-1]
-    assert last > second_start, report
-    code, tail_report = _verify(str(path), bootstrap, tmp_path, "--recompute", "--batches", f"{last}..")
-    assert code == 0 and [b["batch"] for b in tail_report["per_batch"]] == [last], tail_report
-    _recomputed_all(tail_report)
-
-    # a transform that would give other windows: the batches that emitted them fail, in their partition
-    path.write_text(path.read_text().replace("<> 'about'", "<> 'help'"))
-    code, changed = _verify(str(path), bootstrap, tmp_path, "--recompute", "--no-record")
-    failed = [b for b in changed["per_batch"] if b["outcome"] == "failed"]
-    assert code == 1 and failed, changed
-    help_at = min(m.offset() for m in views if m.key() == b"help")
-    problem = changed["first_problem"]
-    assert problem["batch"] == failed[0]["batch"] and problem["topic"] == sink, changed
-    assert problem["partition"] == next(m.partition() for m in views if m.key() == b"help") and \
-        problem["offset"] <= help_at, (changed, help_at)
-    assert all("not what the transform gives" in p for b in failed for p in b["problems"]), failed
-
-
 def test_the_sinks_partition_choice_is_librdkafkas_own(bootstrap):
     """The evidence needs each record's partition before it is sent: the task chooses it
     (``record_partitioner``); here librdkafka chooses for the same keys, and they must agree."""
@@ -194,6 +137,7 @@ def test_verify_passes_after_a_driver_killed_before_a_decision_and_the_replays_r
     finally:
         kill_group(supervisor)
     assert order_report(bootstrap, {topics[0]: ORDERS}, topics[1]) == EXACT | {"out": ORDERS}
-    code, report = _verify(str(path), bootstrap, tmp_path)
-    assert code == 0 and all(b["outcome"] == "verified" for b in report["per_batch"]), report
+    code, report = _verify(str(path), bootstrap, tmp_path, "--recompute")
+    assert code == 0, report
+    recomputed_all(report)
     assert sum(b["records"] for b in report["per_batch"]) == ORDERS and 1 in {b["batch"] for b in report["per_batch"]}

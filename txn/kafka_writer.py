@@ -163,8 +163,7 @@ class KafkaWriter:
         self._check_not_decided("before init_transactions")
         producer = self._new_producer(settings)
         if self.config.exactly_once:  # evidence only here: at-least-once has no transaction to attribute records to
-            from kafka_eos.txn.write_evidence import TaskEvidence, partition_counts  # Arrow: tasks only
-            self._evidence = TaskEvidence(settings.get("partitioner", ""), partition_counts(producer))
+            self._evidence = self._new_evidence(settings, producer) if self.config.write_evidence else None
             producer.init_transactions(self._client_wait_s)
             producer.begin_transaction()
         else:  # without this, librdkafka's 500 ms PID timer holds every record back (producer_stats)
@@ -201,6 +200,11 @@ class KafkaWriter:
         self._records += batch.num_rows
         poll(0)
         self._raise_if_failed()
+
+    @staticmethod
+    def _new_evidence(settings: dict, producer: Any) -> "TaskEvidence":
+        from kafka_eos.txn.write_evidence import TaskEvidence, partition_counts  # Arrow: tasks only
+        return TaskEvidence(settings.get("partitioner", ""), partition_counts(producer))
 
     def _topics(self, batch: Rows) -> list:
         """Each row's topic: the sink's option, else the row's 'topic' column (as in Spark's Kafka sink)."""

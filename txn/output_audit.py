@@ -160,7 +160,8 @@ def judge(batch_id: int, handles: list[TxnHandle], scans: dict[tuple[str, int], 
         if not handle.digests or handle.digest_format != DIGEST_FORMAT:
             topic, counts = next(iter(sorted(handle.partitions.items())), ("-", {"-1": 0}))
             why = (f"digest format {handle.digest_format!r} is not {DIGEST_FORMAT!r}" if handle.digest_format else
-                   "written before kafka-eos recorded it, or with a partitioner it cannot predict")
+                   "written before kafka-eos recorded it, with writeEvidence=false, or with a partitioner "
+                   "it cannot predict")
             verdict.fail(UNVERIFIABLE, topic, int(next(iter(counts))), -1,
                          f"sink partition {handle.sink_partition}: no write evidence ({why})")
     return verdict

@@ -108,6 +108,7 @@ class SinkConfig:
     commit_timeout_s: float = COMMIT_DEADLINE_MS / 1000
     exactly_once: bool = True
     fixed_partitions: bool = False  # an output topic that grew stops the query (kafka_eos.txn.output_topics)
+    write_evidence: bool = True  # exactly-once tasks record counts and digests for verify (kafka_eos.txn.write_evidence)
     id_owner: str | None = None  # owner part of the ids (None: the legacy scheme); see transactional_ids
     ids: TransactionalIdFactory = field(init=False, repr=False, compare=False)
 

@@ -79,6 +79,7 @@ def sink_config(options: Mapping[str, str]) -> SinkConfig:
         slots=_read(options, "transactional.id.slots"),
         commit_timeout_s=_read(options, "commit.timeout.ms") / 1000,
         fixed_partitions=_read(options, "fixedPartitions"),
+        write_evidence=_read(options, "writeEvidence"),
     )
 
 

@@ -97,3 +97,25 @@ def test_the_failed_record_is_named_though_purged_records_were_reported_first(tm
     assert reason is not None and reason.startswith("record to out[2] (key=b'big', 8003 bytes) failed: Broker: "
                                                     "Message size too large (MSG_SIZE_TOO_LARGE)"), reason
     assert "max.message.bytes" in reason and reason.count("_PURGE_QUEUE") == 2, reason
+
+
+class _TxnProducer:
+    def __init__(self, settings: dict) -> None:
+        self.settings, self.calls = settings, []
+
+    def init_transactions(self, timeout: float) -> None:
+        self.calls.append("init_transactions")
+
+    def begin_transaction(self) -> None:
+        self.calls.append("begin_transaction")
+
+
+@pytest.mark.parametrize("write_evidence", [True, False])
+def test_write_evidence_false_keeps_the_transaction_and_records_no_evidence(tmp_path, write_evidence):
+    from dataclasses import replace
+    config = replace(_config(tmp_path), write_evidence=write_evidence)
+    writer = KafkaWriter(config, 0, 0)
+    writer._new_producer = _TxnProducer  # type: ignore[method-assign]
+    producer = writer._open("t")
+    assert producer.calls == ["init_transactions", "begin_transaction"]
+    assert (writer._evidence is not None) is write_evidence

@@ -1,0 +1,118 @@
+"""``kafka-eos verify --recompute`` on real runs (issue 46): each batch re-run over its recorded input.
+
+The pipeline is a filter, a projection and a keyed 1-minute window with a late topic (the
+late-records test's pipeline, on topics of its own). ``make test``: two ``--once`` runs, the
+second from the first's window state; ``--recompute`` passes every batch, and from a batch of
+the second run; a different filter fails where the windows it would change are. ``make chaos``:
+a batch whose decided transactions the broker aborted on timeout, re-written by the restart.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+import yaml
+
+from kafka_eos.connectors.demo_data import read_committed
+from integration_tests.pipeline_cli import kafka_eos, progress_lines, start_kafka_eos
+from integration_tests.pipeline_runs import kill_group, kill_supervised_run, tail
+from integration_tests.test_late_records import SQL, late_pipeline, seed
+from integration_tests.test_late_records import topics as window_topics
+
+
+def verify(path: str, bootstrap: str, tmp_path, *more: str) -> tuple[int, dict]:
+    done = kafka_eos(["verify", path, "--json", *more], bootstrap, tmp_path, timeout=300)
+    assert done.code in (0, 1), done.log()
+    return done.code, json.loads(done.stdout)
+
+
+def recomputed_all(report: dict) -> None:
+    batches = report["per_batch"]
+    assert batches and all(b["outcome"] == "verified" for b in batches), report
+    assert all(b.get("recomputed") == b["records"] for b in batches), report
+
+
+def test_recompute_proves_a_windowed_run_and_names_a_transform_that_differs(bootstrap, tmp_path):
+    """A filter, a projection and a keyed 1-minute window with a late topic, in two ``--once`` runs
+    (the second restarts from the first's state, with late clicks): ``verify --recompute`` re-runs
+    every batch over its recorded input and finds exactly what was committed. The same checkpoint
+    verified with a different filter fails, at the partition where the windows it would change are."""
+    source, sink, late = window_topics(bootstrap)
+    seed(bootstrap, source, minutes=4)
+    path = late_pipeline(tmp_path, source, sink, late, max_offsets=400)
+    path.write_text(path.read_text().replace("FROM source", "FROM source WHERE value.page <> 'about'"))
+    assert "<> 'about'" in path.read_text() and "FROM source" in SQL
+    first = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
+    assert first.code == 0, first.log()
+    seed(bootstrap, source, minutes=3, start_minute=4)
+    seed(bootstrap, source, minutes=1, start_minute=0)  # late: their windows closed in the first run
+    second_start = len(progress_lines(first, "late-clicks"))
+    second = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
+    assert second.code == 0, second.log()
+    views = read_committed(bootstrap, sink)
+    assert views and not any(m.key() == b"about" for m in views)
+    assert read_committed(bootstrap, late), "the late clicks went to the late topic"
+
+    code, report = verify(str(path), bootstrap, tmp_path, "--recompute")
+    assert code == 0, report
+    recomputed_all(report)
+    assert sum(b["records"] for b in report["per_batch"]) == len(views) + len(read_committed(bootstrap, late))
+    # from a batch of the second run: the replay starts from the window state the run kept before it
+    last = [b["batch"] for b in report["per_batch"] if b["records"]][-1]
+    assert last > second_start, report
+    code, tail_report = verify(str(path), bootstrap, tmp_path, "--recompute", "--batches", f"{last}..")
+    assert code == 0 and [b["batch"] for b in tail_report["per_batch"]] == [last], tail_report
+    recomputed_all(tail_report)
+
+    # a transform that would give other windows: the batches that emitted them fail, in their partition
+    path.write_text(path.read_text().replace("<> 'about'", "<> 'help'"))
+    code, changed = verify(str(path), bootstrap, tmp_path, "--recompute", "--no-record")
+    failed = [b for b in changed["per_batch"] if b["outcome"] == "failed"]
+    assert code == 1 and failed, changed
+    help_at = min(m.offset() for m in views if m.key() == b"help")
+    problem = changed["first_problem"]
+    assert problem["batch"] == failed[0]["batch"] and problem["topic"] == sink, changed
+    assert problem["partition"] == next(m.partition() for m in views if m.key() == b"help") and \
+        problem["offset"] <= help_at, (changed, help_at)
+    assert all("not what the transform gives" in p for b in failed for p in b["problems"]), failed
+
+
+@pytest.mark.chaos  # `make chaos`: a broker of its own with a 20 s transaction.max.timeout.ms
+def test_recompute_passes_a_windowed_run_whose_timed_out_batch_was_rewritten(tmp_path):
+    """A filter, a projection and a keyed window with a late topic. The driver is SIGKILLed right after
+    batch 1's decision and stays down past transaction.timeout.ms: the broker aborts the decided
+    transactions, the restart re-runs batch 1 from the window state of batch 0 and re-writes what
+    was lost. The output is Spark's exact accounting of windows and late records, and
+    ``verify --recompute`` passes every batch, batch 1 included."""
+    from kafka_eos.connectors.dev.local_kafka import ClusterSettings
+    from integration_tests.providers import local_broker
+    from integration_tests.test_late_records import account
+
+    with local_broker(ClusterSettings(transaction_max_timeout_ms=20_000)) as broker:
+        source, sink, late = window_topics(broker.bootstrap)
+        sent = seed(broker.bootstrap, source, minutes=6)
+        faults = tmp_path / "faults"
+        faults.mkdir()
+        path = late_pipeline(tmp_path, source, sink, late, max_offsets=300, trigger="1 second")
+        doc = yaml.safe_load(path.read_text())
+        doc["transform"]["sql"] = doc["transform"]["sql"].replace("FROM source", "FROM source WHERE value.page IS NOT NULL")
+        doc["sink"].update({"transaction_timeout_ms": 15_000, "batch_margin_ms": 5_000,
+                            "options": {"faultInjection": "after_decision@1", "faultInjectionDir": str(faults)}})
+        path.write_text(yaml.safe_dump(doc))
+        log = tmp_path / "run.log"
+        supervisor = start_kafka_eos(["run", str(path), "--once", "--restarts", "1"], broker.bootstrap, tmp_path, log)
+        try:
+            kill_supervised_run(supervisor, faults, "after_decision", log, freeze_supervisor=True)
+            time.sleep(20)  # > transaction.timeout.ms: the broker aborts batch 1's decided transactions
+            supervisor.send_signal(signal.SIGCONT)
+            assert supervisor.wait(400) == 0, tail(log)
+        finally:
+            kill_group(supervisor)
+        assert "was decided but not fully committed" in log.read_text(), tail(log)
+        account(broker.bootstrap, sent, sink, late)
+        code, report = verify(str(path), broker.bootstrap, tmp_path, "--recompute")
+        assert code == 0, report
+        recomputed_all(report)
+        assert 1 in {b["batch"] for b in report["per_batch"]} and sum(b["records"] for b in report["per_batch"]) > 0
