@@ -13,3 +13,18 @@ def check_deterministic(df, allow_nondeterministic: bool = False):
     (``kafka_eos.connectors.plan_check`` says what it covers)."""
     from kafka_eos.connectors.plan_check import check_deterministic as _check
     return _check(df, allow_nondeterministic)
+
+
+def verify(spark, build, source_options, sink_options, checkpoint_location, batches=None, recompute=True,
+           progress=lambda line: None):
+    """``kafka-eos verify --recompute`` for a query built in code: each committed batch's output read
+    back against what its tasks recorded and, with ``recompute``, against ``build`` re-run over the
+    batch's recorded input. ``build`` is the function the query runs: it takes the stream of
+    ``spark.readStream.format("kafka-eos").options(**source_options).load()`` and returns the frame
+    given to ``writeStream.format("kafka-eos").options(**sink_options)``; ``checkpoint_location`` is
+    the query's. Returns a report: ``exit_code`` (0: every batch in range verified) and
+    ``document()`` (per batch: outcome, records, recomputed records, problems with topic,
+    partition and offset)."""
+    from kafka_eos.connectors.query_verify import verify_query
+    return verify_query(spark, build, source_options, sink_options, checkpoint_location, batches, recompute,
+                        progress)

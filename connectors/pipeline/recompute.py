@@ -32,6 +32,7 @@ from kafka_eos.connectors.pipeline.output_sets import SETS_SCHEMA, Buckets, merg
 from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.connectors.source.replay import ReplaySpec
+from kafka_eos.txn.sink_config import SinkConfig
 
 IDLE_LIMIT_S = 300.0  # no batch done for this long: the replay is taken as stuck
 POLL_S = 0.5
@@ -82,17 +83,30 @@ def plan_range(recorded: str, batches: list[int]) -> tuple[int | None, dict[int,
 
 def recompute(spark: Any, cfg: PipelineConfig, batches: list[int],
               progress: Callable[[str], None] = lambda line: None) -> Recomputed:
-    """Steps 1-3 for the committed ``batches`` (ids in the recorded run)."""
+    """``replay_batches`` of the pipeline: its own frame (``builder.build_frame``) from the YAML."""
     from kafka_eos.connectors.pipeline.builder import build_frame
     recorded = (cfg.checkpoint.location or "").rstrip("/")
     if not recorded:
         return Recomputed(missing={b: "the pipeline names no checkpoint.location" for b in batches})
+    return replay_batches(spark, lambda extra: build_frame(spark, cfg, source_extra=extra), recorded,
+                          sink_config(sink_options(cfg)), batches, progress, cfg.name or "kafka-eos")
+
+
+def replay_batches(spark: Any, frame_of: Callable[[dict[str, str]], Any], recorded: str, config: SinkConfig,
+                   batches: list[int], progress: Callable[[str], None] = lambda line: None,
+                   name: str = "kafka-eos") -> Recomputed:
+    """Steps 1-3 for the committed ``batches`` (ids in the run recorded at ``recorded``);
+    ``frame_of(source options)`` is the query's frame in the sink's shape, its source given those
+    options on top of its own."""
+    recorded = recorded.rstrip("/")
+    if getattr(spark, "_jsc", None) is None:
+        return Recomputed(missing={b: "the re-run needs a classic SparkSession (this one is a Spark Connect client)"
+                                   for b in batches})
     first, missing = plan_range(recorded, batches)
     done = Recomputed(missing=missing)
     if first is None:
         return done
     last = max(batches)
-    config = sink_config(sink_options(cfg))
     partitioner = config.producer_settings("verify").get("partitioner", "consistent_random")
     counts = output_counts(config.client_conf())
     scratch = tempfile.mkdtemp(prefix="kafka-eos-recompute-")
@@ -108,8 +122,8 @@ def recompute(spark: Any, cfg: PipelineConfig, batches: list[int],
             if batch_id >= last:
                 finished.set()
 
-        frame = build_frame(spark, cfg, source_extra={source_option("replayOffsetLog").name: replay.text()})
-        query = (frame.writeStream.foreachBatch(collect).queryName(f"kafka-eos-recompute-{cfg.name}")
+        frame = frame_of({source_option("replayOffsetLog").name: replay.text()})
+        query = (frame.writeStream.foreachBatch(collect).queryName(f"kafka-eos-recompute-{name}")
                  .option("checkpointLocation", scratch).trigger(processingTime="0 seconds").start())
         reason = _wait(query, finished, done)
     finally:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.sink.options import sink_config
+from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.control_plane import control_plane
 from kafka_eos.txn.output_audit import PASSED, BatchVerdict, committed_handles, judge, place_foreign
 from kafka_eos.txn.output_scan import bounds, compacted_topics, scan_partition
@@ -82,9 +83,15 @@ def committed_in_range(reader: SinkLogReader, batches: tuple[int, int] | None, s
 def verify(cfg: PipelineConfig, batches: tuple[int, int] | None = None, since_ms: int | None = None,
            progress: Callable[[str], None] = lambda line: None,
            recompute: Callable[[list[int]], Recomputed] | None = None) -> VerifyReport:
-    """Judge the batches in range (``output_audit``); with ``recompute`` (``recompute.recompute_locally``
-    bound to the pipeline), also each verified batch's records against its re-run (``recompute_audit``)."""
-    config = sink_config(sink_options(cfg))
+    """``verify_sink`` of the pipeline's sink."""
+    return verify_sink(sink_config(sink_options(cfg)), batches, since_ms, progress, recompute)
+
+
+def verify_sink(config: SinkConfig, batches: tuple[int, int] | None = None, since_ms: int | None = None,
+                progress: Callable[[str], None] = lambda line: None,
+                recompute: Callable[[list[int]], Recomputed] | None = None) -> VerifyReport:
+    """Judge the batches in range (``output_audit``); with ``recompute`` (``recompute.replay_batches``
+    bound to the query), also each verified batch's records against its re-run (``recompute_audit``)."""
     records = committed_in_range(SinkLogReader(config.log_location), batches, since_ms)
     if not records:
         return VerifyReport(note="no committed batch in range in the sink log (it keeps the newest 100)")

@@ -40,3 +40,4 @@ def _murmur_of(key: bytes, count: int) -> int:
     chosen = choose(pa.array([key], pa.binary()), count, "murmur2")
     assert chosen is not None
     return int(chosen[0])
+

@@ -1,0 +1,134 @@
+"""`kafka-eos` operator commands on a pipeline's checkpoint and output: status, verify, retire,
+accept-loss (the command line's other commands are in ``cli`` and ``cli_dev``)."""
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+
+def _status(args: argparse.Namespace) -> int:
+    """Exit 0 healthy, 1 needs attention (or an invalid file), 2 a broker is unreachable, 3 not authorized."""
+    from kafka_eos.config.violations import EXIT_UNAUTHORIZED, InvalidPipeline, exit_code
+    from kafka_eos.connectors.pipeline import status
+    from kafka_eos.connectors.pipeline.validation import load_valid
+    from kafka_eos.offsets.acl_advice import AclMissingError
+    try:
+        cfg = load_valid(args.pipeline, offline=True)
+        report = status.gather(cfg, args.timeout)
+    except (InvalidPipeline, AclMissingError) as exc:  # the source's lookups name a topic it may not read
+        print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
+        return exit_code(exc.violations) if isinstance(exc, InvalidPipeline) else EXIT_UNAUTHORIZED
+    print(status.render(cfg, report, as_json=args.json))
+    return report.exit_code
+
+
+# -- accept-loss: the way on after ReplayMismatchError (logic in connectors/pipeline/accept_loss.py) --
+def _accept_loss(args: argparse.Namespace) -> int:
+    from kafka_eos.config.violations import InvalidPipeline
+    from kafka_eos.connectors.pipeline import accept_loss
+    if bool(args.pipeline) == bool(args.sink_log):
+        print("kafka-eos accept-loss: name the pipeline file or --sink-log <location>, not both", file=sys.stderr)
+        return 2
+    try:
+        location = args.sink_log or accept_loss.sink_log_of_pipeline(args.pipeline)
+        print(accept_loss.accept(location, args.batch))
+    except (InvalidPipeline, accept_loss.NothingToAcceptError) as exc:
+        print(f"kafka-eos: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _add_accept_loss_command(sub) -> None:
+    accept = sub.add_parser("accept-loss", help="after ReplayMismatchError: record the named batch committed "
+                            "without its lost sink partitions (once), so the query goes on; prints what is dropped")
+    accept.add_argument("pipeline", nargs="?", metavar="pipeline.yaml")
+    accept.add_argument("--sink-log", help="the sink log location (default <checkpointLocation>/kafka-eos-sink), "
+                        "instead of a pipeline file")
+    accept.add_argument("--batch", type=int, required=True, help="the batch id ReplayMismatchError named")
+    accept.set_defaults(func=_accept_loss)
+# -- end accept-loss --
+
+
+def _retire(args: argparse.Namespace) -> int:
+    """Commit what is decided, abort the rest, release the prefix, mark the checkpoint retired."""
+    from kafka_eos.config.violations import InvalidPipeline, exit_code
+    from kafka_eos.connectors.pipeline.retire import retire_sink
+    from kafka_eos.connectors.pipeline.spark_options import sink_options
+    from kafka_eos.connectors.pipeline.validation import load_valid
+    try:
+        cfg = load_valid(args.pipeline, offline=True)
+    except InvalidPipeline as exc:
+        print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
+        return exit_code(exc.violations)
+    done = retire_sink(sink_options(cfg))
+    for line in done.lines:
+        print(f"kafka-eos retire {cfg.name}: {line}", file=sys.stdout if done.exit_code == 0 else sys.stderr)
+    return done.exit_code
+
+
+def _verify(args: argparse.Namespace) -> int:
+    """Exit 0 every batch in range verified, 1 one failed or cannot be verified, 2 unreadable."""
+    from kafka_eos import KafkaEosError
+    from kafka_eos.config.violations import InvalidPipeline, exit_code
+    from kafka_eos.connectors.pipeline import verify
+    from kafka_eos.connectors.pipeline.validation import load_valid
+    try:
+        cfg = load_valid(args.pipeline, offline=True)
+        batches, since = verify.parse_batches(args.batches), verify.since_ms_of(args.since)
+    except InvalidPipeline as exc:
+        print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
+        return exit_code(exc.violations)
+    except ValueError as exc:
+        print(f"kafka-eos verify: {exc}", file=sys.stderr)
+        return 2
+    try:
+        def progress(line: str) -> None:
+            print(f"kafka-eos verify: {line}", file=sys.stderr, flush=True)
+        recompute = None
+        if args.recompute:
+            from kafka_eos.connectors.pipeline.recompute import recompute_locally
+            recompute = functools.partial(recompute_locally, cfg, progress=progress)
+        report = verify.verify(cfg, batches, since, progress=progress, recompute=recompute)
+    except KafkaEosError as exc:
+        print(f"kafka-eos verify {cfg.name}: {exc}", file=sys.stderr)
+        return 2
+    print(verify.render(cfg, report, as_json=args.json))
+    if not args.no_record:
+        try:
+            name = verify.record(cfg, report)
+            if name:
+                print(f"kafka-eos verify {cfg.name}: recorded as {name} beside the sink log (status, metrics)",
+                      file=sys.stderr)
+        except OSError as exc:
+            print(f"kafka-eos verify {cfg.name}: the run was not recorded beside the sink log ({exc}); "
+                  "status and the metrics do not show it", file=sys.stderr)
+    return report.exit_code
+
+
+def add_operator_commands(sub) -> None:
+    status = sub.add_parser("status", help="checkpoint, lag, sink log and open transactions of a pipeline; "
+                            "exit 0 healthy, 1 needs attention, 2 broker unreachable, 3 not authorized")
+    status.add_argument("pipeline", metavar="pipeline.yaml")
+    status.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker")
+    status.add_argument("--json", action="store_true", help="a JSON object (with format_version)")
+    status.set_defaults(func=_status)
+    check = sub.add_parser("verify", help="read each committed batch's output back and check it against what its "
+                           "tasks recorded (records, digest, no other writer's records); exit 0 all verified, "
+                           "1 a batch failed or cannot be verified, 2 unreadable")
+    check.add_argument("pipeline", metavar="pipeline.yaml")
+    check.add_argument("--batches", metavar="A..B", help="only these batch ids (inclusive; A.. or ..B)")
+    check.add_argument("--since", metavar="TIME", help="only batches committed since TIME (ISO, UTC by default, "
+                       "or epoch ms)")
+    check.add_argument("--recompute", action="store_true", help="also re-run each batch's transform over its "
+                       "recorded input (Spark in this process, from the checkpoint's offset log and state) and check "
+                       "that the committed records are exactly what it gives")
+    check.add_argument("--json", action="store_true", help="a JSON object (with format_version)")
+    check.add_argument("--no-record", action="store_true", help="do not record the run beside the sink log "
+                       "(the one thing verify writes; status and the metrics read it)")
+    check.set_defaults(func=_verify)
+    retire = sub.add_parser("retire", help="for a pipeline that will not run again: commit its decided batch, "
+                            "abort its other open transactions, release its transactional-id prefix and mark "
+                            "its checkpoint retired")
+    retire.add_argument("pipeline", metavar="pipeline.yaml")
+    retire.set_defaults(func=_retire)
+    _add_accept_loss_command(sub)
