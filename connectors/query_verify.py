@@ -27,6 +27,7 @@ def verify_query(spark: Any, build: Callable[[Any], Any], source_options: Mappin
         return build(spark.readStream.format("kafka-eos").options(**{**source_options, **extra}).load())
 
     def again(ids: list[int]):
-        return replay_batches(spark, frame_of, checkpoint_location, config, ids, progress)
+        inputs = {k[len("kafka."):]: v for k, v in source_options.items() if k.lower().startswith("kafka.")}
+        return replay_batches(spark, frame_of, checkpoint_location, config, ids, progress, input_conf=inputs)
 
     return verify_sink(config, batches, progress=progress, recompute=again if recompute else None)

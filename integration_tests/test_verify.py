@@ -3,8 +3,8 @@
 The shipped orders-json pipeline (a SQL transform, a DLQ in the same transactions) on topics of
 its own runs ``--once``; then ``verify`` must pass every batch, then catch what it exists for:
 records of a committed batch deleted (DeleteRecords: "cannot be verified", never passed) and a
-record another transactional producer commits into the output between two runs (failed, with
-the batch and the offset).
+record another transactional producer commits into the output in the middle of a run (failed,
+with the batch and the offset).
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from collections import Counter
 
 import pyarrow as pa
 import pytest
+import yaml
 from confluent_kafka import Producer
 
 from kafka import TopicPartition
@@ -21,9 +22,9 @@ from kafka.admin import KafkaAdminClient
 
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders, read_committed
 from kafka_eos.txn.record_partitioner import choose
-from integration_tests.kafka_tools import create_topic, high_watermarks, produce, read_all, unique
+from integration_tests.kafka_tools import create_topic, read_all, unique
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, start_kafka_eos
-from integration_tests.pipeline_runs import kill_group, kill_supervised_run, tail
+from integration_tests.pipeline_runs import kill_group, kill_supervised_run, tail, wait_for
 from integration_tests.test_verify_recompute import recomputed_all
 from integration_tests.test_verify_recompute import verify as _verify
 from integration_tests.test_status import ORDERS, pipeline_file, topics  # noqa: F401 - the fixture
@@ -82,20 +83,37 @@ def test_verify_passes_a_run_then_names_deleted_and_foreign_records(bootstrap, t
     code, later = _verify(path, bootstrap, tmp_path, "--batches", f"{first_batch + 1}..")
     assert code == 0, later
 
-    # another writer commits a record into the output between two runs: the next run's batch fails there
-    foreign_offset = high_watermarks(bootstrap, names["out"])[1]
-    intruder = [(b"not-ours", json.dumps({"order_id": "intruder-0"}).encode())]
-    produce(bootstrap, names["out"], intruder, transactional=unique("intruder"), partition=1)
-    second = produce_orders(bootstrap, names["in"], 3000, aborted_every=1500, aborted_size=10)
-    again = kafka_eos(["run", path, "--once"], bootstrap, tmp_path)
-    assert again.code == 0, again.log()
+    # another writer commits a record into the output in the middle of a run (the run paused right after
+    # a batch's commit): the batch whose records follow it in the partition fails there
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    doc = yaml.safe_load(open(path).read())
+    doc["sink"]["options"] = {"faultInjection": "after_end_txns", "faultInjectionDir": str(faults)}
+    open(path, "w").write(yaml.safe_dump(doc))
+    second = produce_orders(bootstrap, names["in"], 4500, aborted_every=1500, aborted_size=10)
+    intruder = Producer({"bootstrap.servers": bootstrap, "transactional.id": unique("intruder")})
+    intruder.init_transactions(30)
+    log = tmp_path / "second-run.log"
+    run2 = start_kafka_eos(["run", path, "--once"], bootstrap, tmp_path, log)
+    try:
+        wait_for((faults, "after_end_txns.*"), run2, 300, log)
+        placed: list = []
+        intruder.begin_transaction()
+        intruder.produce(names["out"], json.dumps({"order_id": "intruder-0"}).encode(), b"not-ours", partition=1,
+                         on_delivery=lambda err, msg: placed.append(msg.offset()))
+        intruder.commit_transaction(30)
+        (faults / "release").touch()
+        assert run2.wait(400) == 0, tail(log)
+    finally:
+        kill_group(run2)
+    [foreign_offset] = placed
     ids = Counter(json.loads(m.value())["order_id"] for m in read_committed(bootstrap, names["out"]))  # to each end
     expected = {f"{run.run}-{i}" for run in (first, second) for i in range(run.orders)}
     expected.discard(json.loads(victim.value())["order_id"])  # the record deleted above
     assert {i for i in ids if i in expected} == expected and all(ids[i] == 1 for i in expected)
     code, report = _verify(path, bootstrap, tmp_path, "--batches", f"{first_batch + 1}..")
     failed = [b for b in report["per_batch"] if b["outcome"] == "failed"]
-    assert code == 1 and len(failed) == 1, report
+    assert code == 1 and len(failed) == 1 and failed[0]["batch"] == batches[-1]["batch"] + 2, report
     assert report["first_problem"] == {"batch": failed[0]["batch"], "topic": names["out"], "partition": 1,
                                        "offset": foreign_offset}, report
     assert "another writer" in failed[0]["problems"][0], failed

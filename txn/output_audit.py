@@ -135,6 +135,7 @@ class BatchVerdict:
     problems: list[str] = field(default_factory=list)
     first_problem: dict | None = None  # topic, partition, offset of the first problem
     recomputed: int | None = None      # records the transform gave when re-run (``recompute_audit``)
+    ranges: dict[str, dict[str, list[list[int]]]] = field(default_factory=dict)  # topic -> partition -> [first, last]s
 
     def fail(self, outcome: str, topic: str, partition: int, offset: int, problem: str) -> None:
         where = {"topic": topic, "partition": partition, "offset": offset}
@@ -174,6 +175,8 @@ def _judge_part(verdict: BatchVerdict, handle: TxnHandle, key: tuple[int, int], 
         verdict.fail(UNVERIFIABLE, topic, p, -1, f"{who}: the partition was not read")
         return
     part = scan.found.get(key)
+    if part is not None:
+        verdict.ranges.setdefault(topic, {}).setdefault(str(p), []).append([part.first, part.last])
     if scan.compacted and (part is None or part.records != count or part.digest != handle.digests.get(topic, {}).get(str(p))):
         verdict.fail(UNVERIFIABLE, topic, p, part.first if part else scan.start, f"{who}: the topic is compacted "
                      "(cleanup.policy=compact), which removes records verify would need")

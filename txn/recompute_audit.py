@@ -7,13 +7,15 @@ Steps, per batch ``output_audit`` verified:
      chosen at random, so only its topic is reproducible);
   2. the recomputed side, the same buckets from the re-run;
   3. every bucket must be equal; each unequal one fails the batch at the first offset of the
-     batch's records in that partition (or in that topic, for records without a key).
+     batch's records in that partition (or in that topic, for records without a key), unless an
+     input topic is compacted: then the batch "cannot be verified" (compaction may have removed
+     records it read).
 A batch the re-run did not reach is "cannot be verified" with the reason, never passed. A batch
 ``output_audit`` did not verify keeps its verdict: its committed side is not whole.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.output_audit import FAILED, PASSED, UNVERIFIABLE, BatchVerdict, Part, PartitionScan
@@ -53,8 +55,11 @@ def _first_offsets(handles: list[TxnHandle], scans: Mapping[tuple[str, int], Par
 
 
 def judge_recomputed(verdict: BatchVerdict, handles: list[TxnHandle], scans: Mapping[tuple[str, int], PartitionScan],
-                     recomputed: Mapping[Bucket, RecordSet] | None, reason: str = "") -> None:
-    """Steps 2-3 for one batch; ``recomputed`` None: the re-run did not reach it (``reason``)."""
+                     recomputed: Mapping[Bucket, RecordSet] | None, reason: str = "",
+                     compacted_inputs: Iterable[str] = ()) -> None:
+    """Steps 2-3 for one batch; ``recomputed`` None: the re-run did not reach it (``reason``). With
+    ``compacted_inputs`` (input topics whose cleanup.policy compacts), a difference cannot be told
+    from records compaction removed since the batch ran: "cannot be verified", not failed."""
     if verdict.outcome != PASSED:
         return
     if recomputed is None:
@@ -71,8 +76,14 @@ def judge_recomputed(verdict: BatchVerdict, handles: list[TxnHandle], scans: Map
         topic, p = bucket
         partition, offset = starts.get(bucket, (-1 if p is None else p, -1))
         what = f"records of {topic}" + (" without a key" if p is None else f"[{p}]")
-        verdict.fail(FAILED, topic, partition, offset, f"the committed {what} ({was.records}) are not what the "
-                     f"transform gives when re-run over the batch's input ({now.records})")
+        differs = (f"the committed {what} ({was.records}) are not what the transform gives when re-run over the "
+                   f"batch's input ({now.records})")
+        compacted = sorted(compacted_inputs)
+        if compacted:
+            verdict.fail(UNVERIFIABLE, topic, partition, offset, f"{differs}; the input topic(s) {', '.join(compacted)} "
+                         "are compacted (cleanup.policy=compact), which may have removed records the batch read")
+        else:
+            verdict.fail(FAILED, topic, partition, offset, differs)
 
 
 __all__ = ["Bucket", "Part", "committed_sets", "judge_recomputed"]

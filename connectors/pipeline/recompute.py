@@ -23,15 +23,16 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.spark_option_table import source_option
-from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
+from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
 from kafka_eos.connectors.pipeline.output_sets import SETS_SCHEMA, Buckets, merge_rows, sets_fn
 from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.connectors.source.replay import ReplaySpec
+from kafka_eos.txn.output_scan import compacted_topics
 from kafka_eos.txn.sink_config import SinkConfig
 
 IDLE_LIMIT_S = 300.0  # no batch done for this long: the replay is taken as stuck
@@ -42,6 +43,7 @@ POLL_S = 0.5
 class Recomputed:
     sets: dict[int, Buckets] = field(default_factory=dict)   # batch -> bucket -> records
     missing: dict[int, str] = field(default_factory=dict)    # batch -> why it was not recomputed
+    compacted_inputs: set[str] = field(default_factory=set)  # input topics with cleanup.policy=compact
 
 
 def _copy(spark: Any, source: str, target: str) -> bool:
@@ -69,6 +71,14 @@ def output_counts(conf: dict[str, str], timeout_s: float = 10.0) -> dict[str, in
     return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
 
 
+def input_topics(recorded: str, batch: int) -> list[str]:
+    """The topics batch ``batch`` of the recorded offset log read."""
+    entry = CheckpointReader(recorded).offsets(batch)
+    topics = {t for line in (entry.sources if entry else ()) if isinstance(found := source_offsets(line), dict)
+              for t in found}
+    return sorted(topics)
+
+
 def plan_range(recorded: str, batches: list[int]) -> tuple[int | None, dict[int, str]]:
     """The first batch the replay can start at, and the batches before it it cannot reach."""
     planned = set(CheckpointReader(recorded).offset_batches())
@@ -89,15 +99,17 @@ def recompute(spark: Any, cfg: PipelineConfig, batches: list[int],
     if not recorded:
         return Recomputed(missing={b: "the pipeline names no checkpoint.location" for b in batches})
     return replay_batches(spark, lambda extra: build_frame(spark, cfg, source_extra=extra), recorded,
-                          sink_config(sink_options(cfg)), batches, progress, cfg.name or "kafka-eos")
+                          sink_config(sink_options(cfg)), batches, progress, cfg.name or "kafka-eos",
+                          cfg.source.kafka.client_conf())
 
 
 def replay_batches(spark: Any, frame_of: Callable[[dict[str, str]], Any], recorded: str, config: SinkConfig,
                    batches: list[int], progress: Callable[[str], None] = lambda line: None,
-                   name: str = "kafka-eos") -> Recomputed:
+                   name: str = "kafka-eos", input_conf: Mapping[str, str] | None = None) -> Recomputed:
     """Steps 1-3 for the committed ``batches`` (ids in the run recorded at ``recorded``);
     ``frame_of(source options)`` is the query's frame in the sink's shape, its source given those
-    options on top of its own."""
+    options on top of its own; ``input_conf``, the source cluster's client settings, finds the
+    compacted input topics (``Recomputed.compacted_inputs``)."""
     recorded = recorded.rstrip("/")
     if getattr(spark, "_jsc", None) is None:
         return Recomputed(missing={b: "the re-run needs a classic SparkSession (this one is a Spark Connect client)"
@@ -107,6 +119,8 @@ def replay_batches(spark: Any, frame_of: Callable[[dict[str, str]], Any], record
     if first is None:
         return done
     last = max(batches)
+    if input_conf:
+        done.compacted_inputs = compacted_topics(input_conf, input_topics(recorded, last), progress)
     partitioner = config.producer_settings("verify").get("partitioner", "consistent_random")
     counts = output_counts(config.client_conf())
     scratch = tempfile.mkdtemp(prefix="kafka-eos-recompute-")

@@ -53,6 +53,7 @@ class VerifyReport:
                 "outside_batches": self.outside,
                 "per_batch": [{"batch": v.batch_id, "outcome": v.outcome, "records": v.records,
                                **({} if v.recomputed is None else {"recomputed": v.recomputed}),
+                               "ranges": v.ranges,
                                "problems": v.problems} for v in self.verdicts]}
 
 
@@ -112,7 +113,8 @@ def verify_sink(config: SinkConfig, batches: tuple[int, int] | None = None, sinc
     if recompute is not None:
         again = recompute(sorted(verdicts))
         for b, verdict in verdicts.items():
-            judge_recomputed(verdict, handles[b], scans, again.sets.get(b), again.missing.get(b, ""))
+            judge_recomputed(verdict, handles[b], scans, again.sets.get(b), again.missing.get(b, ""),
+                             again.compacted_inputs)
     return VerifyReport([verdicts[b] for b in sorted(verdicts)], outside)
 
 

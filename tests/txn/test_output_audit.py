@@ -61,8 +61,10 @@ def scan_of(batches, expected, start: int = 0, log_start: int = 0) -> dict:
 def test_interleaved_transactions_are_attributed_by_producer_and_verified():
     log = [data(1, [0, 1]), data(2, [2]), data(1, [3]), marker(1, 4), data(2, [5]), marker(2, 6)]
     scans = scan_of(log, {(1, 0), (2, 0)})
-    assert judge(0, [handle(1, [0, 1, 3])], scans).outcome == PASSED
-    assert judge(1, [handle(2, [2, 5])], scans).outcome == PASSED
+    first, second = judge(0, [handle(1, [0, 1, 3])], scans), judge(1, [handle(2, [2, 5])], scans)
+    assert first.outcome == second.outcome == PASSED
+    assert (first.ranges, second.ranges) == ({"out": {"0": [[0, 3]]}}, {"out": {"0": [[2, 5]]}}), \
+        "each transaction's first and last offset, as found in the log"
 
 
 def test_a_count_or_content_that_differs_fails_at_the_transactions_first_offset():

@@ -85,3 +85,14 @@ def test_a_batch_not_recomputed_cannot_be_verified_and_a_failed_one_keeps_its_ve
     assert failed.outcome == FAILED
     judge_recomputed(failed, handles, scans, {})
     assert failed.outcome == FAILED and failed.recomputed is None and len(failed.problems) == 1
+
+
+def test_a_difference_over_a_compacted_input_cannot_be_verified_rather_than_failed():
+    handles = [_handle(7, {0: ROWS[0]})]
+    scans = _scans(handles, {7: {0: ROWS[0]}})
+    verdict = judge(3, handles, scans)
+    judge_recomputed(verdict, handles, scans, _recomputed([(0, None, b"2")]), compacted_inputs={"in"})
+    assert verdict.outcome == UNVERIFIABLE and "input topic(s) in are compacted" in verdict.problems[0]
+    same = judge(3, handles, scans)
+    judge_recomputed(same, handles, scans, _recomputed([(0, b"a", b"1"), (0, None, b"2")]), compacted_inputs={"in"})
+    assert same.outcome == PASSED, "a compacted input that still gives the same records passes"
