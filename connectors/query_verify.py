@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 from kafka_eos.connectors.pipeline.recompute import replay_batches
 from kafka_eos.connectors.pipeline.verify import VerifyReport, verify_sink
 from kafka_eos.connectors.sink.options import sink_config
+from kafka_eos.connectors.source.options import parse_source_options
 
 
 def verify_query(spark: Any, build: Callable[[Any], Any], source_options: Mapping[str, str],
@@ -27,7 +28,7 @@ def verify_query(spark: Any, build: Callable[[Any], Any], source_options: Mappin
         return build(spark.readStream.format("kafka-eos").options(**{**source_options, **extra}).load())
 
     def again(ids: list[int]):
-        inputs = {k[len("kafka."):]: v for k, v in source_options.items() if k.lower().startswith("kafka.")}
+        inputs = parse_source_options(source_options, streaming=True).admin_conf()
         return replay_batches(spark, frame_of, checkpoint_location, config, ids, progress, input_conf=inputs)
 
     return verify_sink(config, batches, progress=progress, recompute=again if recompute else None)
