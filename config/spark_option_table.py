@@ -71,6 +71,12 @@ SOURCE_OPTIONS: tuple[SparkOption, ...] = (
     _source("replayOffsetLog", T, None, "streams only: plan each batch as another checkpoint's offset log recorded "
             "it, `{\"recorded\": <checkpoint>, \"into\": <this query's checkpoint>, \"through\": <batch>}` "
             "(what `verify --recompute` runs)"),
+    _source("checkpointLocation", T, None, "streams on pyspark 4.0/4.1 only (required there): the query's own checkpoint, "
+            "where the source reads the start of its next batch after a restart (Spark's offset log)"),
+    _source("scanName", T, None, "streams: a name for this scan, distinct among the kafka-eos scans of one query "
+            "(needed on pyspark 4.0/4.1 when two scans read the same topics)"),
+    _source("availableNowTarget", T, None, "streams: never plan past these offsets (`{topic: {partition: offset}}`, "
+            "JSON); how `kafka-eos run --once` stops on pyspark 4.0/4.1"),
 )
 
 SINK_OPTIONS: tuple[SparkOption, ...] = (

@@ -28,3 +28,25 @@ def verify(spark, build, source_options, sink_options, checkpoint_location, batc
     from kafka_eos.connectors.query_verify import verify_query
     return verify_query(spark, build, source_options, sink_options, checkpoint_location, batches, recompute,
                         progress)
+
+
+def available_now_options(spark, source_options):
+    """Trigger.AvailableNow on every pyspark 4.x, step 1 of 3: the kafka-eos source options to read
+    what is available now (on 4.0/4.1 they carry the end offsets taken now; on 4.2+ unchanged).
+    Then ``.trigger(**available_now_trigger())`` and, after ``start()``, ``await_available_now(query)``."""
+    from kafka_eos.connectors.pipeline.drain import prepare
+    return prepare(spark, source_options)
+
+
+def available_now_trigger():
+    """Step 2: the ``DataStreamWriter.trigger`` keyword arguments (availableNow, or on 4.0/4.1
+    back-to-back batches that stop at the end offsets of step 1)."""
+    from kafka_eos.connectors.pipeline.drain import trigger
+    return trigger()
+
+
+def await_available_now(query, timeout_s=None):
+    """Step 3: wait until ``query`` has read what was available at its start, then it has stopped
+    (on 4.0/4.1 this stops it after the first trigger that planned no batch); False on timeout."""
+    from kafka_eos.connectors.pipeline.drain import await_end
+    return await_end(query, timeout_s)

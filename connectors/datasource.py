@@ -39,8 +39,12 @@ class KafkaEosDataSource(DataSource):
         return KafkaBatchReader(dict(self.options), schema, self.cluster_cores)
 
     def streamReader(self, schema: StructType):
-        from kafka_eos.connectors.source.stream_reader import KafkaStreamReader
-        reader = KafkaStreamReader(dict(self.options), schema, self.cluster_cores)
+        from kafka_eos.connectors import spark_compat
+        if spark_compat.ADMISSION_CONTROL:
+            from kafka_eos.connectors.source.stream_reader import KafkaStreamReader as Reader
+        else:
+            from kafka_eos.connectors.source.legacy_reader import LegacyKafkaStreamReader as Reader
+        reader = Reader(dict(self.options), schema, self.cluster_cores)
         freeze_loaded()
         return reader
 

@@ -135,6 +135,7 @@ def assert_late_headers(bootstrap: str, source: str, late: str) -> None:
         assert headers["kafka-eos.event-time"] == iso(clicked_at(record.value())) < headers["kafka-eos.watermark"]
 
 
+@pytest.mark.matrix
 def test_late_topic_gets_exactly_the_records_missing_from_the_windows(bootstrap, tmp_path):
     source, sink, late = topics(bootstrap)
     sent = seed(bootstrap, source, minutes=6)

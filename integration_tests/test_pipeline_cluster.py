@@ -35,6 +35,7 @@ def test_json_example_through_spark_submit_on_a_standalone_cluster(bootstrap, tm
     check_dlq(bootstrap, poison_positions(bootstrap, [data.run]))
 
 
+@pytest.mark.matrix
 def test_demo_prints_an_exactly_once_count(bootstrap, tmp_path):
     """The demo starts its own broker; ``bootstrap`` only keeps the suite's broker order stable."""
     run = kafka_eos(["demo", "--records", "20000", "--poison", "4"], bootstrap, tmp_path, timeout=400)

@@ -43,6 +43,7 @@ def check_dlq(bootstrap: str, positions: dict[str, tuple[int, int]]) -> None:
         assert message.value() == b"{not json"
 
 
+@pytest.mark.matrix
 def test_json_example_exactly_once_with_poison_records_in_the_dlq(bootstrap, tmp_path):
     """Run orders-json.yaml twice on one checkpoint; the second run sees new input only."""
     create_topics(bootstrap, ORDER_TOPICS)

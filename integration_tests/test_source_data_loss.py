@@ -18,7 +18,7 @@ from kafka_eos.connectors.source.stream_reader import KafkaStreamReader
 from integration_tests.kafka_tools import create_topic, produce, unique
 from integration_tests.test_source_support import run_stream
 from kafka_eos.offsets.ranges import OffsetRange
-from pyspark.sql.streaming.datasource import ReadAllAvailable
+from kafka_eos.connectors.spark_compat import ReadAllAvailable
 
 
 def values(n: int, start: int = 0) -> list[tuple[None, bytes]]:

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from pyspark.sql.streaming.datasource import ReadAllAvailable
+from kafka_eos.connectors.spark_compat import ReadAllAvailable
 
 from kafka_eos.connectors.demo_data import count_ids, create_topics, produce_orders, read_committed
 from kafka_eos.connectors.schema import source_schema

@@ -42,6 +42,7 @@ def recomputed_all(report: dict) -> None:
     assert all(b.get("recomputed") == b["records"] for b in batches), report
 
 
+@pytest.mark.matrix
 @pytest.mark.slow  # minutes under make test's load: started first
 def test_recompute_proves_a_windowed_run_from_its_first_batch_and_from_a_later_one(bootstrap, tmp_path):
     """A filter, a projection and a keyed 1-minute window with a late topic, in two ``--once`` runs

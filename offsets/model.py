@@ -17,6 +17,10 @@ planned with (``planned_tasks``): a replay groups its ranges into the same tasks
 cluster then has. An end without it (written before kafka-eos recorded it) keeps the layout of
 the ``maxTasksPerBatch`` option.
 
+A fourth, ``"scan": name`` on a batch's end, names the scan that planned it (source option
+``scanName``): a source that must find its own line in Spark's offset log (pyspark 4.0/4.1, which
+hand ``latestOffset`` no start) tells two scans of the same topics apart by it (``scan_of``).
+
 Invariants:
 - An offset is the *next* offset to read: a batch ending at ``{"0": 42}`` has read every
   committed record of partition 0 below 42 and none at or above it.
@@ -75,6 +79,17 @@ def planned_tasks(stored: Mapping[str, Any]) -> int | None:
     """The task count recorded on a batch's end, or None (an end written before it was recorded)."""
     tasks = stored.get("tasks")
     return None if tasks is None else _task_count(tasks)
+
+
+def with_scan(stored: Mapping[str, Any], scan: str | None) -> dict[str, Any]:
+    """``stored`` naming the scan that planned it (unchanged without a name)."""
+    return dict(stored) if scan is None else {**stored, "scan": scan}
+
+
+def scan_of(stored: Mapping[str, Any]) -> str | None:
+    """The scan named on a batch's end, or None."""
+    scan = stored.get("scan")
+    return scan if isinstance(scan, str) else None
 
 
 def _task_count(tasks: Any) -> int:

@@ -21,10 +21,11 @@ Invariants:
   rows to the same sink partition index, which the sink relies on to re-write lost partitions.
   ``start`` refuses (``PipelineBuildError``) an exactly-once query whose transform adds what a
   replay may not reproduce (``connectors.plan_check``), unless ``transform.allow_nondeterministic``.
-- With a DLQ or a late topic each batch's offset range is read and decoded once per branch (Spark
-  does not share a streaming subplan). Both scans start at the same offsets (``pin_start``), and a fixed
-  offset range read read_committed yields the same records both times, so each record lands in
-  exactly one branch.
+- With a DLQ or a late topic each batch's offset range is read and decoded once per branch, each
+  branch its own scan named after it (``output``, ``dlq``, ``late``: Spark does not share a
+  streaming subplan). All scans start at the same offsets (``pin_start``), and a fixed offset
+  range read read_committed yields the same records every time, so each record lands in exactly
+  one branch.
 - Errors name the YAML key to fix; option maps (they hold revealed secrets) are never logged.
 """
 from __future__ import annotations
@@ -41,7 +42,7 @@ from kafka_eos import KafkaEosError
 from kafka_eos import connectors
 from kafka_eos.config.model import DataFormat, PipelineConfig, Step
 from kafka_eos.config.spark_option_table import sink_option, source_option
-from kafka_eos.connectors.pipeline import stop
+from kafka_eos.connectors.pipeline import drain, stop
 from kafka_eos.connectors.plan_check import NonDeterministicPlanError, check_deterministic
 from kafka_eos.connectors.pipeline.late_records import late_frame
 from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema, dlq_spark_schema
@@ -84,6 +85,8 @@ def stream_source_options(cfg: PipelineConfig, extra: dict[str, str] | None = No
     """The source's options in the query (also the sink's ``source.*`` when it reads the ranges);
     ``extra`` last (``recompute``: a replay, which reads records)."""
     options = {**source_options(cfg), **stop.source_options(cfg.checkpoint.location)}
+    if cfg.checkpoint.location:  # where a source without admission control finds its start (legacy_reader)
+        options[source_option("checkpointLocation").name] = cfg.checkpoint.location
     if scans_per_batch(cfg) > 1:
         options = pin_start(options)
     if passes_through(cfg) and not extra:
@@ -91,10 +94,12 @@ def stream_source_options(cfg: PipelineConfig, extra: dict[str, str] | None = No
     return {**options, **(extra or {})}
 
 
-def read_source(spark: SparkSession, cfg: PipelineConfig, extra: dict[str, str] | None = None) -> DataFrame:
-    """The source stream; a plan of several scans gets one start for all (``pin_start``)."""
+def read_source(spark: SparkSession, options: dict[str, str], scan: str | None = None) -> DataFrame:
+    """A scan of the source with ``options`` (``stream_source_options``: one start for all scans),
+    named ``scan`` in a plan of several (each records its name on its batch ends)."""
     connectors.register(spark)
-    return spark.readStream.format("kafka-eos").options(**stream_source_options(cfg, extra)).load()
+    named = {**options, source_option("scanName").name: scan} if scan else options
+    return spark.readStream.format("kafka-eos").options(**named).load()
 
 
 def decode(raw: DataFrame, cfg: PipelineConfig, serde: ValueSerde,
@@ -180,19 +185,25 @@ def dlq_rows(decoded: DataFrame, cfg: PipelineConfig) -> DataFrame:
 
 
 def build_frame(spark: SparkSession, cfg: PipelineConfig, on_skipped: Callable[[int], None] | None = None,
-                source_extra: dict[str, str] | None = None) -> DataFrame:
+                source_extra: dict[str, str] | None = None, available_now: bool = False) -> DataFrame:
     """The whole pipeline as one streaming DataFrame in the sink's shape (``source_extra``: more
-    source options; a copy then reads its records, and the frame is the records the sink writes)."""
-    raw = read_source(spark, cfg, source_extra)
+    source options; a copy then reads its records, and the frame is the records the sink writes;
+    ``available_now``: the scans stop at the ends taken now where that is a drain, ``pipeline.drain``)."""
+    options = stream_source_options(cfg, source_extra)
+    if available_now:
+        options = drain.prepare(spark, options)
+    several = scans_per_batch(cfg) > 1
+    raw = read_source(spark, options, "output" if several else None)
     if passes_through(cfg):  # offset ranges: the sink reads the records (writer_options)
         return raw if not source_extra else raw.select(*[c for c in ("key", "value", "headers") if c in raw.columns])
     in_serde, out_serde = source_serde(cfg.source), sink_serde(cfg.sink)
-    decoded = decode(raw, cfg, in_serde, on_skipped)
-    result = encode(transform(spark, transform_input(decoded, cfg), cfg), cfg, out_serde)
+    result = encode(transform(spark, transform_input(decode(raw, cfg, in_serde, on_skipped), cfg), cfg), cfg, out_serde)
     if uses_dlq(cfg):
-        result = result.unionByName(dlq_rows(decoded, cfg), allowMissingColumns=True)
+        dlq_scan = decode(read_source(spark, options, "dlq"), cfg, in_serde)
+        result = result.unionByName(dlq_rows(dlq_scan, cfg), allowMissingColumns=True)
     if late_topic(cfg) is not None:
-        result = result.unionByName(late_frame(raw, cfg, in_serde), allowMissingColumns=True)
+        result = result.unionByName(late_frame(read_source(spark, options, "late"), cfg, in_serde),
+                                    allowMissingColumns=True)
     return result
 
 
@@ -210,7 +221,7 @@ def writer_options(cfg: PipelineConfig, once: bool) -> dict[str, str]:
 
 
 def writer(df: DataFrame, cfg: PipelineConfig, once: bool = False) -> DataStreamWriter:
-    trigger = {"availableNow": True} if once else trigger_kwargs(cfg)
+    trigger = drain.trigger() if once or cfg.checkpoint.trigger.available_now else trigger_kwargs(cfg)
     name = cfg.name or "kafka-eos"
     return (df.writeStream.format("kafka-eos").queryName(name).outputMode("append")
             .options(**writer_options(cfg, once)).trigger(**trigger))
@@ -219,7 +230,7 @@ def writer(df: DataFrame, cfg: PipelineConfig, once: bool = False) -> DataStream
 def start(spark: SparkSession, cfg: PipelineConfig, once: bool = False,
           on_skipped: Callable[[int], None] | None = None) -> StreamingQuery:
     """Build, check (``check_replayable``) and start the pipeline's query (the caller waits for it)."""
-    frame = build_frame(spark, cfg, on_skipped)
+    frame = build_frame(spark, cfg, on_skipped, available_now=once or cfg.checkpoint.trigger.available_now)
     check_replayable(frame, cfg)
     return writer(frame, cfg, once).start()
 

@@ -6,10 +6,11 @@ source rows (``decode_fn``) and the DLQ rows (``dlq_fn``).
 from __future__ import annotations
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from kafka_eos.connectors.schema import source_schema
+from kafka_eos.connectors.spark_compat import arrow_schema
 from kafka_eos.serde.batch import decoded_schema
 from kafka_eos.serde.codecs import ValueSerde, decoder
 from kafka_eos.serde.decode_errors import DLQ_SCHEMA
@@ -20,7 +21,7 @@ def decoded_spark_schema(serde: ValueSerde, policy: OnDecodeError, include_heade
                          extra: tuple[tuple[str, pa.DataType], ...] = ()) -> StructType:
     """The Spark schema ``decode_fn`` produces from the kafka-eos source's rows (plus ``extra``
     columns appended to them before decoding, which decoding keeps)."""
-    source = to_arrow_schema(source_schema(include_headers), timezone="UTC")
+    source = arrow_schema(source_schema(include_headers))
     for name, arrow_type in extra:
         source = source.append(pa.field(name, arrow_type))
     return from_arrow_schema(decoded_schema(source, decoder(serde).arrow_type, policy))

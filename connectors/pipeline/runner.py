@@ -3,8 +3,9 @@
 Invariants:
 - ``run_query`` installs the pipeline's secrets into the process-wide log redaction before
   anything is built, and every line it prints (progress, summary, error) is redacted.
-- ``once`` runs Spark's ``availableNow`` trigger: every record available at start is processed
-  (in ``max_offsets_per_trigger`` batches), then the query stops. Otherwise the query runs on the
+- ``once`` runs Spark's ``availableNow`` trigger (where pyspark cannot, a drain to the same end:
+  ``drain``): every record available at start is processed (in ``max_offsets_per_trigger``
+  batches), then the query stops. Otherwise the query runs on the
   pipeline's trigger until it fails or is stopped: SIGTERM, Ctrl-C or the stop marker stop it
   between batches, after the running batch committed (``stop.StopControl``); a second signal
   stops it at once.
@@ -30,7 +31,7 @@ from typing import Callable, cast
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import OnDecodeError, PipelineConfig
 from kafka_eos.config.redact import Redactor, install
-from kafka_eos.connectors.pipeline import builder
+from kafka_eos.connectors.pipeline import builder, drain
 from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint
 from kafka_eos.connectors.pipeline.pipeline_shape import record_shape
 from kafka_eos.connectors.pipeline.progress import BatchReport, ProgressReporter
@@ -118,7 +119,7 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
             raise PipelineFailed(redactor(f"{cfg.origin}: {exc}")) from None
         _record_shape(cfg, lambda line: emit(redactor(line)))
         reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners, since_ms=started_ms)
-        _wait(query, reporter, stop, poll_s)
+        _wait(query, reporter, stop, poll_s, drain.drains() and (once or cfg.checkpoint.trigger.available_now))
     finally:
         stop.uninstall()
     if not query.isActive and (stop.stopped or query.exception() is not None):
@@ -152,13 +153,17 @@ def _record_shape(cfg: PipelineConfig, emit: Callable[[str], None]) -> None:
              f"(validate --against-checkpoint compares with an older record): {exc}")
 
 
-def _wait(query, reporter: ProgressReporter, stop: StopControl, poll_s: float) -> None:
-    """Until the query ends: report its batches, stop it when a stop is due."""
+def _wait(query, reporter: ProgressReporter, stop: StopControl, poll_s: float, draining: bool = False) -> None:
+    """Until the query ends: report its batches, stop it when a stop is due or, ``draining``, when
+    it has read all it had to (``drain``)."""
     from pyspark.errors import StreamingQueryException
     try:
-        while not query.awaitTermination(STOPPING_POLL_S if stop.signals else poll_s):
+        while not query.awaitTermination(STOPPING_POLL_S if stop.signals or draining else poll_s):
             reporter.report(query)
             if stop.poll(query):
+                return
+            if draining and drain.drained(query):
+                query.stop()
                 return
     except StreamingQueryException:
         pass  # reported by the caller from query.exception()

@@ -163,7 +163,7 @@ class QueryStart:
                 aborted = protocol.aborter.abort_lingering(keep_at_start(protocol.log.latest()))
                 record_sweep(config.log_location, len(aborted))
             self.topic_guard(config).before_writes()                                  # step 8
-        return self.make_writer(config, faults, query_id, plan, protocol, source)
+        return self.make_writer(config, faults, query_id, plan, protocol, source, schema)
 
 
 def release_sink(options: Mapping[str, str], queries: SinkQueries = SINK_QUERIES) -> None:

@@ -12,16 +12,21 @@ cleanup, the output-topic check) ran before ``QueryStart.writer`` built it. Enfo
   of V2TableWriteExec.writeWithV2) ends every transactional id the batch can have used, by id,
   unless the batch has a decision (``TwoPhaseCommitProtocol.abort_batch``); ``messages`` has one
   entry per sink partition (None for a task that did not report);
-- the protocol stays on the driver: pickling the writer for the tasks leaves it out.
+- the protocol stays on the driver: pickling the writer for the tasks leaves it out;
+- where pyspark has no Arrow stream writer (4.0) it is a row writer whose tasks gather the rows
+  into Arrow batches first (``row_batches``), so everything after is the same.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, cast
 
 from pyspark import TaskContext
-from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import WriterCommitMessage
+from pyspark.sql.types import StructType
 
+from kafka_eos.connectors import spark_compat
 from kafka_eos.connectors.sink.range_input import range_records
+from kafka_eos.connectors.sink.row_batches import arrow_batches
 from kafka_eos.connectors.sink.startup_checks import check_speculation
 from kafka_eos.connectors.source.options import SourceOptions
 from kafka_eos.connectors.worker_gc import freeze_loaded
@@ -53,11 +58,14 @@ def _task_context() -> TaskContext:
     return context
 
 
-class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
+class KafkaEosStreamWriter(spark_compat.StreamWriterBase):  # type: ignore[misc,valid-type]  # Arrow where pyspark has it
     def __init__(self, config: SinkConfig, faults: FaultPlan, query_id: str | None, plan: ReplayPlan,
-                 protocol: TwoPhaseCommitProtocol, source: SourceOptions | None = None) -> None:
+                 protocol: TwoPhaseCommitProtocol, source: SourceOptions | None = None,
+                 schema: StructType | None = None) -> None:
         self.config, self.faults, self.query_id, self.plan = config, faults, query_id, plan
         self.source = source  # the input is offset ranges: tasks read them with these (range_input)
+        # a row writer's tasks turn rows into Arrow batches of this schema (row_batches)
+        self.row_schema = None if spark_compat.ARROW_STREAM_WRITER else schema
         self._protocol = protocol  # driver only: __getstate__ leaves it out of what tasks get
         self._task_input = task_input(faults)
 
@@ -67,6 +75,8 @@ class KafkaEosStreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
         freeze_loaded()
+        if self.row_schema is not None:
+            iterator = arrow_batches(iterator, self.row_schema)
         context = _task_context()
         # cast: Spark sets the batch id on every task of a micro-batch
         batch_id = int(cast(str, context.getLocalProperty("streaming.sql.batchId")))

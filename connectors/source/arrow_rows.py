@@ -23,8 +23,8 @@ _INT32_MAX = 2**31 - 1
 
 def arrow_schema(spark_schema) -> pa.Schema:
     """The Arrow schema Spark expects for ``spark_schema`` (what its Python data source checks)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-    return to_arrow_schema(spark_schema, timezone="UTC")
+    from kafka_eos.connectors.spark_compat import arrow_schema as spark_arrow_schema
+    return spark_arrow_schema(spark_schema)
 
 
 def binary_column(values: list) -> pa.Array:

@@ -18,6 +18,9 @@ Invariants:
   exists the stream plans no new data.
 - ``emit=offsetRanges`` (streaming only) makes the rows offset ranges (``range_rows``).
 - ``replayOffsetLog`` (streaming only) plans each batch as another checkpoint recorded it (``replay``).
+- ``checkpointLocation``, ``scanName`` and ``availableNowTarget`` (streaming only): where a source
+  without Spark's admission control finds its start (``legacy_reader``), its name in the offset
+  log, and the end a drained ``run --once`` stops at.
 """
 from __future__ import annotations
 
@@ -89,6 +92,9 @@ class SourceOptions:
     stop_marker: str | None = None    # while this marker exists, latestOffset plans no new data
     emit_ranges: bool = False         # emit=offsetRanges: rows are offset ranges (connectors.source.range_rows)
     replay: ReplaySpec | None = None  # replayOffsetLog: batches as a recorded offset log planned them
+    checkpoint: str | None = None     # the query's checkpoint (pyspark 4.0/4.1: the start after a restart)
+    scan_name: str | None = None      # this scan's name, recorded on its batch ends
+    target: str | None = None         # availableNowTarget: never plan past these offsets (JSON topics map)
     kafka_items: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @property
@@ -121,6 +127,13 @@ class SourceOptions:
 
 def _read(options: Mapping[str, str], name: str):
     return source_option(name).read(options, SourceOptionError)
+
+
+def _stream_only(options: Mapping[str, str], name: str, streaming: bool) -> str | None:
+    value = _read(options, name)
+    if value is not None and not streaming:
+        raise SourceOptionError(f"option {name} is for streaming queries (spark.readStream); remove it")
+    return str(value) if value else None
 
 
 def _alignment(options: Mapping[str, str], streaming: bool) -> tuple[int | None, int]:
@@ -230,6 +243,8 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         replay_spec = ReplaySpec.parse(str(replay)) if replay else None
     except ValueError as exc:
         raise SourceOptionError(str(exc)) from None
+    checkpoint, scan_name, target = (_stream_only(options, name, streaming)
+                                     for name in ("checkpointLocation", "scanName", "availableNowTarget"))
     return SourceOptions(
         subscription=_subscription(options),
         starting=starting,
@@ -249,5 +264,8 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         stop_marker=str(marker) if marker else None,
         emit_ranges=emit_ranges,
         replay=replay_spec,
+        checkpoint=checkpoint,
+        scan_name=scan_name,
+        target=target,
         kafka_items=tuple(sorted(kafka.items())),
     )

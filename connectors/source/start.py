@@ -7,6 +7,8 @@ different offsets: a record between the two starts would reach one branch only (
 record missing from the DLQ, or a good one missing from the output). ``pin_start`` resolves
 the start once and hands every scan the same explicit offsets.
 
+``available_now_target`` likewise takes one end for every scan (``pipeline.drain``).
+
 It matters only for a new query: a restarted one reads batch 0 from the start recorded in its
 offset log, and later batches from the log itself (see ``stream_reader``).
 """
@@ -37,3 +39,12 @@ def pin_start(options: Mapping[str, str]) -> dict[str, str]:
     pinned = {k: v for k, v in options.items() if k.lower() not in _STARTING}
     pinned[source_option("startingOffsets").name] = json.dumps(model.encode(start)["topics"])
     return pinned
+
+
+def available_now_target(options: Mapping[str, str]) -> dict[str, str]:
+    """The source option ``availableNowTarget``: the subscription's read_committed ends now (what
+    Trigger.AvailableNow's preparation takes), one target for every scan of the query."""
+    parsed = parse_source_options(options, streaming=True)
+    kafka = KafkaOffsets(parsed.admin_conf(), parsed.lookup_timeout_ms / 1000)
+    latest = kafka.latest(kafka.partitions(parsed.subscription))
+    return {source_option("availableNowTarget").name: json.dumps(model.encode(latest)["topics"])}

@@ -39,19 +39,24 @@ Invariants:
   new data: it returns its start unchanged, so Spark finishes the running batch and plans no
   other. A new query's batch 0 still runs, empty, to record its start.
 - With ``replayOffsetLog`` the ends are another checkpoint's, batch by batch (``replay``).
+- With ``availableNowTarget`` no end goes past those offsets (what Trigger.AvailableNow's target
+  is, taken by the caller: ``run --once`` where pyspark has no admission control).
+- Where pyspark hands ``latestOffset`` no start (4.0, 4.1) ``legacy_reader`` keeps it and calls
+  this planning.
 """
 from __future__ import annotations
 
+import json
 import logging
 
 from pyspark.sql.datasource import DataSourceStreamReader
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
-                                              SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
+
+from kafka_eos.connectors.spark_compat import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from kafka_eos.connectors.source.alignment import SourceAligner
 from kafka_eos.connectors.source.arrow_rows import arrow_schema
-from kafka_eos.connectors.source.options import parse_source_options
+from kafka_eos.connectors.source.options import SourceOptionError, parse_source_options
 from kafka_eos.connectors.source.partition_reader import read_partition
 from kafka_eos.connectors.source.planning import (apply_data_loss_policy, batch_tasks, input_partitions,
                                                   task_ranges)
@@ -76,7 +81,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.schema = schema
         self.cores = cores  # the cluster's task slots when registered (None: this machine's CPUs)
         self._kafka: KafkaOffsets | None = None
-        self._target: Offsets | None = None   # Trigger.AvailableNow: never read past this
+        # Trigger.AvailableNow, or option availableNowTarget: never read past this
+        self._target: Offsets | None = _target(self.options.target)
         self._latest: Offsets | None = None   # last seen read_committed ends, for progress reports
         self._published: Offsets | None = None  # last offsets written to kafka.group.id
         self._aligner: SourceAligner | None = None  # alignMaxDriftMs set: event-time alignment
@@ -128,7 +134,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin = model.decode(start)
         self._publish(begin)  # Spark asks for the next batch only once the batch ending at `start` is done
         if self._stop_requested():
-            return steps.held_end(start, begin)
+            return self._named(start, steps.held_end(start, begin))
         max_rows = _max_rows(limit)
         view = steps.look_up(self.kafka, self.options.subscription, self._target)          # step 1
         self._latest = view.latest
@@ -137,7 +143,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                              align=self._align if self.options.align_max_drift_ms is not None else None,
                              max_rows=max_rows)
         tasks = batch_tasks(begin, end, self.options.min_partitions, self.options.max_tasks_per_batch, self.cores)
-        return steps.batch_end(start, begin, end, tasks=tasks)
+        return self._named(start, steps.batch_end(start, begin, end, tasks=tasks))
+
+    def _named(self, start: dict, end: dict) -> dict:
+        """``end`` naming this scan (option scanName), unless it is ``start`` unchanged (no new data)."""
+        return end if end == start else model.with_scan(end, self.options.scan_name)
 
     def _align(self, start: Offsets, end: Offsets, latest: Offsets) -> Offsets:
         return self.aligner.plan(start, end, latest, self._target)
@@ -181,6 +191,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except Exception as exc:  # noqa: BLE001 - monitoring must never fail the query
             log.warning("kafka-eos source: could not commit offsets to consumer group %r for monitoring "
                         "(the query is unaffected): %s", self.options.group_id, exc)
+
+
+def _target(text: str | None) -> Offsets | None:
+    """The offsets of option availableNowTarget (``{topic: {partition: offset}}``), or None."""
+    if text is None:
+        return None
+    try:
+        return model.decode({"v": model.FORMAT_VERSION, "topics": json.loads(text)})
+    except ValueError as exc:
+        raise SourceOptionError(f"option availableNowTarget: {exc}; give {{topic: {{partition: offset}}}} as JSON") from None
 
 
 def _max_rows(limit: ReadLimit) -> int | None:

@@ -52,7 +52,10 @@ def main() -> None:
     source = {"kafka.bootstrap.servers": a.bootstrap, "subscribe": a.input, "startingOffsets": a.starting_offsets,
               **({"maxOffsetsPerTrigger": str(a.max_offsets)} if a.max_offsets else {}),
               **dict(option.split("=", 1) for option in a.source_option),
-              **({"emit": "offsetRanges"} if a.emit_ranges else {})}
+              **({"emit": "offsetRanges"} if a.emit_ranges else {}),
+              "checkpointLocation": a.checkpoint}  # pyspark 4.0/4.1: where the source resumes
+    if a.trigger == "available_now":
+        source = connectors.available_now_options(spark, source)
     reader = spark.readStream.format("kafka-eos").options(**source)
     df = reader.load()
     if not a.emit_ranges:
@@ -73,8 +76,8 @@ def main() -> None:
     if a.fault:
         writer = writer.option("faultInjection", a.fault).option("faultInjectionDir", a.fault_dir)
     if a.trigger == "available_now":
-        query = writer.trigger(availableNow=True).start()
-        query.awaitTermination()
+        query = writer.trigger(**connectors.available_now_trigger()).start()
+        connectors.await_available_now(query)
     else:
         query = writer.trigger(processingTime=f"{a.trigger} seconds").start()
         if a.stop_file:

@@ -27,10 +27,10 @@ def main() -> None:
 
     spark = SparkSession.builder.getOrCreate()
     connectors.register(spark)
-    reader = (spark.readStream.format("kafka-eos").options(**security).option("kafka.bootstrap.servers", a.bootstrap)
-              .option("subscribe", a.input).option("startingOffsets", "earliest"))
-    if a.max_offsets:
-        reader = reader.option("maxOffsetsPerTrigger", a.max_offsets)
+    source = {**security, "kafka.bootstrap.servers": a.bootstrap, "subscribe": a.input, "startingOffsets": "earliest",
+              "checkpointLocation": a.checkpoint,  # pyspark 4.0/4.1: where the source resumes
+              **({"maxOffsetsPerTrigger": str(a.max_offsets)} if a.max_offsets else {})}
+    reader = spark.readStream.format("kafka-eos").options(**connectors.available_now_options(spark, source))
     df = reader.load().selectExpr("key", "CONCAT('out-', CAST(value AS STRING)) AS value")
     writer = (df.writeStream.format("kafka-eos").options(**security).option("kafka.bootstrap.servers", a.bootstrap)
               .option("topic", a.output).option("transactional.id.prefix", a.prefix)
@@ -38,8 +38,8 @@ def main() -> None:
               .option("kafka.transaction.timeout.ms", 300_000).option("batch.margin.ms", 1000))
     if a.fault:
         writer = writer.option("faultInjection", a.fault).option("faultInjectionDir", a.fault_dir)
-    query = writer.trigger(availableNow=True).start()
-    query.awaitTermination()
+    query = writer.trigger(**connectors.available_now_trigger()).start()
+    connectors.await_available_now(query)
     if query.exception():
         raise SystemExit(f"query failed: {query.exception()}")
     print("job: done")

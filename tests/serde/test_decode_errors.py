@@ -9,6 +9,7 @@ import pytest
 
 from kafka_eos.config.model import DataFormat, OnDecodeError
 from kafka_eos.connectors.schema import source_schema
+from kafka_eos.connectors.spark_compat import arrow_schema
 from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema, dlq_spark_schema
 from kafka_eos.serde.batch import decode_batch, decode_fn, decoded_schema, dlq_fn, encode_fn
 from kafka_eos.serde.codecs import ValueSerde, decoder
@@ -21,8 +22,7 @@ SERDE = ValueSerde(DataFormat.JSON, SCHEMA)
 
 def source_batch(values: list) -> pa.RecordBatch:
     """A batch shaped like the kafka-eos source's output (topic 'in', partition 3, offsets 100..)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-    schema = to_arrow_schema(source_schema(), timezone="UTC")
+    schema = arrow_schema(source_schema())
     n = len(values)
     ts = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
     return pa.RecordBatch.from_arrays([
@@ -91,11 +91,10 @@ def test_map_in_arrow_functions_chain_over_batches():
 
 
 def test_spark_schemas_match_the_arrow_output():
-    from pyspark.sql.pandas.types import to_arrow_schema
     spark = decoded_spark_schema(SERDE, OnDecodeError.DLQ)
     assert spark.fieldNames() == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
                                   ERROR_COLUMN, RAW_VALUE_COLUMN]
     assert spark["value"].dataType.simpleString() == "struct<id:bigint>"
     marked, _ = decode_batch(BATCH, decoder(SERDE), OnDecodeError.DLQ)
-    assert to_arrow_schema(spark, timezone="UTC") == marked.schema
-    assert to_arrow_schema(dlq_spark_schema(), timezone="UTC") == DLQ_SCHEMA
+    assert arrow_schema(spark) == marked.schema
+    assert arrow_schema(dlq_spark_schema()) == DLQ_SCHEMA

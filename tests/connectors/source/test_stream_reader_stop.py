@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+from kafka_eos.connectors.spark_compat import ReadAllAvailable, ReadMaxRows
 from pyspark.sql.types import StructType
 
 from kafka_eos.connectors.source.options import SourceOptionError, parse_source_options

@@ -3,7 +3,7 @@ a replay rebuilds the same tasks whatever the cluster has then; an end written b
 was recorded keeps the layout of the maxTasksPerBatch option."""
 from __future__ import annotations
 
-from pyspark.sql.streaming.datasource import ReadAllAvailable
+from kafka_eos.connectors.spark_compat import ReadAllAvailable
 from pyspark.sql.types import StructType
 
 from kafka_eos.connectors.source.stream_reader import KafkaStreamReader
