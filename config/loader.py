@@ -202,11 +202,22 @@ def _sink(s: Section, base_dir: Path) -> SinkSpec:
     return spec
 
 
+REAL_TIME_WORDS = ("real_time", "realtime", "real_time_mode")
+REAL_TIME_REFUSAL = ("Spark's Real-time Mode (Spark 4.1+) is not available to a kafka-eos pipeline on any pyspark: it "
+                     "reads only Spark's own Kafka source and its Kafka sink is at-least-once, while kafka-eos commits "
+                     "each micro-batch in Kafka transactions")
+
+
 def _checkpoint(s: Section) -> CheckpointSpec:
     location = s.str("location")
     trigger_value = s.raw("trigger")
-    if isinstance(trigger_value, str) and trigger_value.strip().lower() == "available_now":
+    word = trigger_value.strip().lower().replace("-", "_") if isinstance(trigger_value, str) else None
+    if word == "available_now":
         trigger = Trigger(available_now=True)
+    elif word in REAL_TIME_WORDS:
+        s.problem(s.at("trigger"), REAL_TIME_REFUSAL, "write trigger: 0 seconds (batches back to back), "
+                  "a processing-time interval, or available_now")
+        trigger = Trigger()
     else:
         trigger = Trigger(interval_ms=s.duration_ms("trigger", 0))
     s.done()

@@ -37,7 +37,7 @@ def batch_sizes(checkpoint) -> list[int]:
 
 @pytest.mark.matrix
 @pytest.mark.chaos
-def test_a_backlog_is_read_in_capped_batches_across_a_driver_kill(bootstrap, tmp_path):
+def test_a_backlog_is_read_in_capped_batches_across_a_driver_kill(bootstrap, tmp_path, record_property):
     names = {"input": unique("backlog-in"), "output": unique("backlog-out"), "prefix": unique("backlog")}
     seed_input(bootstrap, names["input"], IDS, partitions=4)
     checkpoint = tmp_path / "checkpoint"
@@ -56,3 +56,6 @@ def test_a_backlog_is_read_in_capped_batches_across_a_driver_kill(bootstrap, tmp
     assert all(0 < n <= CAP for n in sizes[:-1]) and 0 <= sizes[-1] <= CAP, f"a batch over the cap: {sizes}"
     assert len(sizes) >= IDS // CAP, f"{IDS} records (and their markers) in batches of at most {CAP}: {sizes}"
     assert_exactly_once(check_exactly_once(bootstrap, names["output"], IDS))
+    for name, value in {"ids": IDS, "batches": len(sizes), "killed_after_batches": killed_at,
+                        "largest_batch": max(sizes), "kills": 1}.items():
+        record_property(name, value)  # the figures make matrix reports (build/test-results/matrix-*.xml)

@@ -99,6 +99,16 @@ def test_triggers(tmp_path, trigger, available_now, ms):
     assert found == [] and (cfg.checkpoint.trigger.available_now, cfg.checkpoint.trigger.interval_ms) == (available_now, ms)
 
 
+@pytest.mark.parametrize("trigger", ["real_time", "Real-Time", "realtime"])
+def test_real_time_mode_is_refused_with_the_reason(tmp_path, trigger):
+    data = valid(tmp_path)
+    data["checkpoint"]["trigger"] = trigger
+    _, found = load(tmp_path, data)
+    assert paths(found) == ["checkpoint.trigger"]
+    assert "Real-time Mode" in found[0].message and "at-least-once" in found[0].message
+    assert "available_now" in found[0].fix
+
+
 def test_version_is_required_and_checked(tmp_path):
     data = valid(tmp_path)
     del data["version"]
