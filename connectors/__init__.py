@@ -25,7 +25,7 @@ def verify(spark, build, source_options, sink_options, checkpoint_location, batc
     the query's. Returns a report: ``exit_code`` (0: every batch in range verified) and
     ``document()`` (per batch: outcome, records, recomputed records, problems with topic,
     partition and offset)."""
-    from kafka_eos.connectors.query_verify import verify_query
+    from kafka_eos.connectors.operate.query_verify import verify_query
     return verify_query(spark, build, source_options, sink_options, checkpoint_location, batches, recompute,
                         progress)
 

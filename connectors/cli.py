@@ -40,7 +40,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"kafka-eos: {args.pipeline}: nothing was started; {exc}", file=sys.stderr)
         return exit_code(exc.violations)
     redactor = install(cfg.secrets())
-    from kafka_eos.connectors.pipeline.metrics import endpoint_problems
+    from kafka_eos.connectors.operate.metrics import endpoint_problems
     for problem in endpoint_problems(cfg, args.metrics_port, args.metrics_host):
         print(f"kafka-eos run: --metrics-host/--metrics-port: nothing was started; {problem}", file=sys.stderr)
         return 2

@@ -9,7 +9,7 @@ import sys
 def _status(args: argparse.Namespace) -> int:
     """Exit 0 healthy, 1 needs attention (or an invalid file), 2 a broker is unreachable, 3 not authorized."""
     from kafka_eos.config.violations import EXIT_UNAUTHORIZED, InvalidPipeline, exit_code
-    from kafka_eos.connectors.pipeline import status
+    from kafka_eos.connectors.operate import status
     from kafka_eos.connectors.pipeline.validation import load_valid
     from kafka_eos.offsets.acl_advice import AclMissingError
     try:
@@ -22,10 +22,10 @@ def _status(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-# -- accept-loss: the way on after ReplayMismatchError (logic in connectors/pipeline/accept_loss.py) --
+# -- accept-loss: the way on after ReplayMismatchError (logic in connectors/operate/accept_loss.py) --
 def _accept_loss(args: argparse.Namespace) -> int:
     from kafka_eos.config.violations import InvalidPipeline
-    from kafka_eos.connectors.pipeline import accept_loss
+    from kafka_eos.connectors.operate import accept_loss
     if bool(args.pipeline) == bool(args.sink_log):
         print("kafka-eos accept-loss: name the pipeline file or --sink-log <location>, not both", file=sys.stderr)
         return 2
@@ -52,7 +52,7 @@ def _add_accept_loss_command(sub) -> None:
 def _retire(args: argparse.Namespace) -> int:
     """Commit what is decided, abort the rest, release the prefix, mark the checkpoint retired."""
     from kafka_eos.config.violations import InvalidPipeline, exit_code
-    from kafka_eos.connectors.pipeline.retire import retire_sink
+    from kafka_eos.connectors.operate.retire import retire_sink
     from kafka_eos.connectors.pipeline.spark_options import sink_options
     from kafka_eos.connectors.pipeline.validation import load_valid
     try:
@@ -70,7 +70,7 @@ def _verify(args: argparse.Namespace) -> int:
     """Exit 0 every batch in range verified, 1 one failed or cannot be verified, 2 unreadable."""
     from kafka_eos import KafkaEosError
     from kafka_eos.config.violations import InvalidPipeline, exit_code
-    from kafka_eos.connectors.pipeline import verify
+    from kafka_eos.connectors.operate import verify
     from kafka_eos.connectors.pipeline.validation import load_valid
     try:
         cfg = load_valid(args.pipeline, offline=True)
@@ -86,7 +86,7 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"kafka-eos verify: {line}", file=sys.stderr, flush=True)
         recompute = None
         if args.recompute:
-            from kafka_eos.connectors.pipeline.recompute import recompute_locally
+            from kafka_eos.connectors.operate.recompute import recompute_locally
             recompute = functools.partial(recompute_locally, cfg, progress=progress)
         report = verify.verify(cfg, batches, since, progress=progress, recompute=recompute)
     except KafkaEosError as exc:

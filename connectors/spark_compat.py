@@ -72,7 +72,7 @@ def arrow_schema(schema) -> Any:
     from pyspark.sql.pandas.types import to_arrow_schema
     if "timezone" in inspect.signature(to_arrow_schema).parameters:
         return to_arrow_schema(schema, timezone="UTC")
-    return to_arrow_schema(schema, timestamp_utc=True)
+    return to_arrow_schema(schema, timestamp_utc=True)  # type: ignore[call-arg]  # pyspark 4.0/4.1
 
 
 def describe() -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from kafka_eos.connectors.pipeline.metrics import METRICS
+from kafka_eos.connectors.operate.metrics import METRICS
 from tests.test_runbooks import headings
 
 ROOT = Path(__file__).resolve().parents[1]

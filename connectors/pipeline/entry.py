@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kafka-eos: {args.config}: nothing was started; {exc}", file=sys.stderr)
         return exit_code(exc.violations)
     from pyspark.sql import SparkSession
-    from kafka_eos.connectors.pipeline.metrics import serve
+    from kafka_eos.connectors.operate.metrics import serve
     from kafka_eos.connectors.pipeline.runner import RUN_CONF, PipelineFailed, run_query
     from kafka_eos.connectors.worker_daemon import start_early
     builder = SparkSession.builder.appName(f"kafka-eos {cfg.name}")

@@ -216,7 +216,7 @@ def run_remote(cfg: PipelineConfig, url: str, once: bool = False, conf: dict[str
 
 def _serve_and_run(spark, cfg: PipelineConfig, once: bool, emit: Callable[[str], None],
                    metrics_port: int | None, metrics_host: str | None = None) -> RunResult:
-    from kafka_eos.connectors.pipeline.metrics import serve
+    from kafka_eos.connectors.operate.metrics import serve
     metrics = serve(cfg, metrics_port, emit, metrics_host)
     try:
         result = run_query(spark, cfg, once, emit, listeners=[metrics] if metrics else None)

@@ -5,7 +5,7 @@ import pytest
 
 from kafka_eos.config import live
 from kafka_eos.connectors.cli import main
-from kafka_eos.connectors.pipeline import status
+from kafka_eos.connectors.operate import status
 from kafka_eos.offsets.acl_advice import MissingAcl
 from kafka_eos.offsets.kafka_offsets import TopicAuthorizationError
 from kafka_eos.txn import acl_checks, broker_configs

@@ -5,7 +5,7 @@ import random
 
 import pyarrow as pa
 
-from kafka_eos.connectors.pipeline.output_sets import add_batch, merge_rows, sets_fn
+from kafka_eos.connectors.operate.output_sets import add_batch, merge_rows, sets_fn
 from kafka_eos.txn.record_set import RecordSet
 from kafka_eos.txn.write_evidence import TaskEvidence
 

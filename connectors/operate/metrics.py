@@ -3,7 +3,7 @@
 Every metric is one row of ``METRICS`` (name, type, labels, meaning, where it comes from); the
 registry is built from it, and so is the reference between ``<!-- metrics -->`` and
 ``<!-- /metrics -->`` in ``config/README.md`` (``render_reference``; a unit test fails when they
-differ; regenerate with ``python -m kafka_eos.connectors.pipeline.metrics config/README.md``).
+differ; regenerate with ``python -m kafka_eos.connectors.operate.metrics config/README.md``).
 
 Invariants:
 - Where it serves is decided once (``endpoint``): the port of ``kafka-eos run --metrics-port``
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Callable
 
 from kafka_eos.config.model import DEFAULT_METRICS_HOST, MetricsSpec, PipelineConfig
-from kafka_eos.connectors.pipeline.metrics_server import MetricsServer
-from kafka_eos.connectors.pipeline.operator_probe import OperatorProbe, OutputFacts, for_pipeline
+from kafka_eos.connectors.operate.metrics_server import MetricsServer
+from kafka_eos.connectors.operate.operator_probe import OperatorProbe, OutputFacts, for_pipeline
 from kafka_eos.connectors.pipeline.progress import BatchReport
 from kafka_eos.txn.abort_tally import ALL_REASONS as ABORT_REASONS
 

@@ -1,7 +1,7 @@
 """verify --recompute's driver side without Spark: where a replay can start, and when it cannot run."""
 from __future__ import annotations
 
-from kafka_eos.connectors.pipeline.recompute import plan_range, replay_batches
+from kafka_eos.connectors.operate.recompute import plan_range, replay_batches
 from kafka_eos.txn.sink_config import SinkConfig
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kafka_eos.connectors.dev.tls import generate
-from kafka_eos.connectors.pipeline.metrics import PrometheusMetrics, serve
+from kafka_eos.connectors.operate.metrics import PrometheusMetrics, serve
 from tests.factories import load, problems, valid
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from kafka_eos.connectors.pipeline import status
-from kafka_eos.connectors.pipeline.status_facts import attention, decision_facts
+from kafka_eos.connectors.operate import status
+from kafka_eos.connectors.operate.status_facts import attention, decision_facts
 from kafka_eos.txn.sink_status import Decision, DecisionState, OpenTransaction, PendingTransaction
 from tests.factories import load, valid
 
@@ -120,7 +120,7 @@ def test_a_silent_broker_is_a_warning_not_the_pipelines_health(tmp_path):
 
 
 def test_the_last_verify_run_is_shown_and_a_failed_batch_needs_attention():
-    from kafka_eos.connectors.pipeline.status_facts import verify_facts
+    from kafka_eos.connectors.operate.status_facts import verify_facts
     from kafka_eos.txn.verify_runs import VerifyRun
     assert verify_facts(None, "p.yaml") == (None, [])
     good, none = verify_facts(VerifyRun(1_000, {"verified": [1, 2]}, 2, None), "p.yaml")

@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from kafka_eos.connectors.pipeline.metrics import METRICS, PrometheusMetrics, render_reference
-from kafka_eos.connectors.pipeline.operator_probe import HeldClock, OperatorProbe, OutputFacts, output_topics
+from kafka_eos.connectors.operate.metrics import METRICS, PrometheusMetrics, render_reference
+from kafka_eos.connectors.operate.operator_probe import HeldClock, OperatorProbe, OutputFacts, output_topics
 from kafka_eos.connectors.pipeline.progress import BatchReport
-from tests.connectors.pipeline.test_metrics import scrape
+from tests.connectors.operate.test_metrics import scrape
 
 README = Path(__file__).resolve().parents[3] / "config" / "README.md"
 
@@ -18,7 +18,7 @@ README = Path(__file__).resolve().parents[3] / "config" / "README.md"
 def test_the_readme_reference_is_the_codes_table():
     text = README.read_text()
     assert "<!-- metrics -->" in text
-    assert render_reference(text) == text, "regenerate: python -m kafka_eos.connectors.pipeline.metrics config/README.md"
+    assert render_reference(text) == text, "regenerate: python -m kafka_eos.connectors.operate.metrics config/README.md"
 
 
 def test_the_endpoint_exports_exactly_the_referenced_metrics():
@@ -114,7 +114,7 @@ def test_sample_interval_is_a_whole_number_of_seconds_from_one(tmp_path):
 
 
 def test_verify_runs_become_a_counter_by_outcome_and_the_newest_verified_batch(tmp_path):
-    from kafka_eos.connectors.pipeline.operator_probe import OutputSampler
+    from kafka_eos.connectors.operate.operator_probe import OutputSampler
     from kafka_eos.txn.verify_runs import record_run, runs_since
     log = str(tmp_path / "log")
     record_run(log, {"verified": [1, 2]}, 2, None, at_ms=1_000)  # before the run started: not counted

@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.spark_option_table import source_option
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
-from kafka_eos.connectors.pipeline.output_sets import SETS_SCHEMA, Buckets, merge_rows, sets_fn
+from kafka_eos.connectors.operate.output_sets import SETS_SCHEMA, Buckets, merge_rows, sets_fn
 from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.connectors.source.replay import ReplaySpec

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from kafka_eos.connectors.pipeline.recompute import replay_batches
-from kafka_eos.connectors.pipeline.verify import VerifyReport, verify_sink
+from kafka_eos.connectors.operate.recompute import replay_batches
+from kafka_eos.connectors.operate.verify import VerifyReport, verify_sink
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.connectors.source.options import parse_source_options
 

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kafka_eos.connectors.pipeline.verify import VerifyReport, parse_batches, render, since_ms_of
+from kafka_eos.connectors.operate.verify import VerifyReport, parse_batches, render, since_ms_of
 from kafka_eos.txn.output_audit import FAILED, PASSED, UNVERIFIABLE, BatchVerdict
 
 

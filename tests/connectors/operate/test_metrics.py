@@ -4,7 +4,7 @@ from __future__ import annotations
 import urllib.request
 from types import SimpleNamespace
 
-from kafka_eos.connectors.pipeline.metrics import PrometheusMetrics
+from kafka_eos.connectors.operate.metrics import PrometheusMetrics
 from kafka_eos.connectors.pipeline.progress import BatchReport, batch_report, offsets_behind
 
 
@@ -68,7 +68,7 @@ def test_the_command_lines_host_binds_the_endpoint_and_meets_the_files_rule(tmp_
     ``job:9464``); a host alone serves nothing; the rule of the file's endpoint holds for the
     flags' endpoint: basic auth off loopback without TLS is refused."""
     from kafka_eos.config.model import MetricsSpec
-    from kafka_eos.connectors.pipeline.metrics import endpoint, endpoint_problems
+    from kafka_eos.connectors.operate.metrics import endpoint, endpoint_problems
     from tests.factories import load, valid
     data = valid(tmp_path)
     cfg, _ = load(tmp_path, data)
@@ -85,7 +85,7 @@ def test_the_command_lines_host_binds_the_endpoint_and_meets_the_files_rule(tmp_
 
 def test_the_endpoint_is_the_files_unless_the_command_line_names_a_port(tmp_path):
     from kafka_eos.config.model import MetricsSpec
-    from kafka_eos.connectors.pipeline.metrics import endpoint, serve
+    from kafka_eos.connectors.operate.metrics import endpoint, serve
     from tests.factories import load, valid
     data = valid(tmp_path)
     cfg, _ = load(tmp_path, data)

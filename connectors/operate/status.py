@@ -27,7 +27,7 @@ from kafka_eos.config.redact import Redactor
 from kafka_eos.config.violations import INVALID
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.spark_options import sink_options, source_options
-from kafka_eos.connectors.pipeline.status_facts import attention, decision_facts, open_facts, verify_facts
+from kafka_eos.connectors.operate.status_facts import attention, decision_facts, open_facts, verify_facts
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.connectors.sink.prefix_owner import checkpoint_identity, claim_settings
 from kafka_eos.connectors.source.options import parse_source_options

@@ -29,7 +29,7 @@ from kafka_eos.txn.states import BatchState, PartitionState
 from kafka_eos.txn.verify_runs import record_run
 
 if TYPE_CHECKING:
-    from kafka_eos.connectors.pipeline.recompute import Recomputed
+    from kafka_eos.connectors.operate.recompute import Recomputed
 
 FORMAT_VERSION = 1
 START_MARGIN_MS = 60_000  # read from this long before the oldest batch's earliest possible record
