@@ -1,5 +1,5 @@
 """Live checks against the brokers named in a pipeline (skipped with ``--offline``), and the one
-table of the ACLs a pipeline's principal needs (``ACLS``).
+table of the ACLs a pipeline's principal needs, per ``kafka-eos`` command (``ACLS``).
 
 Invariants:
 - Each cluster is asked once per pipeline, through ``kafka_eos.txn.broker_configs`` (reads
@@ -42,42 +42,79 @@ from kafka_eos.txn.prefix_claim import DEFAULT_CLAIM_TOPIC as CLAIM_TOPIC  # sin
 @dataclass(frozen=True)
 class Acl:
     """One ACL a pipeline's principal needs: a row of the ACL table (``acl_table``). ``names``: the
-    YAML keys (or fixed names) naming the resources; ``asks``: the operations ``validate`` asks of
-    the broker for them (none: not asked)."""
+    YAML keys (or fixed names) naming the resources; ``commands``: the ``kafka-eos`` commands that
+    need it (``COMMANDS``); ``asks``: the operations ``validate`` asks of the broker for them (none:
+    not asked)."""
     resource: str                # kafka-acls's resource: topic, group, transactional-id, cluster
     names: tuple[str, ...]
     operations: tuple[str, ...]
     when: str
     asks: tuple[str, ...] = ()
     note: str = ""               # what else validate says of it
+    commands: tuple[str, ...] = ("run",)
 
+
+# every kafka-eos command run on a pipeline's file (demo and dev run a local broker of their own)
+COMMANDS = ("run", "validate", "describe", "status", "monitor", "verify", "verify --recompute", "stop", "retire",
+            "accept-loss")
+NO_ACL = ("stop", "accept-loss")  # they write only to the checkpoint's store: the stop marker, the sink log
+SOURCE_TOPICS = ("source.topics", "source.assign")
+SINK_TOPICS = ("sink.topic", "errors.dlq_topic", "transform.watermark.late_topic")
 
 ACLS: tuple[Acl, ...] = (
-    Acl("topic", ("source.topics", "source.assign"), ("Read",), "always (a `source.pattern`'s topics too)", ("Read",),
-        "named topics only"),
+    Acl("topic", SOURCE_TOPICS, ("Read",), "always (a `source.pattern`'s topics too); `status` reads their "
+        "read_committed end (ListOffsets) after the same check; `monitor` reads the ends and the first unread record "
+        "of each partition behind (Fetch: the lag's age); `verify --recompute` re-reads each batch's input",
+        ("Read",), "named topics only", ("run", "validate", "status", "monitor", "verify --recompute")),
+    Acl("topic", SOURCE_TOPICS, ("Describe",), "their partitions' earliest and latest offsets (Metadata, "
+        "ListOffsets); Read implies it; without it `describe` prints `live_offsets: unavailable`",
+        commands=("describe",)),
+    Acl("topic", SOURCE_TOPICS, ("DescribeConfigs",), "optional: their `cleanup.policy`; without it a warning, and "
+        "a batch whose re-run differs fails instead of `cannot be verified` on a compacted input",
+        commands=("verify --recompute",)),
     Acl("group", ("source.kafka.properties.group.id",), ("Read",),
-        "when set: the source commits its progress there (lag tools), its readers use it", ("Read",)),
+        "when set: the source commits its progress there (lag tools), its readers use it", ("Read",),
+        commands=("run", "validate")),
     Acl("group", ("spark-kafka-source",), ("Read",),
-        "prefixed (source option `groupIdPrefix`), when `group.id` is not set: the executors' readers"),
-    Acl("topic", ("sink.topic", "errors.dlq_topic", "transform.watermark.late_topic"), ("Write",), "always",
-        ("Write",)),
-    Acl("transactional-id", ("sink.transactional_id_prefix",), ("Write",), "prefixed; `exactly_once`", ("Write",),
-        "a producer `<prefix>-validate-probe` initialises transactions, writes nothing"),
+        "prefixed (source option `groupIdPrefix`), when `group.id` is not set: the executors' readers",
+        commands=("run", "verify --recompute")),
+    Acl("topic", SINK_TOPICS, ("Write",), "always", ("Write",), commands=("run", "validate")),
+    Acl("topic", SINK_TOPICS, ("Describe",), "`exactly_once`: each output partition's last stable offset and high "
+        "watermark (DescribeTopics, ListOffsets: output held back); Write implies it", commands=("monitor",)),
+    Acl("topic", SINK_TOPICS, ("Read",), "`exactly_once`: each committed batch's partitions read back (Fetch "
+        "read_uncommitted, ListOffsets)", commands=("verify",)),
+    Acl("topic", SINK_TOPICS, ("DescribeConfigs",), "`exactly_once`, optional: their `cleanup.policy`; without it "
+        "a warning, and a batch on a compacted topic fails instead of `cannot be verified`", commands=("verify",)),
+    Acl("transactional-id", ("sink.transactional_id_prefix",), ("Write",), "prefixed; `exactly_once`; `retire` "
+        "commits the decided batch and aborts the other open transactions (EndTxn)", ("Write",),
+        "a producer `<prefix>-validate-probe` initialises transactions, writes nothing", ("run", "validate", "retire")),
+    Acl("transactional-id", ("sink.transactional_id_prefix",), ("Describe",), "prefixed; `exactly_once`: the open "
+        "transactions (ListTransactions, DescribeTransactions); Write implies it. Without it the brokers list none "
+        "(no open transaction shown); a transaction lists only the partitions of topics the principal may Describe",
+        commands=("status", "monitor")),
     Acl("topic", (CLAIM_TOPIC,), ("Create", "Describe", "Read", "Write"),
         "`exactly_once`, unless sink option `prefixClaim=off` (other name: `prefixClaimTopic`); Create while "
-        "it does not exist (the first pipeline's start creates it)", ("Read", "Write")),
+        "it does not exist (the first pipeline's start creates it)", ("Read", "Write"), commands=("run", "validate")),
+    Acl("topic", (CLAIM_TOPIC,), ("Read", "Write"), "`exactly_once`, unless `prefixClaim=off`: `status` reads the "
+        "prefix's owner (Read only); `retire` reads the claims and writes this checkpoint's release",
+        commands=("status", "retire")),
     Acl("cluster", ("kafka-cluster",), ("DescribeConfigs",),
-        "`exactly_once`: `validate` and the sink's start read `transaction.max.timeout.ms`", ("DescribeConfigs",)),
+        "`exactly_once`: `validate` and the sink's start read `transaction.max.timeout.ms`", ("DescribeConfigs",),
+        commands=("run", "validate")),
 )
 
 
 def acl_table(acls: tuple[Acl, ...] = ACLS) -> str:
-    """The ACL table of README.md and config/README.md (markdown)."""
-    lines = ["| resource | name | operations | needed | `validate` asks |", "|---|---|---|---|---|"]
+    """The ACL table of README.md and config/README.md (markdown), and the commands that need none."""
+    lines = ["| resource | name | operations | commands | needed | `validate` asks |", "|---|---|---|---|---|---|"]
     for acl in acls:
         asks = ", ".join(acl.asks) or "no"
         lines.append(f"| {acl.resource} | {', '.join(f'`{n}`' for n in acl.names)} | {', '.join(acl.operations)} | "
-                     f"{acl.when} | {asks + ('; ' + acl.note if acl.note else '')} |")
+                     f"{', '.join(f'`{c}`' for c in acl.commands)} | {acl.when} | "
+                     f"{asks + ('; ' + acl.note if acl.note else '')} |")
+    lines += ["", "`verify --recompute` needs `verify`'s ACLs too; "
+                  f"{' and '.join(f'`{c}`' for c in NO_ACL)} need none: they write only to the checkpoint's store "
+                  "(the stop marker, the sink log)."]
     return "\n".join(lines)
 
 
