@@ -81,6 +81,7 @@ def server(tmp_path_factory):
     connect.kill()
 
 
+@pytest.mark.matrix
 def test_run_remote_example_exactly_once(server: ConnectServer, bootstrap: str, tmp_path: Path):
     """``kafka-eos run --remote``: the shipped orders-json example, aborted input and poison records."""
     create_topics(bootstrap, ORDER_TOPICS)
