@@ -55,9 +55,9 @@ class Acl:
 
 
 # every kafka-eos command run on a pipeline's file (demo and dev run a local broker of their own)
-COMMANDS = ("run", "validate", "describe", "status", "monitor", "verify", "verify --recompute", "stop", "retire",
-            "accept-loss")
-NO_ACL = ("stop", "accept-loss")  # they write only to the checkpoint's store: the stop marker, the sink log
+COMMANDS = ("run", "validate", "describe", "status", "monitor", "verify", "verify --recompute", "stop", "resume",
+            "retire", "accept-loss", "accept-topic")
+NO_ACL = ("stop", "resume", "accept-loss")  # only the checkpoint's store: the stop request and marker, the sink log
 SOURCE_TOPICS = ("source.topics", "source.assign")
 SINK_TOPICS = ("sink.topic", "errors.dlq_topic", "transform.watermark.late_topic")
 
@@ -80,7 +80,8 @@ ACLS: tuple[Acl, ...] = (
         commands=("run", "verify --recompute")),
     Acl("topic", SINK_TOPICS, ("Write",), "always", ("Write",), commands=("run", "validate")),
     Acl("topic", SINK_TOPICS, ("Describe",), "`exactly_once`: each output partition's last stable offset and high "
-        "watermark (DescribeTopics, ListOffsets: output held back); Write implies it", commands=("monitor",)),
+        "watermark (DescribeTopics, ListOffsets: output held back); `accept-topic`: the output topics' ids and "
+        "partition counts (DescribeTopics); Write implies it", commands=("monitor", "accept-topic")),
     Acl("topic", SINK_TOPICS, ("Read",), "`exactly_once`: each committed batch's partitions read back (Fetch "
         "read_uncommitted, ListOffsets)", commands=("verify",)),
     Acl("topic", SINK_TOPICS, ("DescribeConfigs",), "`exactly_once`, optional: their `cleanup.policy`; without it "
@@ -113,8 +114,8 @@ def acl_table(acls: tuple[Acl, ...] = ACLS) -> str:
                      f"{', '.join(f'`{c}`' for c in acl.commands)} | {acl.when} | "
                      f"{asks + ('; ' + acl.note if acl.note else '')} |")
     lines += ["", "`verify --recompute` needs `verify`'s ACLs too; "
-                  f"{' and '.join(f'`{c}`' for c in NO_ACL)} need none: they write only to the checkpoint's store "
-                  "(the stop marker, the sink log)."]
+                  f"{', '.join(f'`{c}`' for c in NO_ACL[:-1])} and `{NO_ACL[-1]}` need none: they touch only the "
+                  "checkpoint's store (the stop request and marker, the sink log)."]
     return "\n".join(lines)
 
 
