@@ -8,19 +8,44 @@ from pathlib import Path
 import pytest
 
 from kafka_eos import KafkaEosError, runbooks
+from kafka_eos.config.late_records import LateSpecError
+from kafka_eos.config.violations import InvalidPipeline, Violation
+from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError
+from kafka_eos.connectors.pipeline.builder import PipelineBuildError
 from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError
+from kafka_eos.connectors.pipeline.late_records import LateWatermarkError
+from kafka_eos.connectors.pipeline.pipeline_shape import ShapeRecordError
+from kafka_eos.connectors.pipeline.runner import PipelineFailed
 from kafka_eos.connectors.plan_check import NonDeterministicPlanError
+from kafka_eos.connectors.source.legacy_reader import OffsetLogScanError
+from kafka_eos.connectors.source.options import SourceOptionError
 from kafka_eos.connectors.source.planning import KafkaDataLossError
+from kafka_eos.connectors.source.range_rows import RangeRowsError
+from kafka_eos.connectors.source.replay import ReplayError
+from kafka_eos.connectors.source.stop_marker import StopNotSupported
 from kafka_eos.kafka_clients import BrokersUnreachable
+from kafka_eos.oauth_tokens import OAuthTokenError
 from kafka_eos.offsets.acl_advice import AclMissingError, MissingAcl
 from kafka_eos.offsets.kafka_offsets import TopicAuthorizationError
-from kafka_eos.offsets.lookup_retry import SourceLoginRefused
+from kafka_eos.offsets.lookup_retry import KafkaLookupError, SourceLoginRefused
+from kafka_eos.offsets.model import OffsetFormatError
+from kafka_eos.offsets.spec import OffsetSpecError
+from kafka_eos.offsets.subscription import SubscriptionError
+from kafka_eos.serde.arrow_types import SchemaError
+from kafka_eos.serde.avro_serde import WriterSchemaUnavailable
+from kafka_eos.serde.decode_errors import RecordDecodeError
 from kafka_eos.truststores import StoreProblem
-from kafka_eos.txn.broker_configs import AuthenticationFailed
+from kafka_eos.txn.broker_configs import (AuthenticationFailed, BrokerConfigError, ClusterUnreachable,
+                                          DescribeConfigsFailed, SettingsRefused)
 from kafka_eos.txn.broker_support import UnsupportedBrokerError
-from kafka_eos.txn.errors import (CheckpointRetiredError, OutputTopicChangedError, PrefixClaimAccessError,
-                                  PrefixClaimedError, ReplayMismatchError, SinkLogConflictError, TransactionLostError)
+from kafka_eos.txn.client_settings import ClientSettingsError
+from kafka_eos.txn.errors import (CheckpointRetiredError, OutputTopicChangedError, OutputTopicCheckError,
+                                  PrefixClaimAccessError, PrefixClaimedError, ReplayMismatchError, SinkConfigError,
+                                  SinkLogConflictError, SinkLogError, TransactionLostError, TwoPhaseCommitError)
+from kafka_eos.txn.kafka_writer import KafkaWriteError, StaleAttemptError
 from kafka_eos.txn.loss_acceptance import NothingToAcceptError
+from kafka_eos.txn.output_scan import ScanError
+from kafka_eos.txn.states import StateTransitionError
 
 PAGE = Path(__file__).resolve().parents[1] / runbooks.PAGE
 ACL = MissingAcl("User:etl", "topic", "in", "Read")
@@ -45,6 +70,44 @@ ERRORS: dict[str, KafkaEosError] = {
     "KafkaDataLossError": KafkaDataLossError("Kafka data loss in topic 'in' partition 0: ...\nand another"),
     "NonDeterministicPlanError": NonDeterministicPlanError.of([]),
     "CheckpointShapeError": CheckpointShapeError("this pipeline reads each batch's offsets 2 time(s). Fix: ..."),
+    "InvalidPipeline": InvalidPipeline([Violation("sink.topic", "is required", "name the output topic")]),
+    "PipelineBuildError": PipelineBuildError("transform: [UNRESOLVED_COLUMN] ...\n    fix: change the transform"),
+    "SourceOptionError": SourceOptionError("option kafka.bootstrap.servers is required"),
+    "OffsetLogScanError": OffsetLogScanError("batch 3 of the offset log holds no kafka-eos line"),
+    "OffsetSpecError": OffsetSpecError("option startingOffsets='x' is not 'earliest', 'latest' or a JSON offset map"),
+    "SubscriptionError": SubscriptionError("option assign names no partitions"),
+    "SinkConfigError": SinkConfigError("no topic: set .option('topic', ...) or give the query a 'topic' column"),
+    "ClientSettingsError": ClientSettingsError("client setting sasl.mechanism='GSSAPI' cannot be carried", "sasl.mechanism",
+                                               "use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"),
+    "SchemaError": SchemaError("not a valid Avro schema: ..."),
+    "LateSpecError": LateSpecError("the query has 2 different windows; late records are defined for one"),
+    "RangeRowsError": RangeRowsError("the sink's input is not the source's offset ranges (columns ['value'])"),
+    "BrokerConfigError": BrokerConfigError("no answer"),
+    "ClusterUnreachable": ClusterUnreachable("Local: Broker transport failure"),
+    "DescribeConfigsFailed": DescribeConfigsFailed(1, "CLUSTER_AUTHORIZATION_FAILED"),
+    "SettingsRefused": SettingsRefused("No such configuration property: \"sasl.mechanismz\""),
+    "OAuthTokenError": OAuthTokenError("OAuth authentication failed: the token endpoint https://idp/token refused "
+                                       "client 'etl' (HTTP 401): check sasl.oauthbearer.client.id and ...secret"),
+    "KafkaLookupError": KafkaLookupError("could not look up latest (read_committed) offsets within 120s of in-0: ..."),
+    "OutputTopicCheckError": OutputTopicCheckError.of_topics(["out"], "no answer in time"),
+    "KafkaWriteError": KafkaWriteError("t-0-3-0 (batch 3): record to out[2] (key=b'k', 8003 bytes) failed: ..."),
+    "StaleAttemptError": StaleAttemptError("t-0-3-1: batch 3 was decided without this task attempt"),
+    "TwoPhaseCommitError": TwoPhaseCommitError("EndTxn(commit) did not complete within 120s for ['t-0-3-0']; the "
+                                               "transactions stay decided and are retried on restart"),
+    "SinkLogError": SinkLogError("/ck/kafka-eos-sink/3.1.json: sink log format 9 is not 1"),
+    "StateTransitionError": StateTransitionError("batch 3: the sink log cannot go from committed to decided"),
+    "OffsetFormatError": OffsetFormatError("kafka-eos source offsets of format version None found in the checkpoint"),
+    "ShapeRecordError": ShapeRecordError("/ck/kafka-eos-pipeline/0.json: pipeline record format 9 is not 1"),
+    "LateWatermarkError": LateWatermarkError("batch 3: the offset log entry /ck/offsets/2 is missing or unreadable"),
+    "RecordDecodeError": RecordDecodeError("record in-0@5 failed to decode: invalid JSON: ... (1 of 10 rows)"),
+    "WriterSchemaUnavailable": WriterSchemaUnavailable("schema id 7: the schema registry at http://r:8081 failed"),
+    "ScanError": ScanError("out[0]: Fetch at offset 10 failed with error code 29"),
+    "ReplayError": ReplayError("batch 4: the recorded offset log has 2 ends for a scan starting at {}"),
+    "PipelineFailed": PipelineFailed("pipeline p (p.yaml) failed: ValueError: boom\nNothing of the failed batch was "
+                                     "committed; a new run resumes from the checkpoint."),
+    "StopNotSupported": StopNotSupported("no stop marker can be placed in abfss://c/ck (...): stop the run with "
+                                         "SIGTERM or Ctrl-C"),
+    "BrokerEnvironmentError": BrokerEnvironmentError("Java not found: the local Kafka broker needs Java 17+"),
 }
 
 
@@ -77,6 +140,16 @@ def test_the_message_ends_with_its_runbook_once(name):
     text = str(ERRORS[name])
     ending = f" (runbook: docs/runbooks.md#{runbooks.ANCHORS[name]})"
     assert text.endswith(ending) and text.count("(runbook:") == 1, text
+
+
+def test_a_message_quoting_a_named_error_keeps_its_runbook_alone():
+    """A failed run quotes its task's error, whose runbook is the specific one: no second link."""
+    quoted = PipelineFailed(f"pipeline p (p.yaml) failed: TransactionLostError: {ERRORS['TransactionLostError']}")
+    assert str(quoted).endswith("(runbook: docs/runbooks.md#transactionlosterror)")
+    assert str(quoted).count("(runbook:") == 1
+    refused = ClientSettingsError("client setting sasl.mechanism='OAUTHBEARER' cannot be carried", "sasl.mechanism",
+                                  str(ERRORS["OAuthTokenError"]))
+    assert str(refused).count("(runbook:") == 1 and "#oauthtokenerror" in str(refused)
 
 
 def test_a_subclass_ends_with_its_base_class_runbook_and_other_errors_with_none():
