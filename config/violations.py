@@ -1,10 +1,11 @@
 """What validation reports: violations with a YAML path, a message and a fix.
 
 Invariant: nothing stops at the first problem; loaders and rules return lists, and
-``exit_code`` turns the whole list into the CLI's answer, the one table of ``validate``'s and
-``run``'s exit codes: 0 valid, 1 invalid, 2 a broker unreachable, 3 not authorized (a login the
-brokers refuse, a missing ACL). A file that must be fixed wins over the brokers' answers, and a
-refusal (a definite answer an admin must act on) over an unreachable cluster.
+``exit_code`` turns the whole list into validation's answer: 0 valid, 1 invalid, 2 a broker
+unreachable, 3 not authorized (a login the brokers refuse, a missing ACL), the first four rows of
+the commands' one table (``kafka_eos.connectors.exit_codes``, which adds a run's and verify's). A
+file that must be fixed wins over the brokers' answers, and a refusal (a definite answer an admin
+must act on) over an unreachable cluster.
 """
 from __future__ import annotations
 

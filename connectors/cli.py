@@ -26,9 +26,10 @@ def _conf(pairs: list[str]) -> dict[str, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """Validate (exit 1/2/3 with every violation), then run in-process or through spark-submit."""
+    """Validate (exit 1/2/3 with every violation), refuse a held state (``held_states``), then run
+    in-process or through spark-submit; the exit code is ``exit_codes``'s."""
     from kafka_eos.config.redact import install
-    from kafka_eos.config.violations import InvalidPipeline, exit_code
+    from kafka_eos.config.violations import EXIT_INVALID, InvalidPipeline, exit_code
     from kafka_eos.connectors.pipeline.spark_security import bind_local
     from kafka_eos.connectors.pipeline.validation import load_valid
     # a Spark Connect server (--remote) runs the driver elsewhere: nothing of this process to bind
@@ -43,39 +44,68 @@ def _run(args: argparse.Namespace) -> int:
     from kafka_eos.connectors.operate.metrics import endpoint_problems
     for problem in endpoint_problems(cfg, args.metrics_port, args.metrics_host):
         print(f"kafka-eos run: --metrics-host/--metrics-port: nothing was started; {problem}", file=sys.stderr)
-        return 2
+        return EXIT_INVALID
     if args.restarts < 0:
         print(f"kafka-eos run: --restarts {args.restarts}: give 0 (no restart) or more", file=sys.stderr)
-        return 2
+        return EXIT_INVALID
+    if args.master and args.remote:
+        print("kafka-eos run: --master and --remote exclude each other (the Spark Connect server has its own "
+              "master); give one", file=sys.stderr)
+        return EXIT_INVALID
+    held = _held(cfg, redactor)
+    if held is not None:
+        return held
     if args.restarts:
         from kafka_eos.connectors.pipeline.supervisor import Supervisor, child_args
         emit = lambda line: print(redactor(line), flush=True)  # noqa: E731
         return Supervisor(child_args(args.argv), args.restarts, emit, cfg.name or "kafka-eos").run()
-    if args.master and args.remote:
-        print("kafka-eos run: --master and --remote exclude each other (the Spark Connect server has its own "
-              "master); give one", file=sys.stderr)
-        return 2
     if args.master:
         from kafka_eos.connectors.pipeline.submit import submit
         return submit(args.pipeline, args.master, redactor, args.once, conf, name=f"kafka-eos {cfg.name}",
                       verbose=args.verbose, metrics_port=args.metrics_port, metrics_host=args.metrics_host)
-    from kafka_eos.connectors.pipeline.runner import PipelineFailed, run_local, run_remote
+    from kafka_eos.connectors.pipeline.runner import run_local, run_remote
     emit = lambda line: print(line, flush=True)  # noqa: E731
     try:
         if args.remote:
-            run_remote(cfg, args.remote, args.once, conf=conf, emit=emit, metrics_port=args.metrics_port,
-                       metrics_host=args.metrics_host)
+            result = run_remote(cfg, args.remote, args.once, conf=conf, emit=emit, metrics_port=args.metrics_port,
+                                metrics_host=args.metrics_host)
         else:
-            run_local(cfg, args.once, conf=conf, emit=emit, verbose=args.verbose, metrics_port=args.metrics_port,
-                      metrics_host=args.metrics_host)
-    except PipelineFailed as exc:
-        print(f"kafka-eos: {exc}", file=sys.stderr)
-        return 1
-    return 0
+            result = run_local(cfg, args.once, conf=conf, emit=emit, verbose=args.verbose,
+                               metrics_port=args.metrics_port, metrics_host=args.metrics_host)
+    except Exception as exc:  # noqa: BLE001 - every failure gets its code; Python's own 1 would read "invalid"
+        return _failed(exc, redactor)
+    return result.exit_code
+
+
+def _held(cfg, redactor) -> int | None:
+    """The exit code of a start ``held_states`` refuses (None: it may run)."""
+    from kafka_eos import KafkaEosError
+    from kafka_eos.connectors.exit_codes import of_error
+    from kafka_eos.connectors.pipeline.held_states import check_held
+    try:
+        check_held(cfg)
+    except KafkaEosError as exc:
+        print(redactor(f"kafka-eos: {cfg.origin}: {exc}"), file=sys.stderr)
+        return of_error(exc)
+    return None
+
+
+def _failed(exc: Exception, redactor) -> int:
+    """Print a run's failure and return its exit code (``exit_codes.of_error``; 4 for one not named)."""
+    from kafka_eos import KafkaEosError
+    from kafka_eos.connectors.exit_codes import of_error
+    if isinstance(exc, KafkaEosError):
+        print(redactor(f"kafka-eos: {exc}"), file=sys.stderr)
+    else:
+        import traceback
+        print(redactor("kafka-eos: the run failed: " + "".join(traceback.format_exception(exc)).rstrip()),
+              file=sys.stderr)
+    return of_error(exc)
 
 
 def _stop(args: argparse.Namespace) -> int:
-    """Place the stop marker beside the pipeline's checkpoint; the run stops after its running batch."""
+    """Place the stop request and marker in the pipeline's checkpoint: the run stops after its
+    running batch, and no start runs until ``kafka-eos resume``."""
     from kafka_eos.connectors.pipeline.stop import StopNotSupported, request_stop
     from kafka_eos.connectors.pipeline.validation import load_valid
     from kafka_eos.config.violations import InvalidPipeline
@@ -85,7 +115,24 @@ def _stop(args: argparse.Namespace) -> int:
     except (InvalidPipeline, StopNotSupported, OSError) as exc:  # OSError: the checkpoint's store refused
         print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
         return 1
-    print(f"kafka-eos: stop requested ({path}); the run stops after its running batch commits")
+    print(f"kafka-eos: stop requested ({path}); the run stops after its running batch commits, and the pipeline "
+          f"stays stopped, also across a supervisor's restarts, until `kafka-eos resume {args.pipeline}`")
+    return 0
+
+
+def _resume(args: argparse.Namespace) -> int:
+    """Withdraw the stop request: the pipeline's next start (its supervisor's restart too) runs."""
+    from kafka_eos.config.violations import InvalidPipeline
+    from kafka_eos.connectors.pipeline.stop import StopNotSupported, withdraw_stop
+    from kafka_eos.connectors.pipeline.validation import load_valid
+    try:
+        cfg = load_valid(args.pipeline, offline=True)
+        stood = withdraw_stop(cast(str, cfg.checkpoint.location))
+    except (InvalidPipeline, StopNotSupported, OSError) as exc:
+        print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
+        return 1
+    print(f"kafka-eos: {'stop request withdrawn' if stood else 'no stop request stood'}; the pipeline's next "
+          "start runs (`kafka-eos run`, or its supervisor's restart)")
     return 0
 
 
@@ -149,12 +196,18 @@ def _add_pipeline_commands(sub) -> None:
     run.add_argument("--metrics-host", metavar="HOST", help="bind the metrics endpoint to HOST (0.0.0.0: every "
                      "interface, for a Prometheus on another host or container) over the file's metrics.host")
     run.add_argument("--restarts", type=int, default=0, metavar="N", help="restart the run when it fails "
-                     "(its driver died or its query stopped on an error), after 1 s doubling to 60 s, at most N "
-                     "times in a row; a finished or stopped run is not restarted. Default 0")
+                     "transiently (its driver died, its query stopped on a transient error: exit 4 or a signal), "
+                     "after 1 s doubling to 60 s, at most N times in a row; a finished or stopped run (exit 0) and "
+                     "one that needs a person (exit 1, 3, 5) are not restarted. Default 0")
     run.set_defaults(func=_run)
-    stop = sub.add_parser("stop", help="ask the run of a pipeline (another process) to stop after its running batch")
+    stop = sub.add_parser("stop", help="ask the run of a pipeline (another process) to stop after its running "
+                          "batch; it stays stopped, also across a supervisor's restarts, until `kafka-eos resume`")
     stop.add_argument("pipeline", metavar="pipeline.yaml")
     stop.set_defaults(func=_stop)
+    resume = sub.add_parser("resume", help="withdraw the stop request `kafka-eos stop` left: the pipeline's next "
+                            "start runs")
+    resume.add_argument("pipeline", metavar="pipeline.yaml")
+    resume.set_defaults(func=_resume)
     validate = sub.add_parser("validate", help="check pipeline files; exit 0 valid, 1 invalid, "
                               "2 broker unreachable, 3 not authorized (login refused, ACL missing)")
     validate.add_argument("pipelines", nargs="+", metavar="pipeline.yaml")
@@ -175,8 +228,17 @@ def _add_pipeline_commands(sub) -> None:
     describe.set_defaults(func=_describe)
 
 
+class _Parser(argparse.ArgumentParser):
+    """A command line argparse refuses exits 1 (invalid, ``exit_codes``), not argparse's 2 (unreachable)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        from kafka_eos.config.violations import EXIT_INVALID
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_INVALID, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kafka-eos", description=__doc__)
+    parser = _Parser(prog="kafka-eos", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="local broker + the orders-json example on generated orders + "
                           "an exactly-once count")

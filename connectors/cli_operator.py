@@ -28,7 +28,7 @@ def _accept_loss(args: argparse.Namespace) -> int:
     from kafka_eos.connectors.operate import accept_loss
     if bool(args.pipeline) == bool(args.sink_log):
         print("kafka-eos accept-loss: name the pipeline file or --sink-log <location>, not both", file=sys.stderr)
-        return 2
+        return 1
     try:
         location = args.sink_log or accept_loss.sink_log_of_pipeline(args.pipeline)
         print(accept_loss.accept(location, args.batch))
@@ -49,6 +49,26 @@ def _add_accept_loss_command(sub) -> None:
 # -- end accept-loss --
 
 
+# -- accept-topic: the way on after OutputTopicChangedError (logic in connectors/operate/accept_topic.py) --
+def _accept_topic(args: argparse.Namespace) -> int:
+    """Exit 0 accepted (or nothing to accept), 1 an invalid file or a topic that cannot be accepted, 2 unreachable."""
+    from kafka_eos.config.violations import InvalidPipeline, exit_code
+    from kafka_eos.connectors.operate.accept_topic import accept_topics
+    from kafka_eos.connectors.pipeline.spark_options import sink_options
+    from kafka_eos.connectors.pipeline.validation import load_valid
+    from kafka_eos.connectors.sink.options import sink_config
+    try:
+        cfg = load_valid(args.pipeline, offline=True)
+    except InvalidPipeline as exc:
+        print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
+        return exit_code(exc.violations)
+    done = accept_topics(sink_config(sink_options(cfg)))
+    for line in done.lines:
+        print(f"kafka-eos accept-topic {cfg.name}: {line}", file=sys.stdout if done.exit_code == 0 else sys.stderr)
+    return done.exit_code
+# -- end accept-topic --
+
+
 def _retire(args: argparse.Namespace) -> int:
     """Commit what is decided, abort the rest, release the prefix, mark the checkpoint retired."""
     from kafka_eos.config.violations import InvalidPipeline, exit_code
@@ -67,7 +87,8 @@ def _retire(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    """Exit 0 every batch in range verified, 1 one failed or cannot be verified, 2 unreadable."""
+    """Exit 0 every batch in range verified, 6 one failed, 7 none failed and one cannot be verified,
+    8 no committed batch in range, 1 an invalid file or option, 2 unreadable (``exit_codes``)."""
     from kafka_eos import KafkaEosError
     from kafka_eos.config.violations import InvalidPipeline, exit_code
     from kafka_eos.connectors.operate import verify
@@ -80,7 +101,7 @@ def _verify(args: argparse.Namespace) -> int:
         return exit_code(exc.violations)
     except ValueError as exc:
         print(f"kafka-eos verify: {exc}", file=sys.stderr)
-        return 2
+        return 1
     try:
         def progress(line: str) -> None:
             print(f"kafka-eos verify: {line}", file=sys.stderr, flush=True)
@@ -114,7 +135,8 @@ def add_operator_commands(sub) -> None:
     status.set_defaults(func=_status)
     check = sub.add_parser("verify", help="read each committed batch's output back and check it against what its "
                            "tasks recorded (records, digest, no other writer's records); exit 0 all verified, "
-                           "1 a batch failed or cannot be verified, 2 unreadable")
+                           "6 a batch failed, 7 one cannot be verified (none failed), 8 none in range, "
+                           "2 unreadable")
     check.add_argument("pipeline", metavar="pipeline.yaml")
     check.add_argument("--batches", metavar="A..B", help="only these batch ids (inclusive; A.. or ..B)")
     check.add_argument("--since", metavar="TIME", help="only batches committed since TIME (ISO, UTC by default, "
@@ -132,3 +154,8 @@ def add_operator_commands(sub) -> None:
     retire.add_argument("pipeline", metavar="pipeline.yaml")
     retire.set_defaults(func=_retire)
     _add_accept_loss_command(sub)
+    topic = sub.add_parser("accept-topic", help="after OutputTopicChangedError: accept the output topic(s) as the "
+                           "brokers have them now (at least the recorded partitions), so the query's next start "
+                           "writes to them; until then every start is refused")
+    topic.add_argument("pipeline", metavar="pipeline.yaml")
+    topic.set_defaults(func=_accept_topic)

@@ -132,7 +132,7 @@ def test_a_stop_is_asked_seen_and_cleared_in_an_s3_checkpoint(location, endpoint
     """Issue 48: ``kafka-eos stop`` worked for local checkpoints only. The marker now lives in the
     checkpoint's store: placed by ``request_stop``, seen by the source's check (``present``) and by
     the run's ``StopControl``, removed when the stop is honoured."""
-    from kafka_eos.connectors.pipeline.stop import StopControl, request_stop, source_options
+    from kafka_eos.connectors.pipeline.stop import StopControl, StopRequested, request_stop, source_options, withdraw_stop
     from kafka_eos.connectors.source.stop_marker import StopMarker
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{endpoint}")  # as a user's environment names the store:
     checkpoint = location.split("/kafka-eos-sink?")[0]             # the checkpoint is a plain s3a:// URI
@@ -152,6 +152,9 @@ def test_a_stop_is_asked_seen_and_cleared_in_an_s3_checkpoint(location, endpoint
             self.stopped = True
     assert control.poll(Idle()) and control.stopped == "graceful"
     assert not source_marker.present(), "removed when the stop was honoured"
-    request_stop(checkpoint)  # left from a run that was not running: the next run removes it first
+    with pytest.raises(StopRequested):  # the request stands in the store: no start runs
+        StopControl(checkpoint, lines.append).install()
+    assert withdraw_stop(checkpoint) and not source_marker.present()
+    source_marker.place()  # left by a signal's stop of a run that died: the next run removes it first
     StopControl(checkpoint, lines.append).install().uninstall()
     assert not source_marker.present() and "left from before this run" in lines[-1]

@@ -15,7 +15,7 @@ import yaml
 
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
-from kafka_eos.connectors.pipeline.stop import request_stop
+from kafka_eos.connectors.pipeline.stop import request_stop, withdraw_stop
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_cli import EXAMPLES, REPO, kafka_eos
 from kafka_eos.connectors.spark_harness import python_env
@@ -120,7 +120,7 @@ def test_stop_with_input_arriving_then_restart_exactly_once(bootstrap, tmp_path,
         run = Run(["run", str(path)], bootstrap, tmp_path)
         run.wait_for_batches("orders-json", 2)
         run.proc.send_signal(signal.SIGTERM)
-        assert run.finish() == 0, run.log()
+        assert run.finish() == 143, run.log()  # a signal's stop: 128 + SIGTERM, no stop request left
         stopped_line(run, "orders-json")
 
         # 2. restart; `kafka-eos stop` from another process
@@ -132,6 +132,9 @@ def test_stop_with_input_arriving_then_restart_exactly_once(bootstrap, tmp_path,
         stopped_line(again, "orders-json")
         assert not list(tmp_path.rglob("kafka-eos-stop")), "the marker is removed when honoured"
         no_recovery(again.err)
+        held = kafka_eos(["run", str(path)], bootstrap, tmp_path, timeout=120)  # e.g. a supervisor's restart
+        assert held.code == 0 and "a stop was requested" in held.stderr, held.log()
+        assert kafka_eos(["resume", str(path)], bootstrap, tmp_path, timeout=60).code == 0
     finally:
         arriving.set()
         feeder.join(60)
@@ -158,6 +161,7 @@ def test_stop_with_input_arriving_then_restart_exactly_once(bootstrap, tmp_path,
 
     # 4. the rest, --once in one batch (not ~55 more of 100 records); every id exactly once in the
     # read_committed output
+    withdraw_stop(str(checkpoint))  # what `kafka-eos resume` does
     del doc["source"]["max_offsets_per_trigger"]
     path.write_text(yaml.safe_dump(doc))
     rest = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)

@@ -2,8 +2,10 @@
 
 The query stops within a bound with an error naming the topic, whether the broker re-creates the
 topic on a producer's request (``auto.create.topics.enable=true``, the session broker) or not (a
-broker of its own with ``false``); after the user re-creates the topic with its partition count,
-the restart writes every id after the cut exactly once.
+broker of its own with ``false``); a restart before the operator accepts the topic is refused again
+(issue 58); after the user re-creates the topic with its partition count and accepts it
+(``accept_sink_topics``, what ``kafka-eos accept-topic`` runs), the restart writes every id after
+the cut exactly once.
 """
 from __future__ import annotations
 
@@ -21,6 +23,18 @@ from integration_tests.providers import local_broker
 
 PARTITIONS = 3
 STOP_BOUND_S = 60.0  # trigger 1 s: the next batch's writer is built as soon as the new ids arrive
+
+
+def sink_options(bootstrap, out, checkpoint, prefix) -> dict[str, str]:
+    return {"kafka.bootstrap.servers": bootstrap, "topic": out, "transactional.id.prefix": prefix,
+            "checkpointLocation": str(checkpoint), "kafka.transaction.timeout.ms": "300000"}
+
+
+def accept_topic(bootstrap, out, checkpoint, prefix) -> None:
+    """The operator's acceptance of the re-created topic (``kafka-eos accept-topic`` for code users)."""
+    from kafka_eos.connectors.operate.accept_topic import accept_sink_topics
+    done = accept_sink_topics(sink_options(bootstrap, out, checkpoint, prefix))
+    assert done.exit_code == 0 and "accepted by the operator" in done.lines[0], done.lines
 
 
 def start_query(spark, bootstrap, source, out, checkpoint, prefix, **sink_options):
@@ -83,6 +97,12 @@ def deleted_output_topic_run(spark, bootstrap, tmp_path) -> float:
     if topic_exists(bootstrap, out):  # auto-created by a producer: the user deletes it first
         delete_topic(bootstrap, out)
     create_topic(bootstrap, out, PARTITIONS)
+    refused = start_query(spark, bootstrap, source, out, tmp_path / "ck", prefix)  # an automatic restart
+    with pytest.raises(StreamingQueryException):
+        refused.awaitTermination(STOP_BOUND_S)
+    assert "refused at an earlier start, not accepted since" in str(refused.exception())
+    assert read_all(bootstrap, out, "read_uncommitted", idle_s=1.0) == [], "the refused restart wrote nothing"
+    accept_topic(bootstrap, out, tmp_path / "ck", prefix)
     restarted = start_query(spark, bootstrap, source, out, tmp_path / "ck", prefix)
     try:
         wait_for_ids(bootstrap, out, range(200, 500), restarted)
@@ -138,6 +158,7 @@ def test_topic_recreated_during_a_batch_gets_nothing_committed(spark, bootstrap,
     written = read_all(bootstrap, out, "read_uncommitted", idle_s=1.5)
     assert written, "the paused task wrote nothing into the re-created topic"
     assert read_all(bootstrap, out, "read_committed", idle_s=1.5) == []  # its transaction was aborted
+    accept_topic(bootstrap, out, tmp_path / "ck", prefix)
     restarted = start_query(spark, bootstrap, source, out, tmp_path / "ck", prefix)
     try:
         wait_for_ids(bootstrap, out, range(100, 300), restarted)

@@ -106,7 +106,7 @@ def test_a_query_built_in_code_is_verified_through_its_own_build_function(spark,
     other = verify_code(spark, lambda df: build(df).where("value <> 'x1'"), source_options, sink_options,
                         checkpoint).document()
     changed = [b for b in other["per_batch"] if b["outcome"] == "failed"]
-    assert other["exit_code"] == 1 and len(changed) == 1, other
+    assert other["exit_code"] == 6 and len(changed) == 1, other
     assert other["first_problem"]["topic"] == sink and "not what the transform gives" in changed[0]["problems"][0]
 
 
@@ -155,7 +155,7 @@ def test_recompute_passes_a_windowed_run_whose_timed_out_batch_was_rewritten(tmp
         _set_filter(path, "WHERE value.page IS NOT NULL", "WHERE value.page <> 'help'")
         code, changed = verify(str(path), broker.bootstrap, tmp_path, "--recompute", "--no-record")
         failed = [b for b in changed["per_batch"] if b["outcome"] == "failed"]
-        assert code == 1 and failed, changed
+        assert code == 6 and failed, changed
         help_at = min(m.offset() for m in views if m.key() == b"help")
         problem = changed["first_problem"]
         assert problem["batch"] == failed[0]["batch"] and problem["topic"] == sink, changed
@@ -173,7 +173,7 @@ def test_recompute_passes_a_windowed_run_whose_timed_out_batch_was_rewritten(tmp
         admin.close()
         code, gone = verify(str(path), broker.bootstrap, tmp_path, "--recompute", "--no-record")
         unverifiable = [b for b in gone["per_batch"] if b["outcome"] == "cannot be verified"]
-        assert code == 1 and unverifiable and unverifiable[0]["batch"] == gone["per_batch"][0]["batch"], gone
+        assert code == 7 and unverifiable and unverifiable[0]["batch"] == gone["per_batch"][0]["batch"], gone
         assert all("not recomputed: the re-run failed" in b["problems"][0] for b in unverifiable), unverifiable
         assert not [b for b in gone["per_batch"] if b["outcome"] == "failed"], gone
         assert verify(str(path), broker.bootstrap, tmp_path, "--no-record")[0] == 0

@@ -91,10 +91,13 @@ class OutputTopicChangedError(TwoPhaseCommitError):
             f"{what}. The query stops so that no record lands in another topic or partition layout than the "
             "one earlier batches wrote to; nothing of the running batch is committed. If the broker "
             "auto-creates topics (auto.create.topics.enable=true), a producer may have re-created it with the "
-            "broker's num.partitions. Fix: (re-)create the topic as intended - " + counts + " (e.g. kafka-topics "
-            "--create --topic <name> --partitions <n>; delete an auto-created one first) - and restart the "
-            "query from its checkpoint: the restart accepts the new topic with a warning and writes every batch "
-            "not yet committed (records committed to a deleted topic went with it)."
+            "broker's num.partitions. Every start of the query is refused the same way, a supervisor's automatic "
+            "restarts included, until an operator accepts the topic. Fix: (re-)create the topic as intended - "
+            + counts + " (e.g. kafka-topics --create --topic <name> --partitions <n>; delete an auto-created one "
+            "first) - then accept it: `kafka-eos accept-topic <pipeline.yaml>` (code users: "
+            "kafka_eos.connectors.operate.accept_topic.accept_sink_topics(<the sink's options>)), and restart "
+            "the query from its checkpoint: it writes every batch not yet committed (records committed to a "
+            "deleted topic went with it)."
             + (" With sink option fixedPartitions=true (YAML sink.fixed_partitions) a topic that grew is refused: "
                "set it to false to accept the new layout." if fixed_partitions else ""))
 

@@ -12,14 +12,16 @@ names the change between the identity the sink recorded and the broker's current
 - DELETED, RECREATED and SHRANK are refused: records of the batch would go to a topic that is
   not the one earlier batches went to, with another partition layout;
 - GREW is accepted with a note, unless the user asked for a fixed layout (``fixed_partitions``);
-- after a refusal the user has seen (the query stopped; the refusal is recorded), a restart
-  accepts a re-created topic with at least the recorded partition count (exactly that count
-  with ``fixed_partitions``), with a note; fewer partitions, or still no topic, stay refused (a
-  topic re-created while the query was down is thus refused at the first restart and accepted at
-  the next one: every change stops the query once, with its error);
+- a refusal holds (``held``): once recorded, the topic stays refused at every later start, an
+  automatic restart's included and whatever the broker shows then, until an operator accepts it
+  (``accept``: ``kafka-eos accept-topic``). No restart accepts a change by itself: a supervisor
+  restarts a stopped query within seconds, before anyone read its error;
 - a topic seen for the first time is recorded as it is; a topic never recorded that the broker
   does not know is not judged (a producer may create it on its first write), unless records of
   the batch being decided went to it (``written``): then it vanished under the batch.
+``accept`` decides what the operator's acceptance records: a changed or held topic the broker
+now has with at least the recorded partition count (exactly that count with
+``fixed_partitions``) is accepted; no topic, or fewer partitions, stays refused.
 """
 from __future__ import annotations
 
@@ -68,11 +70,13 @@ class TopicChange:
     change: Change
     recorded: OutputTopic | None
     current: OutputTopic | None
+    held: bool = False  # refused at an earlier start and not accepted since (``accept``)
 
     def describe(self) -> str:
         was = self.recorded.describe() if self.recorded else "not recorded"
         now = self.current.describe() if self.current else "unknown to the broker"
-        return f"output topic '{self.name}' {self.change.value} (recorded: {was}; now: {now})"
+        what = "refused at an earlier start, not accepted since" if self.held else self.change.value
+        return f"output topic '{self.name}' {what} (recorded: {was}; now: {now})"
 
 
 @dataclass(frozen=True)
@@ -86,9 +90,18 @@ class Verdict:
     refused: list[TopicChange] = field(default_factory=list)
 
 
-def _restart_accepts(recorded: OutputTopic, current: OutputTopic | None, fixed_partitions: bool) -> bool:
+def _change(recorded: OutputTopic | None, current: OutputTopic | None) -> Change:
+    """``compare``, and for a topic never recorded: DELETED while the broker does not know it."""
+    if recorded is None:
+        return Change.DELETED if current is None else Change.RECREATED
+    return compare(recorded, current)
+
+
+def _acceptable(recorded: OutputTopic | None, current: OutputTopic | None, fixed_partitions: bool) -> bool:
     if current is None:
         return False
+    if recorded is None:
+        return True
     if fixed_partitions:
         return current.partitions == recorded.partitions
     return current.partitions >= recorded.partitions
@@ -98,11 +111,14 @@ def judge(recorded: Mapping[str, OutputTopic], current: Mapping[str, OutputTopic
           fixed_partitions: bool = False, refused_before: Collection[str] = (),
           written: Collection[str] = ()) -> Verdict:
     """Judge the broker's ``current`` identities (name -> identity, None: unknown topic) against
-    the ``recorded`` ones. ``refused_before``: topics whose change stopped the query before (a
-    restart may accept them); ``written``: topics records of the batch being decided went to."""
+    the ``recorded`` ones. ``refused_before``: topics whose refusal is recorded and not accepted
+    since (refused again, ``held``); ``written``: topics records of the batch being decided went to."""
     identities, notes, refused = dict(recorded), [], []
-    for name in sorted(current):
-        now, was = current[name], recorded.get(name)
+    for name in sorted(set(current) | set(refused_before)):
+        now, was = current.get(name), recorded.get(name)
+        if name in refused_before:
+            refused.append(TopicChange(name, _change(was, now), was, now, held=True))
+            continue
         if was is None:
             if now is not None:
                 identities[name] = now
@@ -117,10 +133,29 @@ def judge(recorded: Mapping[str, OutputTopic], current: Mapping[str, OutputTopic
             identities[name] = cast(OutputTopic, now)  # GREW: compare() saw a current identity
             notes.append(f"{change.describe()}: accepted; keys now hash to other partitions "
                          "(sink option fixedPartitions=true refuses this)")
-        elif name in refused_before and _restart_accepts(was, now, fixed_partitions):
-            identities[name] = cast(OutputTopic, now)  # _restart_accepts() refuses a None
-            notes.append(f"{change.describe()}: accepted at this restart after the query stopped on it; "
-                         "records committed before are not in this topic")
         else:
             refused.append(change)
     return Verdict(identities, identities != dict(recorded), notes, refused)
+
+
+def accept(recorded: Mapping[str, OutputTopic], current: Mapping[str, OutputTopic | None], *,
+           fixed_partitions: bool = False, held: Collection[str] = ()) -> Verdict:
+    """What an operator's acceptance records (``kafka-eos accept-topic``): every ``held`` topic and
+    every topic ``current`` shows changed from its record, accepted when ``_acceptable``, else
+    refused (nothing is recorded then). ``changed``: whether there is anything to record."""
+    identities, notes, refused = dict(recorded), [], []
+    for name in sorted(set(current) | set(held)):
+        now, was = current.get(name), recorded.get(name)
+        kind = _change(was, now)
+        if name not in held and (kind is Change.SAME or was is None):
+            if was is None and now is not None:
+                identities[name] = now  # seen for the first time: recorded as the query would
+            continue
+        change = TopicChange(name, kind, was, now, held=name in held)
+        if _acceptable(was, now, fixed_partitions):
+            identities[name] = cast(OutputTopic, now)  # _acceptable() refuses a None
+            notes.append(f"{change.describe()}: accepted by the operator; records committed before "
+                         + ("are not in this topic" if kind is Change.RECREATED else "stay where they are"))
+        else:
+            refused.append(change)
+    return Verdict(identities, identities != dict(recorded) or bool(held), notes, refused)

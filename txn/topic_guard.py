@@ -8,10 +8,13 @@ and enforces:
   partition counts and the fix: before the writes, no task of the batch starts; before the
   decision, the protocol aborts the batch's transactions (nothing written into a topic that was
   re-created during the batch is committed);
-- an accepted change (grew; a re-created topic at the start after a refusal) is logged on one
-  WARNING line and recorded, as is a topic seen for the first time;
-- the topics checked: the ``topic`` option's, every recorded one, and before a decision every
-  topic the batch's handles wrote to (a ``topic`` column);
+- a recorded refusal holds at every later check until an operator accepts it
+  (``output_topics.judge``; ``kafka-eos accept-topic``); a check that finds only held refusals
+  records nothing new, so restarts in a loop add no record;
+- an accepted change (grew) is logged on one WARNING line and recorded, as is a topic seen for
+  the first time;
+- the topics checked: the ``topic`` option's, every recorded or refused one, and before a
+  decision every topic the batch's handles wrote to (a ``topic`` column);
 - a broker that does not answer within ``timeout_s`` (transient errors are retried,
   ``kafka_clients.TIMEOUTS["sink.describe_output_topics"]``) fails the check with
   ``OutputTopicCheckError``; nothing is decided on a guess;
@@ -107,7 +110,7 @@ class OutputTopicGuard:
 
     def _check(self, batch_id: int | None, written: Collection[str]) -> None:
         base = self.log.latest()
-        names = set(base.topics) | set(written) | ({self.topic} if self.topic else set())
+        names = set(base.topics) | set(base.refused) | set(written) | ({self.topic} if self.topic else set())
         if not names:
             return
         try:
@@ -117,7 +120,8 @@ class OutputTopicGuard:
         verdict = judge(base.topics, current, fixed_partitions=self.fixed_partitions,
                         refused_before=set(base.refused), written=written)
         if verdict.refused:
-            self.log.append(base, base.topics, batch_id, verdict.refused)
+            if any(not change.held for change in verdict.refused):
+                self.log.append(base, base.topics, batch_id, verdict.refused)
             raise OutputTopicChangedError.of_changes(verdict.refused, self.fixed_partitions)
         for note in verdict.notes:
             log.warning("kafka-eos: %s", note)

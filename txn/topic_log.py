@@ -18,7 +18,7 @@ from typing import Sequence, cast
 
 from kafka_eos.txn.errors import SinkLogConflictError
 from kafka_eos.txn.log_store import LogReader, LogStore, versioned
-from kafka_eos.txn.output_topics import OutputTopic, TopicChange
+from kafka_eos.txn.output_topics import Change, OutputTopic, TopicChange
 
 TOPICS_FORMAT = 1
 _NAME = re.compile(r"^topics\.(\d+)\.json$")
@@ -47,6 +47,11 @@ class TopicsRecord:
         return json.dumps({"v": TOPICS_FORMAT, "seq": self.seq, "batch": self.batch_id,
                            "topics": {n: _plain(t) for n, t in sorted(self.topics.items())},
                            "refused": self.refused}, indent=1)
+
+    def held(self) -> list[TopicChange]:
+        """The refusals recorded and not accepted since, as the broker showed them at the refusal."""
+        return [TopicChange(name, Change(r["change"]), self.topics.get(name), _identity(name, r.get("current")),
+                            held=True) for name, r in sorted(self.refused.items())]
 
     @classmethod
     def from_json(cls, text: str, source: str) -> "TopicsRecord":

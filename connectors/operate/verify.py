@@ -4,11 +4,12 @@ For the committed batches the sink log holds (``--batches A..B`` or ``--since TI
 them), the output partitions their transactions wrote are read from a little before the oldest
 batch's commit (its ``committed_at_ms`` less ``transaction.timeout.ms``; the log start for
 records without it) to their high watermark, and judged by ``txn.output_audit``. Exit 0 only
-when every batch in range verified; 1 when one failed or cannot be verified, or none is in
-range. With ``--recompute`` each verified batch is also re-run over its recorded input
-(``recompute``) and its committed records compared with what the transform gives
-(``txn.recompute_audit``). Invariant: verify reads the sink log and the output (Fetch, ListOffsets) and writes only
-its own record beside the sink log (``record``; the CLI's ``--no-record`` leaves it out).
+when every batch in range verified; 6 when one failed, 7 when none failed and one cannot be
+verified, 8 when none is in range (``exit_codes``: a scheduled check pages on 6 alone). With
+``--recompute`` each verified batch is also re-run over its recorded input (``recompute``) and
+its committed records compared with what the transform gives (``txn.recompute_audit``).
+Invariant: verify reads the sink log and the output (Fetch, ListOffsets) and writes only its own
+record beside the sink log (``record``; the CLI's ``--no-record`` leaves it out).
 """
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from kafka_eos.config.model import PipelineConfig
+from kafka_eos.connectors.exit_codes import DONE, NOTHING_IN_RANGE, UNVERIFIABLE, VERIFY_FAILED
 from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.control_plane import control_plane
-from kafka_eos.txn.output_audit import PASSED, BatchVerdict, committed_handles, judge, place_foreign
+from kafka_eos.txn.output_audit import FAILED, PASSED, BatchVerdict, committed_handles, judge, place_foreign
 from kafka_eos.txn.output_scan import bounds, compacted_topics, scan_partition
 from kafka_eos.txn.recompute_audit import judge_recomputed
 from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
@@ -43,7 +45,12 @@ class VerifyReport:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.verdicts and all(v.outcome == PASSED for v in self.verdicts) else 1
+        outcomes = {v.outcome for v in self.verdicts}
+        if not outcomes:
+            return NOTHING_IN_RANGE.code
+        if FAILED in outcomes:
+            return VERIFY_FAILED.code
+        return DONE.code if outcomes == {PASSED} else UNVERIFIABLE.code
 
     def document(self) -> dict[str, Any]:
         counts = {o: sum(1 for v in self.verdicts if v.outcome == o) for o in {v.outcome for v in self.verdicts}}

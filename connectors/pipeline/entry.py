@@ -8,8 +8,12 @@ Invariants:
 - Needs nothing but the zip (``--py-files``, the ``kafka_eos`` namespace) and the cluster's
   third-party packages.
 - Validates the file before starting Spark's query (exit 1 invalid, 2 broker unreachable, 3 not
-  authorized, with every violation), then runs it like ``kafka-eos run``: one progress line per batch; exit 1 with
-  the query's error (secrets redacted) when it fails, 0 when it stops cleanly.
+  authorized, with every violation) and refuses a held state before building a Spark session
+  (``held_states``: a standing stop request exits 0, an output-topic refusal not accepted 5),
+  then runs it like ``kafka-eos run``: one progress line per batch; the exit code is
+  ``exit_codes``'s (4 a transient failure, 5 a state a person must decide, with the query's error,
+  secrets redacted; 0 finished or stopped by request, 128 + N stopped by signal N). spark-submit
+  exits with it, so a supervisor of spark-submit reads the same table.
 - Serves Prometheus metrics from this driver as ``kafka-eos run`` does (``metrics.serve``: the
   file's ``metrics:``, ``--metrics-port`` over its port); Spark's progress bar only with ``--verbose``
   (the driver JVM's log settings are spark-submit's, set by ``submit``).
@@ -36,34 +40,54 @@ def _emit(line: str) -> None:
     print(line, flush=True)
 
 
+def _failed(exc: Exception, redactor) -> int:
+    """Print a failure and return its exit code: every failure gets one (``exit_codes.of_error``,
+    4 for one not named); Python's own 1 for an uncaught exception would read "invalid"."""
+    from kafka_eos import KafkaEosError
+    from kafka_eos.connectors.exit_codes import of_error
+    text = f"kafka-eos: {exc}" if isinstance(exc, KafkaEosError) else f"kafka-eos: the run failed: {type(exc).__name__}: {exc}"
+    print(redactor(text), file=sys.stderr, flush=True)
+    return of_error(exc)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    from kafka_eos import KafkaEosError
     from kafka_eos.config.violations import InvalidPipeline, exit_code
+    from kafka_eos.connectors.pipeline.held_states import check_held
     from kafka_eos.connectors.pipeline.validation import load_valid
     try:
         cfg = load_valid(args.config, timeout_s=args.timeout)
     except InvalidPipeline as exc:
         print(f"kafka-eos: {args.config}: nothing was started; {exc}", file=sys.stderr)
         return exit_code(exc.violations)
+    from kafka_eos.config.redact import install
+    redactor = install(cfg.secrets())
+    try:
+        check_held(cfg)
+    except KafkaEosError as exc:
+        return _failed(exc, redactor)
     from pyspark.sql import SparkSession
     from kafka_eos.connectors.operate.metrics import serve
-    from kafka_eos.connectors.pipeline.runner import RUN_CONF, PipelineFailed, run_query
+    from kafka_eos.connectors.pipeline.runner import RUN_CONF, run_query
     from kafka_eos.connectors.worker_daemon import start_early
     builder = SparkSession.builder.appName(f"kafka-eos {cfg.name}")
     conf = {**RUN_CONF, "spark.ui.showConsoleProgress": "true" if args.verbose else "false"}
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()  # a master that does not answer fails here: transient
+    except Exception as exc:  # noqa: BLE001 - see below
+        return _failed(exc, redactor)
     start_early(spark)
     metrics = None
     try:
         metrics = serve(cfg, args.metrics_port, _emit, args.metrics_host)
         result = run_query(spark, cfg, once=args.once, emit=_emit, listeners=[metrics] if metrics else None)
         print(result.summary(), flush=True)
-        return 0
-    except PipelineFailed as exc:
-        print(f"kafka-eos: {exc}", file=sys.stderr, flush=True)
-        return 1
+        return result.exit_code
+    except Exception as exc:  # noqa: BLE001 - see _failed
+        return _failed(exc, redactor)
     finally:
         if metrics is not None:
             metrics.close()

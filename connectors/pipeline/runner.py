@@ -18,8 +18,13 @@ Invariants:
   that every output partition's last stable offset reaches its high watermark (measured: within
   ``RELEASE_BOUND_S`` of the stop with the brokers up).
 - A failed query raises ``PipelineFailed`` with the query's error, shortened to the lines that
-  say what failed (the Python exception of the task or of the sink), secrets redacted. Nothing
-  of a failed batch is committed: the next run resumes from the checkpoint.
+  say what failed (the Python exception of the task or of the sink), secrets redacted, and its
+  exit code (``exit_codes``: read from the error's class names, so a state a person must decide
+  is permanent and anything else transient). Nothing of a failed batch is committed: the next
+  run resumes from the checkpoint.
+- A run that stopped says how in ``RunResult.exit_code`` (``StopControl.exit_code``: 0 by the
+  stop marker or a stop request, 128 + N by signal N); a standing stop request refuses the start
+  (``StopRequested``, raised before the query is built).
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from typing import Callable, cast
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import OnDecodeError, PipelineConfig
 from kafka_eos.config.redact import Redactor, install
+from kafka_eos.connectors import exit_codes
 from kafka_eos.connectors.pipeline import builder, drain
 from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint
 from kafka_eos.connectors.pipeline.pipeline_shape import record_shape
@@ -56,7 +62,12 @@ _PYTHON_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$")
 
 
 class PipelineFailed(KafkaEosError, RuntimeError):
-    """The query stopped with an error; the message is redacted and names what failed."""
+    """The query stopped with an error; the message is redacted and names what failed, and
+    ``exit_code`` is the run's (``exit_codes``)."""
+
+    def __init__(self, message: str, exit_code: int = exit_codes.FAILED.code) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 @dataclass
@@ -67,6 +78,7 @@ class RunResult:
     seconds: float = 0.0
     lines: list[str] = field(default_factory=list)
     stopped: str | None = None  # the stop line when a stop request ended the run
+    exit_code: int = 0  # the run's (a stop by signal N: 128 + N)
 
     def summary(self) -> str:
         if self.stopped:
@@ -116,7 +128,7 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
             check_checkpoint(cfg)
             query = builder.start(spark, cfg, once, on_skipped)
         except (builder.PipelineBuildError, CheckpointShapeError) as exc:
-            raise PipelineFailed(redactor(f"{cfg.origin}: {exc}")) from None
+            raise PipelineFailed(redactor(f"{cfg.origin}: {exc}"), exit_codes.of_error(exc)) from None
         _record_shape(cfg, lambda line: emit(redactor(line)))
         reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners, since_ms=started_ms)
         _wait(query, reporter, stop, poll_s, drain.drains() and (once or cfg.checkpoint.trigger.available_now))
@@ -129,11 +141,12 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
                        time.monotonic() - started, reporter.lines)
     if stop.stopped:
         result.stopped = redactor(stop.summary(result.name))
+    result.exit_code = stop.exit_code
     error = query.exception()
     if error is not None:
         raise PipelineFailed(redactor(f"pipeline {cfg.name} ({cfg.origin}) failed: "
                                       f"{error_summary(str(error))}\nNothing of the failed batch was committed; "
-                                      "a new run resumes from the checkpoint."))
+                                      "a new run resumes from the checkpoint."), exit_codes.of_text(str(error)))
     return result
 
 

@@ -1,7 +1,8 @@
 """Graceful stop of a running query: finish the running batch, let it commit, then stop.
 
 A stop is requested by SIGTERM or SIGINT (Ctrl-C) in the running process, or by the stop marker
-``<checkpoint>/kafka-eos-stop`` (what ``kafka-eos stop pipeline.yaml`` creates from another shell).
+``<checkpoint>/kafka-eos-stop`` (what ``kafka-eos stop pipeline.yaml`` creates from another shell,
+with its stop request: ``stop_request``).
 
 Invariants:
 - The source reads the marker too (its ``stopMarker`` option, ``source_options``): once it
@@ -15,9 +16,13 @@ Invariants:
   reader). Spark's ``query.stop()`` during a batch would interrupt it.
 - A second signal forces the stop at once (still safe: the sink recovers the interrupted batch on
   the next run).
-- The marker is removed when a stop is honoured or the run ends after one was asked, and a
-  marker found at start (left by a stop of a run that was not running) is removed before the
-  query starts.
+- The marker is removed when a stop is honoured or the run ends after one was asked. At start,
+  a standing stop request refuses the run (``StopRequested``: ``stop_request``), and a marker
+  without one (left by a signal's stop of a run that died) is removed before the query starts.
+- The run's exit code says how it stopped (``StopControl.exit_code``): 0 by the marker or a stop
+  request, 128 + the first signal's number by a signal alone (143: SIGTERM), so a platform that
+  restarts a non-zero exit starts a run its own signal stopped again (a Kubernetes Job's pod
+  evicted from its node), and ``kafka-eos stop`` ends it for good.
 - The marker lives in the checkpoint's own store (``source.stop_marker``: local, ``file:``,
   ``hdfs://``, ``s3a://``); where no marker can be placed (a store pyarrow cannot open) a signal
   still stops the run between batches, but the source keeps planning until the query is seen idle.
@@ -28,15 +33,21 @@ import signal
 import threading
 from typing import Callable
 
+from kafka_eos.connectors.exit_codes import of_signal
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
+from kafka_eos.connectors.pipeline.stop_request import (StopRequested, check_no_stop_request, place_request,
+                                                        request_stands, withdraw_stop)
 from kafka_eos.connectors.source.stop_marker import MARKER, StopMarker, StopNotSupported, marker_location
 
-__all__ = ["MARKER", "StopControl", "StopNotSupported", "request_stop", "source_options"]
+__all__ = ["MARKER", "StopControl", "StopNotSupported", "StopRequested", "check_no_stop_request", "request_stop",
+           "source_options", "withdraw_stop"]
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def request_stop(checkpoint: str) -> str:
-    """Place the stop marker in ``checkpoint``; the run honours it after its running batch."""
+    """Place the stop request and the stop marker in ``checkpoint``: the run honours the marker
+    after its running batch; the request keeps every later start from running (``stop_request``)."""
+    place_request(checkpoint)
     marker = StopMarker.of_checkpoint(checkpoint)
     marker.place()
     return marker.location
@@ -76,15 +87,19 @@ class StopControl:
     """Signal handlers and the marker; ``poll(query)`` stops the query when a stop is due."""
 
     def __init__(self, checkpoint: str, emit: Callable[[str], None]) -> None:
+        self.checkpoint = checkpoint
         self.reader = CheckpointReader(checkpoint)
         self.emit = emit
         self.marker = StopMarker.of_checkpoint(checkpoint)
         self.signals = 0
+        self.signum: int | None = None  # the first signal's number
         self._announced = 0
         self.stopped: str | None = None  # "graceful" or "forced" once the query was stopped here
         self._saved: dict = {}
 
     def install(self) -> "StopControl":
+        """Raise ``StopRequested`` while a stop request stands; remove a marker a signal left."""
+        check_no_stop_request(self.checkpoint)
         if self.marker.present():
             self.emit(f"kafka-eos: removing a stop marker left from before this run: {self.marker.location}")
             self._remove_marker()
@@ -104,6 +119,15 @@ class StopControl:
 
     def _on_signal(self, signum, frame) -> None:  # noqa: ARG002 - signal handler signature
         self.signals += 1  # only counts: printing inside a handler could re-enter a running print
+        if self.signum is None:
+            self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """0 unless a signal alone asked the stop (no marker before it, no stop request): 128 + its number."""
+        if self.signum is None or request_stands(self.checkpoint):
+            return 0
+        return of_signal(self.signum)
 
     def requested(self) -> bool:
         if self.signals == 0 and self.marker.present():
@@ -147,8 +171,9 @@ class StopControl:
 
     def summary(self, name: str) -> str:
         batch, offsets = describe_offsets(self.reader)
+        stays = "; the stop request stands until `kafka-eos resume`" if request_stands(self.checkpoint) else ""
         if self.stopped == "forced":
-            return f"kafka-eos {name}: stopped at once; last committed batch {batch} at offsets {offsets}"
+            return f"kafka-eos {name}: stopped at once; last committed batch {batch} at offsets {offsets}{stays}"
         if batch is None:
-            return f"kafka-eos {name}: stopped before any batch committed"
-        return f"kafka-eos {name}: stopped after batch {batch} at offsets {offsets}"
+            return f"kafka-eos {name}: stopped before any batch committed{stays}"
+        return f"kafka-eos {name}: stopped after batch {batch} at offsets {offsets}{stays}"

@@ -7,8 +7,10 @@
 Invariants:
 - The zip holds the ``kafka_eos`` namespace (``kafka_eos/txn``, ``kafka_eos/connectors``, …: sources
   and package data, no bytecode, no dev tooling), so executors import the same kafka-eos as the driver even where
-  it is not installed; third-party dependencies (pyspark, pyarrow, confluent-kafka, fastavro,
-  pyyaml, kafka-python) must be on the cluster's Python (e.g. the docker/ job image).
+  it is not installed; the executors' third-party dependencies (README's executor-deps list:
+  pyarrow, numpy, xxhash, confluent-kafka, fastavro, tenacity) must be on the cluster's Python
+  (e.g. the docker/ job image), as the driver's (pyyaml, kafka-python, prometheus-client, pandas)
+  on this one's.
 - The pipeline file is read by the driver (client deploy mode: this machine), with this
   process's environment for its ``${VARS}``; schema files are read there too and shipped as text.
 - Every line spark-submit prints goes through the pipeline's redactor before it reaches our
@@ -20,7 +22,8 @@ Invariants:
   unless ``conf`` names a daemon module.
 - The driver JVM maps this user's class-data archive, or writes it at a clean exit
   (``driver_archive``).
-- The exit code is spark-submit's: 0 when the query stopped cleanly (``--once``), else non-zero.
+- The exit code is spark-submit's, which is the entry's (``entry``: the ``exit_codes`` table), so a
+  supervisor reads the same codes as for a run in this process.
 """
 from __future__ import annotations
 

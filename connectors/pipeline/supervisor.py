@@ -7,11 +7,14 @@ pipeline runs on the submitting machine and is supervised from there.
 
 Invariants:
 - The run is a child process (``kafka-eos run`` without ``--restarts``, in a process group of its
-  own); a run that exits 0 (finished, or stopped by ``kafka-eos stop``) is never restarted.
-- A run that fails (any other exit, a signal included) is restarted after a pause that doubles
-  from 1 s to 60 s, at most ``restarts`` times in a row; a run that lasted ``STEADY_S`` resets the
-  count (a pipeline failing once a day is not failing in a loop). Then the last exit code is
-  returned.
+  own); a run that exits 0 (finished, stopped by ``kafka-eos stop``, or not started because a stop
+  request stands) is never restarted, nor is one that exits with a permanent code
+  (``exit_codes.permanent``: invalid, not authorized, a state a person must decide): every restart
+  would end the same way. Its code is returned.
+- A run that fails otherwise (a transient code, a signal included) is restarted after a pause that
+  doubles from 1 s to 60 s, at most ``restarts`` times in a row; a run that lasted ``STEADY_S``
+  resets the count (a pipeline failing once a day is not failing in a loop). Then the last exit
+  code is returned.
 - SIGTERM or SIGINT to the supervisor is passed to the run, which stops as a signalled run does;
   nothing is restarted after it.
 - The restart is what exactly-once needs after a crash: the next run commits (or re-writes) the
@@ -26,6 +29,8 @@ import sys
 import threading
 import time
 from typing import Callable
+
+from kafka_eos.connectors.exit_codes import CODES, permanent
 
 STEADY_S = 600.0
 MAX_PAUSE_S = 60.0
@@ -81,6 +86,10 @@ class Supervisor:
             code = self.proc.wait()
             if code == 0 or self.stopping.is_set():
                 return code
+            if permanent(code):
+                self.emit(f"kafka-eos {self.name}: the run exited with {code} ({_name(code)}); not restarted: every "
+                          "restart would stop the same way until a person acts (its error above names the runbook)")
+                return code
             failures = 1 if time.monotonic() - began >= STEADY_S else failures + 1
             if failures > self.restarts:
                 self.emit(f"kafka-eos {self.name}: the run exited with {code}; no restart left "
@@ -91,6 +100,10 @@ class Supervisor:
                       f"{self.restarts} in {pause:.0f} s")
             if self.stopping.wait(pause):
                 return code
+
+
+def _name(code: int) -> str:
+    return next((c.name for c in CODES if c.code == code), "?")
 
 
 def _start(args: list[str]) -> subprocess.Popen:

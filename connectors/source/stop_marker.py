@@ -2,6 +2,8 @@
 
 ``kafka-eos stop`` (or a signal in the running process) places ``<checkpoint>/kafka-eos-stop``;
 the source plans no new data while it exists (``stopMarker`` option) and the run stops once idle.
+``kafka-eos stop`` also places the stop request ``<checkpoint>/kafka-eos-stop-requested``
+(``request_location``), a marker of the same kind that only ``kafka-eos resume`` removes.
 
 Enforced here:
 - the marker lives where the checkpoint does, through the sink log's store (``txn.log_store``):
@@ -23,6 +25,7 @@ from kafka_eos.txn.log_store import LogReader, LogStore
 
 log = logging.getLogger(__name__)
 MARKER = "kafka-eos-stop"
+REQUEST = "kafka-eos-stop-requested"
 Store = TypeVar("Store", bound=LogReader)
 
 
@@ -33,6 +36,11 @@ class StopNotSupported(KafkaEosError, ValueError):
 def marker_location(checkpoint: str) -> str:
     """The stop marker's location for ``checkpoint`` (a path or a URI, as the checkpoint's)."""
     return f"{checkpoint.rstrip('/')}/{MARKER}"
+
+
+def request_location(checkpoint: str) -> str:
+    """The stop request's location for ``checkpoint`` (beside the stop marker)."""
+    return f"{checkpoint.rstrip('/')}/{REQUEST}"
 
 
 class StopMarker:
@@ -71,6 +79,10 @@ class StopMarker:
     def exists(self) -> bool:
         return self._read().exists(self.name)
 
+    def text(self) -> str:
+        """What the marker holds ("" when there is none)."""
+        return self._read().read(self.name) or ""
+
     def present(self) -> bool:
         """``exists``, False where the store cannot be asked now (see the module's rules)."""
         try:
@@ -79,10 +91,10 @@ class StopMarker:
             log.debug("kafka-eos: the stop marker %s could not be read: %s", self.location, exc)
             return False
 
-    def place(self) -> None:
-        """Create the marker (its folder too); one already there is kept."""
+    def place(self, text: str = "stop\n") -> None:
+        """Create the marker (its folder too) holding ``text``; one already there is kept."""
         try:
-            self._write().create(self.name, "stop\n")
+            self._write().create(self.name, text)
         except FileExistsError:
             pass
 

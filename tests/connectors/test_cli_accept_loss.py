@@ -38,4 +38,4 @@ def test_accept_loss_by_sink_log_and_its_refusals(tmp_path, capsys):
     assert main(["accept-loss", "--sink-log", str(tmp_path / "log"), "--batch", "3"]) == 1
     assert "not the sink log's last batch (4)" in capsys.readouterr().err
     assert main(["accept-loss", "--sink-log", str(tmp_path / "log"), "--batch", "4"]) == 0
-    assert main(["accept-loss", "--batch", "4"]) == 2
+    assert main(["accept-loss", "--batch", "4"]) == 1  # an invalid command line

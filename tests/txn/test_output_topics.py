@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_eos.txn.output_topics import Change, OutputTopic, compare, judge
+from kafka_eos.txn.output_topics import Change, OutputTopic, accept, compare, judge
 
 OUT = OutputTopic("out", "id-a", 3)
 
@@ -53,6 +53,21 @@ def test_growth_is_accepted_with_a_note_unless_the_layout_is_fixed():
     assert refused.refused[0].change is Change.GREW and not refused.changed
 
 
+@pytest.mark.parametrize("current", [OutputTopic("out", "id-b", 3), OutputTopic("out", "id-b", 4), OUT, None])
+def test_a_recorded_refusal_holds_at_every_restart_whatever_the_broker_shows(current):
+    """Issue 58: the restart after a refusal accepted a re-created topic by itself, so a
+    supervisor's restart a second later undid the guard. The refusal now holds until ``accept``."""
+    for _ in range(10):
+        verdict = judge({"out": OUT}, {"out": current}, refused_before={"out"})
+        assert [(c.name, c.held) for c in verdict.refused] == [("out", True)] and not verdict.notes
+        assert verdict.identities == {"out": OUT} and "not accepted since" in verdict.refused[0].describe()
+
+
+def test_a_refusal_of_another_topic_does_not_accept_this_one():
+    verdict = judge({"out": OUT}, {"out": OutputTopic("out", "id-b", 3)}, refused_before={"dlq"})
+    assert {c.name for c in verdict.refused} == {"out", "dlq"}
+
+
 @pytest.mark.parametrize("current, fixed, accepted", [
     (OutputTopic("out", "id-b", 3), False, True),
     (OutputTopic("out", "id-b", 4), False, True),
@@ -60,14 +75,20 @@ def test_growth_is_accepted_with_a_note_unless_the_layout_is_fixed():
     (None, False, False),
     (OutputTopic("out", "id-b", 3), True, True),
     (OutputTopic("out", "id-b", 4), True, False),
+    (OUT, False, True),  # a refusal on a broken metadata answer: the topic is the recorded one again
 ])
-def test_after_a_refusal_a_restart_accepts_a_recreated_topic_with_enough_partitions(current, fixed, accepted):
-    verdict = judge({"out": OUT}, {"out": current}, fixed_partitions=fixed, refused_before={"out"})
+def test_the_operator_accepts_a_held_topic_with_enough_partitions(current, fixed, accepted):
+    verdict = accept({"out": OUT}, {"out": current}, fixed_partitions=fixed, held={"out"})
     assert (not verdict.refused) is accepted
     if accepted:
-        assert verdict.identities["out"] == current and "accepted at this restart" in verdict.notes[0]
+        assert verdict.identities["out"] == current and verdict.changed and "accepted by the operator" in verdict.notes[0]
+        assert not judge(verdict.identities, {"out": current}).refused, "the next start writes to it"
+    else:
+        assert verdict.refused[0].held
 
 
-def test_a_refusal_of_another_topic_does_not_accept_this_one():
-    verdict = judge({"out": OUT}, {"out": OutputTopic("out", "id-b", 3)}, refused_before={"dlq"})
-    assert verdict.refused
+def test_acceptance_without_a_refusal_takes_a_change_seen_now_and_nothing_else():
+    assert not accept({"out": OUT}, {"out": OUT}).changed, "nothing to accept"
+    recreated = OutputTopic("out", "id-b", 3)
+    verdict = accept({"out": OUT}, {"out": recreated, "dlq": OutputTopic("dlq", "id-d", 1), "late": None})
+    assert verdict.identities == {"out": recreated, "dlq": OutputTopic("dlq", "id-d", 1)} and not verdict.refused

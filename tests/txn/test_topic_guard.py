@@ -59,20 +59,30 @@ def test_deleted_topic_stops_with_its_name_ids_and_fix_and_is_recorded_as_refuse
     assert TopicLog.at(str(tmp_path)).latest().refused == {"out": {"change": "deleted", "current": None}}
 
 
-def test_restart_after_the_stop_accepts_a_recreated_topic_with_enough_partitions(tmp_path, caplog):
+def test_a_refusal_holds_across_restarts_until_the_operator_accepts(tmp_path):
+    """Issue 58: the restart after the stop accepted a re-created topic by itself (a supervisor's
+    restart, a second later). Now every restart is refused, records nothing new, until ``accept``."""
+    from kafka_eos.txn.output_topics import accept
     broker = Broker(out=OUT)
     guard(tmp_path, broker).before_writes()
     broker.topics["out"] = OutputTopic("out", "id-b", 1)  # auto-created by a producer
     with pytest.raises(OutputTopicChangedError, match="recreated"):
         guard(tmp_path, broker).before_writes()
-    with pytest.raises(OutputTopicChangedError, match="1 partition"):  # fewer partitions: still refused
-        guard(tmp_path, broker).before_writes()
+    records = sorted(p.name for p in tmp_path.glob("topics.*"))
     broker.topics["out"] = OutputTopic("out", "id-c", 3)  # re-created by the user as intended
+    for _ in range(10):  # automatic restarts
+        with pytest.raises(OutputTopicChangedError, match="not accepted since.*kafka-eos accept-topic"):
+            guard(tmp_path, broker).before_writes()
+    assert sorted(p.name for p in tmp_path.glob("topics.*")) == records, "held refusals add no record"
+    log = TopicLog.at(str(tmp_path))  # what kafka-eos accept-topic records (connectors/operate/accept_topic.py)
+    base = log.latest()
+    verdict = accept(base.topics, broker(["out"]), held=set(base.refused))
+    assert not verdict.refused and "accepted by the operator" in verdict.notes[0]
+    log.append(base, verdict.identities, None)
     guard(tmp_path, broker).before_writes()
     latest = TopicLog.at(str(tmp_path)).latest()
     assert latest.topics == {"out": broker.topics["out"]} and latest.refused == {}
-    assert "accepted at this restart" in caplog.text
-    broker.topics["out"] = OutputTopic("out", "id-d", 3)  # a re-creation without a stop first: refused
+    broker.topics["out"] = OutputTopic("out", "id-d", 3)  # changed again after the acceptance: refused again
     with pytest.raises(OutputTopicChangedError):
         guard(tmp_path, broker).before_writes()
 

@@ -20,7 +20,7 @@ def test_run_remote_hands_the_url_once_conf_and_metrics_port_to_the_connect_runn
     from kafka_eos.connectors import cli
     path, cfg = pipeline
     calls = []
-    monkeypatch.setattr(runner, "run_remote", lambda *a, **k: calls.append((a, k)))
+    monkeypatch.setattr(runner, "run_remote", lambda *a, **k: calls.append((a, k)) or runner.RunResult("p"))
     monkeypatch.setattr(runner, "run_local", lambda *a, **k: pytest.fail("ran in this process"))
     assert cli.main(["run", str(path), "--remote", "sc://spark:15002", "--once", "--conf",
                      "spark.sql.shuffle.partitions=4", "--metrics-port", "9502"]) == 0
@@ -35,7 +35,7 @@ def test_run_refuses_master_with_remote_before_starting_anything(pipeline, monke
     path, _ = pipeline
     for name, module in (("run_remote", runner), ("run_local", runner), ("submit", submit)):
         monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("started"))
-    assert cli.main(["run", str(path), "--remote", "sc://spark:15002", "--master", "local[2]"]) == 2
+    assert cli.main(["run", str(path), "--remote", "sc://spark:15002", "--master", "local[2]"]) == 1  # invalid
     assert "--master and --remote exclude each other" in capsys.readouterr().err
 
 

@@ -57,12 +57,13 @@ def test_describe_of_the_in_process_run_says_loopback_only():
 ])
 def test_run_gives_both_paths_the_binding_and_the_users_conf_wins(monkeypatch, tmp_path, args, expected):
     from kafka_eos.connectors import cli
-    from kafka_eos.connectors.pipeline import runner, submit, validation
+    from kafka_eos.connectors.pipeline import held_states, runner, submit, validation
     given: dict[str, str] = {}
+    monkeypatch.setattr(held_states, "check_held", lambda cfg: None)
     monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)  # bind_local sets it; restored after the test
     monkeypatch.setattr(validation, "load_valid", lambda *a, **k: type("Cfg", (), {"secrets": lambda s: [],
                                                                                    "name": "t"})())
     monkeypatch.setattr(submit, "submit", lambda *a, **k: given.update(a[4]) or 0)
-    monkeypatch.setattr(runner, "run_local", lambda cfg, once, conf, **k: given.update(conf))
+    monkeypatch.setattr(runner, "run_local", lambda cfg, once, conf, **k: given.update(conf) or runner.RunResult("t"))
     assert cli.main(["run", str(tmp_path / "p.yaml"), *args]) == 0
     assert {key: given.get(key) for key in expected} == expected

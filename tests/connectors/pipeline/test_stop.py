@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
-from kafka_eos.connectors.pipeline.stop import (MARKER, StopControl, StopNotSupported, describe_offsets, is_idle,
-                                                request_stop)
-from kafka_eos.connectors.source.stop_marker import StopMarker
+from kafka_eos.connectors.pipeline.stop import (MARKER, StopControl, StopNotSupported, StopRequested,
+                                                check_no_stop_request, describe_offsets, is_idle, request_stop,
+                                                withdraw_stop)
+from kafka_eos.connectors.source.stop_marker import REQUEST, StopMarker
 
 HEAD = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n'
 
@@ -65,19 +66,38 @@ def test_the_marker_stops_an_idle_query_once_and_is_removed(tmp_path):
         query.status["isTriggerActive"] = False
         assert control.poll(query) and query.stops == 1
         assert not (tmp_path / MARKER).exists(), "removed when honoured"
-        assert control.stopped == "graceful"
-        assert control.summary("p") == "kafka-eos p: stopped before any batch committed"
+        assert (tmp_path / REQUEST).exists(), "the request stands"
+        assert control.stopped == "graceful" and control.exit_code == 0
+        assert control.summary("p") == ("kafka-eos p: stopped before any batch committed; the stop request stands "
+                                        "until `kafka-eos resume`")
     finally:
         control.uninstall()
 
 
-def test_a_marker_left_from_before_the_run_is_removed_at_start(tmp_path):
-    request_stop(str(tmp_path))
+def test_a_marker_a_signal_left_is_removed_at_start(tmp_path):
+    StopMarker.of_checkpoint(str(tmp_path)).place()  # a run stopped by a signal, killed before it removed it
     lines: list[str] = []
     control = StopControl(str(tmp_path), lines.append).install()
     control.uninstall()
     assert not (tmp_path / MARKER).exists() and "removing a stop marker" in lines[0]
     assert not control.requested()
+
+
+def test_a_stop_request_refuses_every_start_until_it_is_withdrawn(tmp_path):
+    """Issue 58: the request outlived no start (the marker found at start was deleted), so a
+    supervisor's restart undid `kafka-eos stop`. Now every start is refused until `resume`."""
+    request_stop(str(tmp_path))
+    for _ in range(3):  # automatic restarts
+        with pytest.raises(StopRequested, match="kafka-eos resume"):
+            StopControl(str(tmp_path), [].append).install()
+        with pytest.raises(StopRequested, match="at 20"):  # when it was asked
+            check_no_stop_request(str(tmp_path))
+    assert (tmp_path / MARKER).exists() and (tmp_path / REQUEST).exists(), "a refused start removes nothing"
+    assert withdraw_stop(str(tmp_path)) is True
+    assert not (tmp_path / MARKER).exists() and not (tmp_path / REQUEST).exists()
+    check_no_stop_request(str(tmp_path))
+    StopControl(str(tmp_path), [].append).install().uninstall()
+    assert withdraw_stop(str(tmp_path)) is False, "nothing stood"
 
 
 def test_first_signal_waits_for_the_batch_second_stops_at_once(tmp_path):
@@ -90,9 +110,11 @@ def test_first_signal_waits_for_the_batch_second_stops_at_once(tmp_path):
         assert not control.poll(query) and "stop requested" in lines[-1]
         os.kill(os.getpid(), signal.SIGTERM)
         assert control.poll(query) and control.stopped == "forced" and "at once" in lines[-1]
+        assert control.exit_code == 143, "a signal's stop: 128 + SIGTERM, so a platform starts it again"
     finally:
         control.uninstall()
     assert signal.getsignal(signal.SIGTERM) is before, "handlers restored"
+    assert not (tmp_path / REQUEST).exists(), "a signal places no stop request"
 
 
 def test_a_store_pyarrow_cannot_open_names_the_signal_instead():

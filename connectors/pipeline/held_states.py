@@ -1,0 +1,33 @@
+"""The states a person must decide, checked before a run of a pipeline starts Spark.
+
+``kafka-eos run`` (and the spark-submit entry) call ``check_held`` once the file is valid, so
+that a start refused anyway costs no Spark session and a supervisor restarting in a loop finds the
+same answer within a second each time. Enforced here, reading only the checkpoint (no broker):
+- a standing stop request (``kafka-eos stop``; withdrawn by ``kafka-eos resume``) refuses the start
+  with ``StopRequested`` (exit 0: the pipeline is stopped by request);
+- a recorded output-topic refusal not accepted since (``kafka-eos accept-topic``) refuses it with
+  ``OutputTopicChangedError`` (exit 5), the same error the sink's query start raises for it
+  (``txn.output_topics``: a refusal holds until the operator accepts it).
+Other held states refuse the query itself, with the same codes: a retired checkpoint, a claimed
+prefix, a replay that does not match (``exit_codes``).
+"""
+from __future__ import annotations
+
+from typing import cast
+
+from kafka_eos.config.model import PipelineConfig
+from kafka_eos.connectors.pipeline.spark_options import sink_options
+from kafka_eos.connectors.pipeline.stop_request import check_no_stop_request
+from kafka_eos.connectors.sink.options import sink_config
+from kafka_eos.txn.errors import OutputTopicChangedError
+from kafka_eos.txn.log_store import LogReader
+from kafka_eos.txn.topic_log import TopicLog
+
+
+def check_held(cfg: PipelineConfig) -> None:
+    """Raise ``StopRequested`` or ``OutputTopicChangedError`` for a start that must not run (see module)."""
+    check_no_stop_request(cast(str, cfg.checkpoint.location))  # a valid pipeline has a location
+    config = sink_config(sink_options(cfg))
+    held = TopicLog(LogReader(config.log_location)).latest().held()
+    if held:
+        raise OutputTopicChangedError.of_changes(held, config.fixed_partitions)
