@@ -74,6 +74,7 @@ ANCHORS: dict[str, str] = {
     "ReplayError": VERIFY_READ,
     "PipelineFailed": "the-run-stopped-with-an-error-pipelinefailed",
     "StopNotSupported": "stopnotsupported",
+    "StopRequested": "stoprequested",
     "BrokerEnvironmentError": "java-or-the-local-broker-brokerenvironmenterror",
 }
 

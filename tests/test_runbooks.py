@@ -16,6 +16,7 @@ from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError
 from kafka_eos.connectors.pipeline.late_records import LateWatermarkError
 from kafka_eos.connectors.pipeline.pipeline_shape import ShapeRecordError
 from kafka_eos.connectors.pipeline.runner import PipelineFailed
+from kafka_eos.connectors.pipeline.stop_request import StopRequested
 from kafka_eos.connectors.plan_check import NonDeterministicPlanError
 from kafka_eos.connectors.source.legacy_reader import OffsetLogScanError
 from kafka_eos.connectors.source.options import SourceOptionError
@@ -108,6 +109,7 @@ ERRORS: dict[str, KafkaEosError] = {
     "StopNotSupported": StopNotSupported("no stop marker can be placed in abfss://c/ck (...): stop the run with "
                                          "SIGTERM or Ctrl-C"),
     "BrokerEnvironmentError": BrokerEnvironmentError("Java not found: the local Kafka broker needs Java 17+"),
+    "StopRequested": StopRequested.of_request("/ck/kafka-eos-stop-requested", "requested 2026-11-28T10:00:00Z"),
 }
 
 
