@@ -182,8 +182,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._aligner = None
 
     def _publish(self, offsets: Offsets) -> None:
-        """Write ``offsets`` to kafka.group.id (if set) for lag tools; recovery never reads them."""
-        if not self.options.group_id or offsets == self._published:
+        """Write ``offsets`` to kafka.group.id (if set) for lag tools; recovery never reads them. A
+        replay (``verify --recompute``) publishes nothing: it re-reads old batches."""
+        if not self.options.group_id or self.options.replay is not None or offsets == self._published:
             return
         try:
             self.kafka.commit_group(self.options.group_id, offsets)

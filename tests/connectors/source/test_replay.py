@@ -57,3 +57,27 @@ def test_the_option_is_for_streams_and_names_its_shape():
         parse_source_options({**base, "replayOffsetLog": spec.text()}, streaming=False)
     with pytest.raises(SourceOptionError, match='give {"recorded"'):
         parse_source_options({**base, "replayOffsetLog": "/a"}, streaming=True)
+
+
+def test_a_replay_never_moves_the_pipelines_consumer_group(tmp_path):
+    """verify --recompute replays a pipeline whose source publishes progress to kafka.group.id: the
+    replay's commits must not move that group back to old batches."""
+    from pyspark.sql.types import StructType
+
+    from kafka_eos.connectors.source.stream_reader import KafkaStreamReader
+    from kafka_eos.offsets import model
+
+    class Groups:
+        def __init__(self) -> None:
+            self.commits: list = []
+
+        def commit_group(self, group, offsets) -> None:
+            self.commits.append((group, offsets))
+
+    spec = ReplaySpec(str(tmp_path / "recorded"), str(tmp_path / "into"), 3)
+    options = {"kafka.bootstrap.servers": "b:9092", "subscribe": "in", "kafka.group.id": "lag"}
+    for extra, published in (({}, 1), ({"replayOffsetLog": spec.text()}, 0)):
+        stream = KafkaStreamReader({**options, **extra}, StructType())
+        stream._kafka = Groups()  # type: ignore[assignment]
+        stream.commit(model.encode({("in", 0): 5}))
+        assert len(stream._kafka.commits) == published
