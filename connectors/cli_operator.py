@@ -1,5 +1,5 @@
 """`kafka-eos` operator commands on a pipeline's checkpoint and output: status, verify, retire,
-accept-loss (the command line's other commands are in ``cli`` and ``cli_dev``)."""
+accept-loss, monitor (the command line's other commands are in ``cli`` and ``cli_dev``)."""
 from __future__ import annotations
 
 import argparse
@@ -126,6 +126,42 @@ def _verify(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+# -- monitor: the pipelines' probes beside their drivers (logic in connectors/operate/monitor.py) --
+def _monitor(args: argparse.Namespace) -> int:
+    """Exit 143 / 130 when stopped (SIGTERM, Ctrl-C), 1 an invalid file or one pipeline name given twice."""
+    from kafka_eos.config.redact import install
+    from kafka_eos.config.violations import InvalidPipeline, exit_code
+    from kafka_eos.connectors.operate import monitor
+    from kafka_eos.connectors.pipeline.validation import load_valid
+    cfgs = []
+    for path in args.pipelines:
+        try:
+            cfgs.append(load_valid(path, offline=True))
+        except InvalidPipeline as exc:
+            print(f"kafka-eos monitor: {path}: nothing was started; {exc}", file=sys.stderr)
+            return exit_code(exc.violations)
+        install(cfgs[-1].secrets())
+    twice = monitor.duplicate_names(cfgs)
+    if twice:
+        print(f"kafka-eos monitor: pipeline name(s) {', '.join(twice)} given twice: their series would be one; "
+              "give each pipeline a name of its own", file=sys.stderr)
+        return 1
+    return monitor.run(cfgs, args.port, args.host, lambda line: print(line, flush=True), timeout_s=args.timeout)
+
+
+def _add_monitor_command(sub) -> None:
+    watch = sub.add_parser("monitor", help="export the pipelines' lag, open and decided transactions, held-back "
+                           "output and last commit from their checkpoints, sink logs and brokers, whether or not "
+                           "their drivers run (Prometheus /metrics, exporter=\"monitor\"; no Spark)")
+    watch.add_argument("pipelines", nargs="+", metavar="pipeline.yaml")
+    watch.add_argument("--port", type=int, default=9465, help="port of /metrics (default 9465; the driver's is 9464)")
+    watch.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 every "
+                       "interface)")
+    watch.add_argument("--timeout", type=float, default=10.0, help="seconds each broker lookup may take")
+    watch.set_defaults(func=_monitor)
+# -- end monitor --
+
+
 def add_operator_commands(sub) -> None:
     status = sub.add_parser("status", help="checkpoint, lag, sink log and open transactions of a pipeline; "
                             "exit 0 healthy, 1 needs attention, 2 broker unreachable, 3 not authorized")
@@ -159,3 +195,4 @@ def add_operator_commands(sub) -> None:
                            "writes to them; until then every start is refused")
     topic.add_argument("pipeline", metavar="pipeline.yaml")
     topic.set_defaults(func=_accept_topic)
+    _add_monitor_command(sub)

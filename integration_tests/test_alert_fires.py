@@ -1,12 +1,20 @@
-"""The shipped alert fires in a real fault: a real Prometheus (Debian's package) with
-docker/alerts.yml scrapes a running pipeline's driver; the driver is killed mid-run and
-KafkaEosDriverDown goes pending, then firing after its `for: 1m`. The restart then commits what
-the dead driver left and every order comes out exactly once."""
+"""The shipped alerts fire on real faults and clear after the fix: a real Prometheus (Debian's
+package) with docker/alerts.yml verbatim scrapes a real run's driver and `kafka-eos monitor`.
+- make test: the driver frozen (SIGSTOP) while input arrives fires KafkaEosNoBatchCommitted from
+  the monitor's lag, cleared once the resumed driver commits; the driver killed right after a
+  batch's decision and kept down fires KafkaEosOutputHeldBack from the monitor, cleared once a
+  restart commits the decided batch (seconds to fire and to clear printed).
+- make chaos: the driver killed mid-run fires KafkaEosDriverDown after its `for: 1m`.
+Each restart then commits what the dead driver left and every order comes out exactly once."""
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -14,11 +22,12 @@ import pytest
 import yaml
 
 from integration_tests.debian_tools import ensure
+from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_cli import kafka_eos, start_kafka_eos
-from integration_tests.pipeline_runs import kill_group, tail
+from integration_tests.pipeline_runs import kill_group, tail, wait_for
 from integration_tests.test_metrics import free_port
 from integration_tests.test_status import ORDERS, pipeline_file, topics  # noqa: F401 - the fixture
-from kafka_eos.connectors.demo_data import order_report
+from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
 
 ALERTS = Path(__file__).resolve().parents[1] / "docker" / "alerts.yml"
 
@@ -61,14 +70,8 @@ def test_driver_down_fires_when_the_driver_is_killed(bootstrap, topics, tmp_path
     doc["checkpoint"]["trigger"] = "3 seconds"
     doc["source"]["max_offsets_per_trigger"] = 300      # several batches: the kill lands mid-run
     path.write_text(yaml.safe_dump(doc))
-    config = tmp_path / "prometheus.yml"
-    config.write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(ALERTS)],
-        "scrape_configs": [{"job_name": "kafka-eos", "static_configs": [{"targets": [f"127.0.0.1:{metrics_port}"]}]}]}))
-    prometheus = subprocess.Popen([prometheus_binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                                   f"--web.listen-address=127.0.0.1:{prometheus_port}"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, metrics_port), tmp_path,
+                                  prometheus_port)
     log = tmp_path / "run.log"
     run = start_kafka_eos(["run", str(path), "--metrics-port", str(metrics_port)], bootstrap, tmp_path, log)
     try:
@@ -89,3 +92,118 @@ def test_driver_down_fires_when_the_driver_is_killed(bootstrap, topics, tmp_path
     assert again.code == 0, again.log() + tail(log)
     assert order_report(bootstrap, {topics[0]: ORDERS}, topics[1]) == \
         {"out": ORDERS, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
+
+
+PIPELINE_LABEL = "orders-json"
+
+
+def prometheus_config(tmp_path: Path, driver_port: int, monitor_port: int | None = None) -> Path:
+    """A Prometheus config with the shipped rules, scraping (every second) the driver as job
+    kafka-eos, labelled with its pipeline, and the monitor as job kafka-eos-monitor, as
+    docker/prometheus.yml does."""
+    jobs = [{"job_name": "kafka-eos", "honor_labels": True, "static_configs": [
+        {"targets": [f"127.0.0.1:{driver_port}"], "labels": {"pipeline": PIPELINE_LABEL}}]}]
+    if monitor_port is not None:
+        jobs.append({"job_name": "kafka-eos-monitor", "honor_labels": True,
+                     "static_configs": [{"targets": [f"127.0.0.1:{monitor_port}"]}]})
+    config = tmp_path / "prometheus.yml"
+    config.write_text(yaml.safe_dump({"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                                      "rule_files": [str(ALERTS)], "scrape_configs": jobs}))
+    return config
+
+
+def start_prometheus(binary: str, config: Path, tmp_path: Path, port: int) -> subprocess.Popen:
+    return subprocess.Popen([binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                             f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def value(port: int, promql: str) -> float | None:
+    """The value of a query with one result (None: no result)."""
+    found = api(port, "query?" + urllib.parse.urlencode({"query": promql}))["result"]
+    return float(found[0]["value"][1]) if found else None
+
+
+def fires(port: int, name: str, since: float, bound_s: float) -> float:
+    """Seconds from ``since`` until alert ``name`` is firing (pending first)."""
+    wait_until(lambda: alert_state(port, name) in ("pending", "firing"), bound_s, f"{name} pending", 0.25)
+    wait_until(lambda: alert_state(port, name) == "firing", bound_s, f"{name} firing", 0.25)
+    return time.monotonic() - since
+
+
+def cleared(port: int, name: str, since: float, bound_s: float) -> float:
+    """Seconds from ``since`` until alert ``name`` is neither pending nor firing."""
+    wait_until(lambda: alert_state(port, name) is None, bound_s, f"{name} cleared", 0.25)
+    return time.monotonic() - since
+
+
+def test_a_frozen_driver_and_a_driver_killed_after_its_decision_fire_from_the_monitor_and_clear(
+        bootstrap, tmp_path, prometheus_binary):
+    """The shipped rules in a real Prometheus scraping a real run and `kafka-eos monitor`:
+    1. the driver frozen (SIGSTOP) with input arriving: KafkaEosNoBatchCommitted fires from the
+       monitor's lag (the driver's endpoint is frozen too) within its budget + `for`, and clears
+       once the resumed driver commits;
+    2. the driver killed right after batch 2's decision and kept down: KafkaEosOutputHeldBack fires
+       from the monitor's held-back output (no driver series left), and clears once a restart
+       commits the decided batch. Every order comes out exactly once."""
+    names = (unique("orders"), unique("priced"))
+    create_topics(bootstrap, {names[0]: 3, names[1]: 3})
+    first = produce_orders(bootstrap, names[0], 300)
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    path = pipeline_file(tmp_path, names, {"faultInjection": "after_decision@2", "faultInjectionDir": str(faults)})
+    doc = yaml.safe_load(path.read_text())
+    driver_port, monitor_port, prometheus_port = free_port(), free_port(), free_port()
+    doc["checkpoint"]["trigger"] = "1 second"
+    doc["source"].pop("max_offsets_per_trigger")               # one batch for all that waits
+    doc["sink"]["batch_margin_ms"] = 5000                      # the batch budget: 1 + 5 s
+    doc["metrics"] = {"port": driver_port, "sample_interval_s": 1}
+    path.write_text(yaml.safe_dump(doc))
+    prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, driver_port, monitor_port),
+                                  tmp_path, prometheus_port)
+    monitor = start_kafka_eos(["monitor", str(path), "--port", str(monitor_port)], bootstrap, tmp_path,
+                              tmp_path / "monitor.log")
+    log = tmp_path / "run.log"
+    run = start_kafka_eos(["run", str(path)], bootstrap, tmp_path, log)
+    restart = None
+    figures: dict[str, float] = {}
+    behind = 'sum(max by (topic, partition) (kafka_eos_offsets_behind{exporter="monitor"}))'
+    try:
+        wait_until(lambda: value(prometheus_port, behind) == 0 and "orders-json batch 0:" in log.read_text(), 300,
+                   "batch 0 committed and the monitor's lag 0")
+        os.killpg(run.pid, signal.SIGSTOP)                     # 1. the driver frozen
+        frozen = time.monotonic()
+        second = produce_orders(bootstrap, names[0], 200)
+        figures["stall fired"] = fires(prometheus_port, "KafkaEosNoBatchCommitted", frozen, 120)
+        assert value(prometheus_port, behind) >= 200
+        assert value(prometheus_port, 'count(kafka_eos_offsets_behind{exporter="driver"})') is None, "frozen"
+        os.killpg(run.pid, signal.SIGCONT)
+        resumed = time.monotonic()
+        figures["stall cleared"] = cleared(prometheus_port, "KafkaEosNoBatchCommitted", resumed, 120)
+        third = produce_orders(bootstrap, names[0], 200)      # 2. batch 2: killed after its decision
+        wait_for((faults, "after_decision.*"), run, 300, log)
+        kill_group(run)
+        killed = time.monotonic()
+        figures["held back fired"] = fires(prometheus_port, "KafkaEosOutputHeldBack", killed, 120)
+        held = 'max(kafka_eos_output_held_back_seconds{exporter="monitor"})'
+        assert value(prometheus_port, held) > 6
+        assert value(prometheus_port, 'count(kafka_eos_output_held_back_seconds{exporter="driver"})') is None
+        assert value(prometheus_port, 'max(kafka_eos_decided_uncommitted_transactions{exporter="monitor"})') >= 1
+        restart = start_kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path, tmp_path / "restart.log")
+        restarted = time.monotonic()
+        figures["held back cleared"] = cleared(prometheus_port, "KafkaEosOutputHeldBack", restarted, 300)
+        assert restart.wait(300) == 0, tail(tmp_path / "restart.log")
+    finally:
+        for proc in (run, restart):
+            if proc is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGCONT)
+                kill_group(proc)
+        monitor.send_signal(signal.SIGTERM)
+        stopped = monitor.wait(30)
+        prometheus.terminate()
+        prometheus.wait(30)
+    print(", ".join(f"{what} {seconds:.1f} s" for what, seconds in figures.items()))
+    assert stopped == 128 + signal.SIGTERM and "kafka-eos monitor: stopped" in (tmp_path / "monitor.log").read_text()
+    assert order_report(bootstrap, {first.run: 300, second.run: 200, third.run: 200}, names[1]) == \
+        {"out": 700, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}

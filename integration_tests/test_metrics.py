@@ -1,5 +1,6 @@
 """`kafka-eos run --metrics-port` and the file's `metrics:`: scraped during a real run (in process,
-and through spark-submit), the counters equal what was written."""
+and through spark-submit), the counters equal what was written, and the probes' series (lag read
+from the broker on a timer, held-back output, open transactions) carry exporter="driver"."""
 from __future__ import annotations
 
 import signal
@@ -51,6 +52,7 @@ def test_scrape_during_a_run_counts_what_was_written(bootstrap, tmp_path, pipeli
     run = Run(["run", str(path), "--metrics-port", str(port)], bootstrap, tmp_path)
     try:
         got = scrape_once_read(run, port, 1202)
+        lag = scrape_until(port, lambda m: len(behind(m, source)) == 2, "the lag probe's sample after a commit")
     finally:
         run.proc.send_signal(signal.SIGTERM)
         assert run.finish() == 143, run.log()  # stopped by its signal after the running batch: 128 + SIGTERM
@@ -61,8 +63,13 @@ def test_scrape_during_a_run_counts_what_was_written(bootstrap, tmp_path, pipeli
     assert got['kafka_eos_records_skipped_total{pipeline="orders-json"}'] == 2
     assert got['kafka_eos_batch_duration_seconds_count{pipeline="orders-json"}'] >= 1
     assert got['kafka_eos_last_committed_batch{pipeline="orders-json"}'] >= 0
-    behind = {k: v for k, v in got.items() if k.startswith("kafka_eos_offsets_behind") and f'topic="{source}"' in k}
-    assert len(behind) == 2 and set(behind.values()) == {0}, got  # everything read by then
+    assert set(behind(lag, source).values()) == {0}, lag  # everything read and committed by then
+
+
+def behind(got: dict[str, float], topic: str) -> dict[str, float]:
+    """The driver's ``kafka_eos_offsets_behind`` series of ``topic``."""
+    return {k: v for k, v in got.items() if k.startswith("kafka_eos_offsets_behind{")
+            and f'topic="{topic}"' in k and 'exporter="driver"' in k}
 
 
 def open_transaction(bootstrap: str, transactional_id: str, topic: str, partition: int):
@@ -99,8 +106,9 @@ def test_metrics_from_the_file_through_spark_submit_with_the_flag_over_its_port(
     path.write_text(yaml.safe_dump(doc))
     create_topics(bootstrap, {source: 2, sink: 2})
     produce_orders(bootstrap, source, 600, poison=1, aborted_every=600, aborted_size=10)
-    prefix, p = doc["sink"]["transactional_id_prefix"], 'pipeline="orders-json"'
-    held = f'{{partition="0",{p},topic="{sink}"}}'
+    prefix, p = doc["sink"]["transactional_id_prefix"], 'exporter="driver",pipeline="orders-json"'
+    held = f'{{exporter="driver",partition="0",pipeline="orders-json",topic="{sink}"}}'
+    batches = 'pipeline="orders-json"'
     lingering = [open_transaction(bootstrap, unique("other-producer"), sink, 0),
                  open_transaction(bootstrap, f"{prefix}-0badc0de-7-0", sink, 1)]
     run = Run(["run", str(path), "--master", "local[2]", "--metrics-port", str(port)], bootstrap, tmp_path)
@@ -122,15 +130,19 @@ def test_metrics_from_the_file_through_spark_submit_with_the_flag_over_its_port(
     assert f"kafka-eos orders-json: metrics at http://127.0.0.1:{port}/metrics" in run.out, run.log()
     assert got['kafka_eos_records_written_total{pipeline="orders-json"}'] == 600, got
     assert got['kafka_eos_records_read_total{pipeline="orders-json"}'] == 601
+    assert set(behind(opened, source).values()) == {0} and len(behind(opened, source)) == 2, opened
+    assert opened[f"kafka_eos_last_commit_timestamp_seconds{{{p}}}"] > time.time() - 120, opened
+    assert opened[f"kafka_eos_input_waiting_seconds{{{p}}}"] == 0, opened
     assert opened[f"kafka_eos_output_held_back_records{held}"] >= 1, opened
     assert opened[f"kafka_eos_open_transactions{{{p}}}"] >= 1, opened
     assert opened[f"kafka_eos_oldest_open_transaction_seconds{{{p}}}"] >= 2, opened
     assert opened[f"kafka_eos_oldest_open_transaction_timeout_seconds{{{p}}}"] == 120, opened
     assert opened[f'kafka_eos_decision_state{{{p},state="committed"}}'] == 1, opened
-    assert opened[f"kafka_eos_probe_failures_total{{{p}}}"] == 0, opened
+    assert opened[f'kafka_eos_probe_failures_total{{{p},probe="output"}}'] == 0, opened
+    assert opened[f'kafka_eos_probe_failures_total{{{p},probe="lag"}}'] == 0, opened
     assert ended[f"kafka_eos_output_held_back_seconds{held}"] == 0, ended
-    assert ended[f"kafka_eos_transactions_committed_total{{{p}}}"] >= 1, ended
-    assert ended[f"kafka_eos_commit_seconds_count{{{p}}}"] == ended[f"kafka_eos_batches_committed_total{{{p}}}"] >= 1
+    assert ended[f"kafka_eos_transactions_committed_total{{{batches}}}"] >= 1, ended
+    assert ended[f"kafka_eos_commit_seconds_count{{{batches}}}"] == ended[f"kafka_eos_batches_committed_total{{{batches}}}"] >= 1
     with socket.socket() as sock:
         assert sock.connect_ex(("127.0.0.1", file_port)) != 0, "the flag's port replaced the file's"
     assert not [l for l in run.err if " INFO " in l or "default log4j profile" in l], run.log()

@@ -169,7 +169,7 @@ def test_spark_master_url_matches_the_master_service():
     url = f"spark://{host}:{port}"
     assert host in SERVICES and SERVICES[host]["hostname"] == host
     assert url in SERVICES["spark-worker"]["command"] and url == job_run_args()[job_run_args().index("--master") + 1]
-    assert set(job_services()) == {"spark-master", "spark-worker", "job"}
+    assert set(job_services()) == {"spark-master", "spark-worker", "job", "monitor"}
 
 
 def mounted_file(service: dict, container_path: str) -> Path:
@@ -186,7 +186,7 @@ def test_prometheus_scrapes_the_jobs_metrics_on_the_documented_default_port():
     flags = [a.split("=", 1) for a in prometheus["command"] if a.startswith("--config.file=")]
     config = yaml.safe_load(mounted_file(prometheus, flags[0][1]).read_text())
     scrapes = {c["job_name"]: c for c in config["scrape_configs"]}
-    assert set(scrapes) == {"kafka-eos"}
+    assert set(scrapes) == {"kafka-eos", "kafka-eos-monitor"}  # the monitor's: tests/test_ops_files.py
     scrape = scrapes["kafka-eos"]
     assert scrape.get("metrics_path", "/metrics") == "/metrics"
     (target,) = [t for group in scrape["static_configs"] for t in group["targets"]]

@@ -1,8 +1,10 @@
-"""What an exactly-once operator watches first, sampled on the driver for the metrics endpoint.
+"""What an exactly-once operator watches first on a pipeline's output, sampled by its driver or the monitor.
 
 Facts (one ``OutputFacts`` per sample):
 - the Ongoing transactions under the sink's transactional-id prefix (every owner's): how many,
   the age of the oldest and its ``transaction.timeout.ms`` (the broker aborts it then);
+- those of them that are the sink log's decided but uncommitted transactions: how many, and
+  the age of the oldest (a dead driver's decided batch waits for the next start's commit);
 - per output partition (the sink's topic, the DLQ and the late topic), the records its last
   stable offset is held behind its high watermark, and for how long the LSO has stood still
   while held (every ``read_committed`` reader of the partition waits that long);
@@ -10,9 +12,10 @@ Facts (one ``OutputFacts`` per sample):
 
 Invariants:
 - It reads only (sink log, ListTransactions/DescribeTransactions, ListOffsets): nothing is
-  committed, aborted or written.
-- It samples at most once per ``interval_s`` in a daemon thread of its own; a sample that fails
-  (a broker down) is counted and the last facts stay published, and the run is never affected.
+  committed, aborted or written. It needs no Spark session and no running driver.
+- ``OperatorProbe`` samples at most once per ``interval_s`` in a daemon thread of its own; a
+  sample that fails (a broker down) is counted and the last facts stay published, and whatever
+  runs beside it (the run, the monitor's other probes) is never affected.
 - How long a partition is held is measured by the probe's own samples (``HeldClock``): the time
   since the LSO it reports was first seen held, so it covers any producer's transaction, not
   only the pipeline's, to within one interval.
@@ -23,19 +26,19 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Generic, TypeVar
 
 from kafka_eos.config.model import DEFAULT_SAMPLE_INTERVAL_S, PipelineConfig
-from kafka_eos.connectors.pipeline.spark_options import late_topic, sink_options
-from kafka_eos.connectors.sink.options import sink_config
+from kafka_eos.connectors.pipeline.spark_options import late_topic
 from kafka_eos.offsets.kafka_offsets import KafkaOffsets
 from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.sink_status import last_decision, open_transactions, prefix_ids
+from kafka_eos.txn.sink_status import last_decision, open_transactions, prefix_ids, still_open
 from kafka_eos.txn.verify_runs import VerifyRun, runs_since
 from kafka_eos.txn.topic_guard import describe_topics
 
 log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
+Facts = TypeVar("Facts")
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class OutputFacts:
     decision_batch: int = -1
     verify_runs: tuple[VerifyRun, ...] = ()      # ``kafka-eos verify`` runs recorded since the last sample
     latest_verify: VerifyRun | None = None
+    decided_open: int = 0                        # the newest decision's transactions still open (uncommitted)
+    oldest_decided_s: float = 0.0                # age of the oldest of them (0: none)
 
 
 class HeldClock:
@@ -97,11 +102,13 @@ class OutputSampler:
         records, seconds = self.held.observe(lso, hw, self.clock())
         decision = last_decision(self.sink.log_location)
         oldest = opened[0] if opened else None
+        decided, _ = still_open(decision, opened)
         new_runs = self._verify_runs()
         return OutputFacts(len(opened), oldest.age_ms / 1000 if oldest else 0.0,
                            oldest.timeout_ms / 1000 if oldest else 0.0, records, seconds,
                            str(decision.state), decision.batch_id if decision.batch_id is not None else -1,
-                           new_runs, self._latest_verify)
+                           new_runs, self._latest_verify, len(decided),
+                           max((t.age_ms / 1000 for t in decided), default=0.0))
 
     def _verify_runs(self) -> tuple[VerifyRun, ...]:
         """The verify runs recorded since the last sample (the newest is kept for the gauges)."""
@@ -113,17 +120,20 @@ class OutputSampler:
         return new
 
 
-class OperatorProbe:
+class OperatorProbe(Generic[Facts]):
     """Runs ``sample`` every ``interval_s`` in a daemon thread and hands each result to
-    ``publish``; ``failed`` is called with each sample's error instead."""
+    ``publish``; ``failed`` is called with each sample's error instead; ``close`` stops it (and
+    calls ``on_close``, e.g. to close the sampler's clients)."""
 
-    def __init__(self, sample: Callable[[], OutputFacts], publish: Callable[[OutputFacts], None],
-                 failed: Callable[[BaseException], None], interval_s: float = DEFAULT_SAMPLE_INTERVAL_S) -> None:
+    def __init__(self, sample: Callable[[], Facts], publish: Callable[[Facts], None],
+                 failed: Callable[[BaseException], None], interval_s: float = DEFAULT_SAMPLE_INTERVAL_S,
+                 name: str = "kafka-eos-operator-probe", on_close: Callable[[], None] | None = None) -> None:
         self.sample, self.publish, self.failed, self.interval_s = sample, publish, failed, interval_s
+        self._on_close = on_close
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="kafka-eos-operator-probe", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
 
-    def start(self) -> "OperatorProbe":
+    def start(self) -> "OperatorProbe[Facts]":
         self._thread.start()
         return self
 
@@ -144,19 +154,13 @@ class OperatorProbe:
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(self.interval_s + 15)
+        if self._thread.is_alive():
+            self._thread.join(self.interval_s + 15)
+        if self._on_close is not None and not self._thread.is_alive():
+            self._on_close()
 
 
 def output_topics(cfg: PipelineConfig) -> tuple[str, ...]:
     """The topics the pipeline's transactions write: the sink's, the DLQ and the late topic."""
     return tuple(sorted({t for t in (cfg.sink.topic, cfg.errors.dlq_topic, late_topic(cfg)) if t}))
 
-
-def for_pipeline(cfg: PipelineConfig, publish: Callable[[OutputFacts], None],
-                 failed: Callable[[BaseException], None]) -> OperatorProbe | None:
-    """The started probe of an exactly-once pipeline (None for at-least-once: no transactions)."""
-    if not cfg.exactly_once:
-        return None
-    sampler = OutputSampler(sink_config(sink_options(cfg)), output_topics(cfg))
-    interval = cfg.metrics.sample_interval_s if cfg.metrics else DEFAULT_SAMPLE_INTERVAL_S
-    return OperatorProbe(sampler.sample, publish, failed, interval).start()

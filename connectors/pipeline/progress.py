@@ -15,7 +15,8 @@ Invariants:
 - The reporter polls ``query.recentProgress`` (no listener callback server is needed, so it
   works the same in-process and under spark-submit).
 - Each batch's numbers are also handed, as one ``BatchReport``, to the reporter's listeners
-  (metrics); the line and the listeners read the same report.
+  (metrics); the line and the listeners read the same report. Lag is not a batch's number: the
+  probes read it from the brokers on a timer (``connectors/operate/lag_sampler``).
 - It creates nothing: the sink log is only read, through ``SinkLogReader``, at the location the
   sink itself derives from its options (``sinkLogLocation``, else ``txn.sink_log.location_for``
   of the checkpoint).
@@ -28,7 +29,6 @@ from typing import Callable
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
 from kafka_eos.connectors.pipeline.builder import passes_through, scans_per_batch
-from kafka_eos.connectors.pipeline.checkpoint_log import source_offsets
 from kafka_eos.connectors.pipeline.spark_options import late_topic, sink_options
 from kafka_eos.connectors.sink.options import sink_log_location as sink_options_log_location
 from kafka_eos.txn.abort_tally import QUERY_START, aborted_in
@@ -64,31 +64,12 @@ class BatchReport:
     dlq: int
     skipped: int
     duration_ms: int
-    behind: dict[tuple[str, int], int] = field(default_factory=dict)
     late: int = 0       # records committed to the late topic
     dropped: int = 0    # rows Spark's stateful operators dropped as late (no late topic)
     transactions: int = 0        # the sink log's record of a committed batch: transactions committed,
     precommit_ms: float = 0.0    # its slowest pre-commit,
     commit_ms: float = 0.0       # and its EndTxn round (decision to committed)
     aborted: dict[str, int] = field(default_factory=dict)  # transactions aborted since the record before, by reason
-
-
-def _topic_offsets(text: str | None) -> dict[tuple[str, int], int]:
-    offsets = source_offsets(text) if text else None
-    if not isinstance(offsets, dict):
-        return {}
-    return {(topic, int(p)): int(o) for topic, parts in offsets.items() if isinstance(parts, dict)
-            for p, o in parts.items() if str(p).isdigit() and isinstance(o, int)}
-
-
-def offsets_behind(progress) -> dict[tuple[str, int], int]:
-    """Per topic-partition, records between the batch's end and the latest offset the source saw
-    (empty when the source reports no latest offset)."""
-    behind: dict[tuple[str, int], int] = {}
-    for source in (getattr(progress, "sources", None) or [])[:1]:  # every scan reads the same offsets
-        end, latest = _topic_offsets(source.endOffset), _topic_offsets(getattr(source, "latestOffset", None))
-        behind.update({tp: max(0, latest[tp] - offset) for tp, offset in end.items() if tp in latest})
-    return behind
 
 
 def dropped_by_watermark(progress) -> int:
@@ -111,7 +92,7 @@ def batch_report(progress, read: int, record: BatchRecord | None, dlq_topic: str
         m = record.metrics
         written = int(m.get("records", 0)) - dlq - late
     return BatchReport(progress.batchId, read, written, dlq, skipped, int(progress.batchDuration or 0),
-                       offsets_behind(progress), late, 0 if late_topic else dropped_by_watermark(progress),
+                       late, 0 if late_topic else dropped_by_watermark(progress),
                        int(m.get("transactions", 0)), m.get("precommit_max_ms", 0.0), m.get("commit_ms", 0.0),
                        aborted_in(m) if record is not None else {})
 

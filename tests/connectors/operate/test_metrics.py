@@ -5,7 +5,7 @@ import urllib.request
 from types import SimpleNamespace
 
 from kafka_eos.connectors.operate.metrics import PrometheusMetrics
-from kafka_eos.connectors.pipeline.progress import BatchReport, batch_report, offsets_behind
+from kafka_eos.connectors.pipeline.progress import BatchReport, batch_report
 
 
 def scrape(port: int) -> dict[str, float]:
@@ -18,7 +18,7 @@ def test_reports_become_counters_histogram_and_gauges():
     metrics = PrometheusMetrics("p", 0)
     try:
         assert scrape(metrics.port)['kafka_eos_last_committed_batch{pipeline="p"}'] == -1
-        metrics(BatchReport(0, 100, 97, 3, 0, 1500, {("in", 0): 40}))
+        metrics(BatchReport(0, 100, 97, 3, 0, 1500))
         metrics(BatchReport(1, 10, None, 0, 2, 200))        # nothing committed
         got = scrape(metrics.port)
         assert got['kafka_eos_records_read_total{pipeline="p"}'] == 110
@@ -27,7 +27,7 @@ def test_reports_become_counters_histogram_and_gauges():
         assert got['kafka_eos_records_skipped_total{pipeline="p"}'] == 2
         assert got['kafka_eos_batch_duration_seconds_count{pipeline="p"}'] == 2
         assert got['kafka_eos_last_committed_batch{pipeline="p"}'] == 0
-        assert got['kafka_eos_offsets_behind{partition="0",pipeline="p",topic="in"}'] == 40
+        assert not [k for k in got if k.startswith("kafka_eos_offsets_behind")], "lag is the probe's, not a batch's"
     finally:
         metrics.close()
 
@@ -53,12 +53,8 @@ def test_the_aborts_a_committed_record_reports_become_a_counter_by_reason():
         metrics.close()
 
 
-def test_batch_report_and_lag_from_spark_progress():
-    source = SimpleNamespace(endOffset='{"v": 1, "topics": {"in": {"0": 5, "1": 9}}}',
-                             latestOffset='{"v": 1, "topics": {"in": {"0": 8, "1": 9}}}')
-    progress = SimpleNamespace(batchId=3, batchDuration=120, sources=[source])
-    assert offsets_behind(progress) == {("in", 0): 3, ("in", 1): 0}
-    assert offsets_behind(SimpleNamespace(sources=[SimpleNamespace(endOffset="{}", latestOffset=None)])) == {}
+def test_batch_report_from_spark_progress():
+    progress = SimpleNamespace(batchId=3, batchDuration=120, sources=[])
     report = batch_report(progress, 10, None, None)
     assert (report.batch_id, report.read, report.written, report.duration_ms) == (3, 10, None, 120)
 
@@ -97,12 +93,17 @@ def test_the_endpoint_is_the_files_unless_the_command_line_names_a_port(tmp_path
     assert endpoint(cfg, 9200) == MetricsSpec(9200, "0.0.0.0"), "the flag overrides the port, not the host"
     assert endpoint(cfg, None, "::1") == MetricsSpec(9100, "::1"), "--metrics-host over the file's host"
     data["metrics"] = {"port": 9100}
-    data["guarantee"] = "at_least_once"   # no operator probe: it would ask the brokers (no test touches localhost:9092)
+    data["guarantee"] = "at_least_once"   # no output probe; the lag probe asks no broker before a commit
     cfg, _ = load(tmp_path, data)
     lines: list[str] = []
     metrics = serve(cfg, 0, lines.append)
     try:
         assert lines == [f"kafka-eos t: metrics at http://127.0.0.1:{metrics.port}/metrics"]
-        assert scrape(metrics.port)['kafka_eos_last_committed_batch{pipeline="t"}'] == -1
+        got = scrape(metrics.port)
+        assert got['kafka_eos_last_committed_batch{pipeline="t"}'] == -1
+        assert got['kafka_eos_batch_budget_seconds{exporter="driver",pipeline="t"}'] == 10 + 120, "trigger + margin"
+        assert got['kafka_eos_probe_failures_total{exporter="driver",pipeline="t",probe="lag"}'] == 0
+        assert not [k for k in got if 'probe="output"' in k], "at-least-once: no transactions to watch"
+        assert [p.interval_s for p in metrics.probes] == [15]
     finally:
         metrics.close()

@@ -1,5 +1,5 @@
-"""The operator's metrics: the probe's facts as gauges, the held-back clock, and the metric
-reference in config/README.md kept equal to the code's table."""
+"""The operator's metrics: the probes' facts as gauges (exporter="driver" on the driver's endpoint),
+the held-back clock, and the metric reference in config/README.md kept equal to the code's table."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from kafka_eos.connectors.operate.lag import LagFacts, PartitionLag
 from kafka_eos.connectors.operate.metrics import METRICS, PrometheusMetrics, render_reference
 from kafka_eos.connectors.operate.operator_probe import HeldClock, OperatorProbe, OutputFacts, output_topics
 from kafka_eos.connectors.pipeline.progress import BatchReport
@@ -24,9 +25,12 @@ def test_the_readme_reference_is_the_codes_table():
 def test_the_endpoint_exports_exactly_the_referenced_metrics():
     metrics = PrometheusMetrics("p", 0)
     try:
-        metrics(BatchReport(0, 10, 10, 0, 0, 100, {("in", 0): 1}, transactions=2, precommit_ms=40, commit_ms=12))
-        metrics.facts(OutputFacts(1, 5.0, 900.0, {("out", 0): 3}, {("out", 0): 5.0}, "committed", 0))
-        metrics.probe_failed(TimeoutError())
+        metrics(BatchReport(0, 10, 10, 0, 0, 100, transactions=2, precommit_ms=40, commit_ms=12))
+        metrics.gauges.settings(130.0, 15)
+        metrics.gauges.expect("output")
+        metrics.gauges.output(OutputFacts(1, 5.0, 900.0, {("out", 0): 3}, {("out", 0): 5.0}, "committed", 0))
+        metrics.gauges.lag(LagFacts({("in", 0): PartitionLag(1, 2.0)}, 0, 1.7e9))
+        metrics.gauges.failed("lag", TimeoutError())
         exported = {key.split("{")[0] for key in scrape(metrics.port)}
     finally:
         metrics.close()
@@ -40,27 +44,32 @@ def test_the_endpoint_exports_exactly_the_referenced_metrics():
 
 def test_facts_become_gauges_and_a_committed_batch_its_latencies():
     metrics = PrometheusMetrics("p", 0)
+    d = 'exporter="driver",pipeline="p"'
     try:
+        metrics.gauges.expect("output")
         got = scrape(metrics.port)
-        assert got['kafka_eos_decision_batch{pipeline="p"}'] == -1
+        assert got[f'kafka_eos_decision_batch{{{d}}}'] == -1
         assert got['kafka_eos_run_start_timestamp_seconds{pipeline="p"}'] > 1.7e9
         metrics(BatchReport(4, 10, 10, 0, 0, 100, transactions=3, precommit_ms=40, commit_ms=12))
-        metrics.facts(OutputFacts(2, 61.5, 900.0, {("out", 0): 7, ("out", 1): 0}, {("out", 0): 30.0},
-                                  "decided-pending", 5))
+        metrics.gauges.output(OutputFacts(2, 61.5, 900.0, {("out", 0): 7, ("out", 1): 0}, {("out", 0): 30.0},
+                                          "decided-pending", 5, decided_open=1, oldest_decided_s=40.0))
         got = scrape(metrics.port)
         assert got['kafka_eos_transactions_committed_total{pipeline="p"}'] == 3
         assert got['kafka_eos_batches_committed_total{pipeline="p"}'] == 1
         assert got['kafka_eos_commit_seconds_sum{pipeline="p"}'] == pytest.approx(0.012)
         assert got['kafka_eos_precommit_seconds_sum{pipeline="p"}'] == pytest.approx(0.04)
-        assert got['kafka_eos_open_transactions{pipeline="p"}'] == 2
-        assert got['kafka_eos_oldest_open_transaction_seconds{pipeline="p"}'] == 61.5
-        assert got['kafka_eos_oldest_open_transaction_timeout_seconds{pipeline="p"}'] == 900
-        assert got['kafka_eos_output_held_back_records{partition="0",pipeline="p",topic="out"}'] == 7
-        assert got['kafka_eos_output_held_back_seconds{partition="0",pipeline="p",topic="out"}'] == 30
-        assert got['kafka_eos_output_held_back_seconds{partition="1",pipeline="p",topic="out"}'] == 0
-        assert got['kafka_eos_decision_state{pipeline="p",state="decided-pending"}'] == 1
-        assert got['kafka_eos_decision_state{pipeline="p",state="committed"}'] == 0
-        assert got['kafka_eos_decision_batch{pipeline="p"}'] == 5
+        assert got[f'kafka_eos_open_transactions{{{d}}}'] == 2
+        assert got[f'kafka_eos_oldest_open_transaction_seconds{{{d}}}'] == 61.5
+        assert got[f'kafka_eos_oldest_open_transaction_timeout_seconds{{{d}}}'] == 900
+        assert got[f'kafka_eos_decided_uncommitted_transactions{{{d}}}'] == 1
+        assert got[f'kafka_eos_oldest_decided_uncommitted_seconds{{{d}}}'] == 40
+        assert got['kafka_eos_output_held_back_records{exporter="driver",partition="0",pipeline="p",topic="out"}'] == 7
+        assert got['kafka_eos_output_held_back_seconds{exporter="driver",partition="0",pipeline="p",topic="out"}'] == 30
+        assert got['kafka_eos_output_held_back_seconds{exporter="driver",partition="1",pipeline="p",topic="out"}'] == 0
+        assert got['kafka_eos_decision_state{exporter="driver",pipeline="p",state="decided-pending"}'] == 1
+        assert got['kafka_eos_decision_state{exporter="driver",pipeline="p",state="committed"}'] == 0
+        assert got[f'kafka_eos_decision_batch{{{d}}}'] == 5
+        assert got[f'kafka_eos_probe_last_success_timestamp_seconds{{{d},probe="output"}}'] > 1.7e9
     finally:
         metrics.close()
 
@@ -126,14 +135,16 @@ def test_verify_runs_become_a_counter_by_outcome_and_the_newest_verified_batch(t
     new = sampler._verify_runs()
     assert [r.at_ms for r in new] == [9_000] and sampler._verify_runs() == ()
     metrics = PrometheusMetrics("p", 0)
+    d = 'exporter="driver"'
     try:
-        assert scrape(metrics.port)['kafka_eos_verify_batches_total{outcome="failed",pipeline="p"}'] == 0
-        metrics.facts(OutputFacts(0, 0.0, 0.0, verify_runs=new, latest_verify=runs_since(log)[-1]))
+        metrics.gauges.expect("output")
+        assert scrape(metrics.port)[f'kafka_eos_verify_batches_total{{{d},outcome="failed",pipeline="p"}}'] == 0
+        metrics.gauges.output(OutputFacts(0, 0.0, 0.0, verify_runs=new, latest_verify=runs_since(log)[-1]))
         got = scrape(metrics.port)
-        assert got['kafka_eos_verify_batches_total{outcome="verified",pipeline="p"}'] == 2
-        assert got['kafka_eos_verify_batches_total{outcome="failed",pipeline="p"}'] == 1
-        assert got['kafka_eos_verify_batches_total{outcome="unverifiable",pipeline="p"}'] == 1
-        assert got['kafka_eos_verify_newest_verified_batch{pipeline="p"}'] == 4
-        assert got['kafka_eos_verify_last_run_timestamp_seconds{pipeline="p"}'] == 9.0
+        assert got[f'kafka_eos_verify_batches_total{{{d},outcome="verified",pipeline="p"}}'] == 2
+        assert got[f'kafka_eos_verify_batches_total{{{d},outcome="failed",pipeline="p"}}'] == 1
+        assert got[f'kafka_eos_verify_batches_total{{{d},outcome="unverifiable",pipeline="p"}}'] == 1
+        assert got[f'kafka_eos_verify_newest_verified_batch{{{d},pipeline="p"}}'] == 4
+        assert got[f'kafka_eos_verify_last_run_timestamp_seconds{{{d},pipeline="p"}}'] == 9.0
     finally:
         metrics.close()
