@@ -43,6 +43,7 @@ class LagFacts:
     committed_batch: int | None = None          # None: no batch committed yet
     last_commit_s: float | None = None          # Unix time of that batch's commit (None: none yet)
     waiting_s: float = 0.0                      # how long records have waited with no batch committed
+    error: BaseException | None = None          # the brokers' reads failed: the facts rest on the last ends read
 
 
 def records_behind(positions: Mapping[TopicPartition, int],

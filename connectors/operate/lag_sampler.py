@@ -11,8 +11,10 @@ Invariants:
   the first unread records commits nothing and belongs to no group of the pipeline's.
 - The ends are read on the sampler's timer, never taken from a batch's planning; ``lag.source_lag``
   turns them into facts.
-- A sample whose ends or heads cannot be read raises (``KafkaLookupError``): the probe counts
-  the failure and the last facts stay published.
+- A sample whose ends or first unread records cannot be read (``KafkaLookupError``: a partition's
+  leader hung or down) still answers, from the ends last read: an end offset never goes back, so
+  ``last end - position`` is a lower bound of what waits, and a pipeline stalled behind a hung
+  source leader shows its input waiting; the facts carry the error (the probe counts it as failed).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from kafka_eos.connectors.pipeline.spark_options import sink_options, source_opt
 from kafka_eos.connectors.sink.options import sink_log_location
 from kafka_eos.connectors.source.options import parse_source_options
 from kafka_eos.offsets import model
-from kafka_eos.offsets.kafka_offsets import KafkaOffsets
+from kafka_eos.offsets.kafka_offsets import KafkaLookupError, KafkaOffsets
 from kafka_eos.offsets.record_times import RecordTimes
 from kafka_eos.txn.sink_log import SinkLogReader
 from kafka_eos.txn.states import BatchState
@@ -71,6 +73,8 @@ class LagSampler:
         self.checkpoint, self.sink_log = checkpoint, sink_log
         self.ends, self.heads, self.clock, self._close = ends, heads, clock, close
         self.commits, self.waits = CommitClock(), WaitClock()
+        self._ends: dict[TopicPartition, int] = {}          # the ends last read
+        self._heads: dict[TopicPartition, Head | None] = {}  # the first unread records last read
 
     def sample(self) -> LagFacts:
         recorded = last_commit_s(self.sink_log) if self.sink_log else None
@@ -78,14 +82,24 @@ class LagSampler:
         if position is None:
             return LagFacts()
         batch, positions = position
-        ends = self.ends(set(positions))
+        error: KafkaLookupError | None = None
+        try:
+            self._ends.update(self.ends(set(positions)))
+        except KafkaLookupError as exc:
+            error = exc
+        ends = {tp: end for tp, end in self._ends.items() if tp in positions}
         behind = {tp: positions[tp] for tp, n in records_behind(positions, ends).items() if n > 0}
-        heads = self.heads(behind) if behind else {}
+        if behind and error is None:
+            try:
+                self._heads = dict(self.heads(behind))
+            except KafkaLookupError as exc:
+                error = exc
+        heads = {tp: h for tp, h in self._heads.items() if tp in behind and (h is None or h[0] >= behind[tp])}
         now = self.clock()
         lag = source_lag(positions, ends, heads, int(now * 1000))
         committed_s = self.commits.observe(batch, recorded, now)
         waiting = self.waits.observe(sum(p.records for p in lag.values()), committed_s, now)
-        return LagFacts(lag, batch, committed_s, waiting)
+        return LagFacts(lag, batch, committed_s, waiting, error)
 
     def close(self) -> None:
         if self._close is not None:

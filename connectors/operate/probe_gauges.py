@@ -5,7 +5,8 @@ Invariants:
 - A probe's series are exported once that probe is expected (``expect``), with their
   before-the-first-sample values (counters 0, batches -1), so an alert on a missing probe can
   tell "none yet" from "not running".
-- A failed sample changes nothing but the probe's failure counter: the last facts stay.
+- A failed sample changes nothing but the probe's failure counter: the last facts stay. A lag
+  sample that answers from the ends last read (``LagFacts.error``) is published and counted failed.
 - It is a listener: it reads facts and changes nothing anyone does.
 """
 from __future__ import annotations
@@ -78,4 +79,7 @@ class ProbeGauges:
         if facts.last_commit_s is not None:
             self._metric("kafka_eos_last_commit_timestamp_seconds").set(facts.last_commit_s)
         self._metric("kafka_eos_input_waiting_seconds").set(facts.waiting_s)
-        self._succeeded(LAG)
+        if facts.error is None:
+            self._succeeded(LAG)
+        else:
+            self.failed(LAG, facts.error)

@@ -104,3 +104,34 @@ def test_no_committed_batch_asks_no_broker(tmp_path):
         raise AssertionError("asked a broker")
     facts = LagSampler(str(tmp_path / "ck"), None, refuse, refuse).sample()
     assert (facts.partitions, facts.committed_batch, facts.last_commit_s) == ({}, None, None)
+
+
+def test_a_hung_source_leader_answers_from_the_ends_last_read_and_counts_as_failed(tmp_path):
+    """Ends never go back: with the brokers' reads failing, what waited at the last answer still
+    waits while the position stands, so a pipeline stalled behind a hung leader shows input waiting
+    (and its first unread record ageing); the facts carry the error, which the gauges count."""
+    from kafka_eos.connectors.operate.metric_table import MONITORED, register
+    from kafka_eos.connectors.operate.probe_gauges import ProbeGauges
+    from kafka_eos.offsets.kafka_offsets import KafkaLookupError
+    from prometheus_client import CollectorRegistry
+    location = checkpoint(tmp_path / "ck", {0: {"0": 10, "1": 4}}, [0])
+    answers = iter([{A: 15, B: 4}, KafkaLookupError("leader of in-0 hung"), KafkaLookupError("still hung")])
+    now = iter([100.0, 130.0, 160.0])
+
+    def ends(_tps):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+    sampler = LagSampler(location, None, ends, lambda starts: {A: (10, 95_000)}, clock=lambda: next(now))
+    facts = [sampler.sample() for _ in range(3)]
+    assert [f.error is None for f in facts] == [True, False, False]
+    assert [f.partitions[A] for f in facts] == [PartitionLag(5, 5.0), PartitionLag(5, 35.0), PartitionLag(5, 65.0)]
+    assert [f.waiting_s for f in facts] == [0.0, 30.0, 60.0], "the commit clock starts at the first sample here"
+    registry = CollectorRegistry()
+    gauges = ProbeGauges(register(registry, MONITORED), "p", "monitor")
+    gauges.lag(facts[0])
+    gauges.lag(facts[2])
+    labels = {"pipeline": "p", "exporter": "monitor"}
+    assert registry.get_sample_value("kafka_eos_input_waiting_seconds", labels) == 60.0
+    assert registry.get_sample_value("kafka_eos_probe_failures_total", {**labels, "probe": "lag"}) == 1
