@@ -25,7 +25,7 @@ from integration_tests.test_late_records import topics as window_topics
 
 def verify(path: str, bootstrap: str, tmp_path, *more: str) -> tuple[int, dict]:
     done = kafka_eos(["verify", path, "--json", *more], bootstrap, tmp_path, timeout=300)
-    assert done.code in (0, 1), done.log()
+    assert done.code in (0, 6, 7), done.log()  # verified, failed, cannot be verified: a report, not an error
     return done.code, json.loads(done.stdout)
 
 
