@@ -11,6 +11,9 @@ Invariants:
   (``JAVA_HOME``, ``PATH``, ``update-alternatives``, the usual JDK folders) and returns the
   first that qualifies, in that order; no JDK path is assumed.
 - Every failure raises ``BrokerEnvironmentError`` with a message that says what to do.
+- Run as a script in the repository root (``PYTHONPATH=. python3 connectors/dev/java_env.py``) it
+  checks Java and fetches the pinned version's jars before the package is installed: ``make run``
+  runs it beside pip (it needs only the standard library and the repository's ``kafka_eos/``).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from kafka_eos import KafkaEosError
@@ -162,3 +166,18 @@ def _failed_artifact(output: str) -> str:
 
 def _tail(text: str, lines: int = 15) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def main() -> int:
+    """Check Java and fetch the pinned broker jars; print what is missing on failure (exit 1)."""
+    try:
+        java_binary()
+        broker_classpath()
+    except BrokerEnvironmentError as exc:
+        print(f"kafka-eos: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

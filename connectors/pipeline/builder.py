@@ -96,8 +96,8 @@ def stream_source_options(cfg: PipelineConfig, extra: dict[str, str] | None = No
 
 def read_source(spark: SparkSession, options: dict[str, str], scan: str | None = None) -> DataFrame:
     """A scan of the source with ``options`` (``stream_source_options``: one start for all scans),
-    named ``scan`` in a plan of several (each records its name on its batch ends)."""
-    connectors.register(spark)
+    named ``scan`` in a plan of several (each records its name on its batch ends); the data source
+    is registered (``build_frame``)."""
     named = {**options, source_option("scanName").name: scan} if scan else options
     return spark.readStream.format("kafka-eos").options(**named).load()
 
@@ -189,6 +189,7 @@ def build_frame(spark: SparkSession, cfg: PipelineConfig, on_skipped: Callable[[
     """The whole pipeline as one streaming DataFrame in the sink's shape (``source_extra``: more
     source options; a copy then reads its records, and the frame is the records the sink writes;
     ``available_now``: the scans stop at the ends taken now where that is a drain, ``pipeline.drain``)."""
+    connectors.register(spark)  # once: Spark warns on each registration that replaces one
     options = stream_source_options(cfg, source_extra)
     if available_now:
         options = drain.prepare(spark, options)
