@@ -4,7 +4,9 @@ package) with docker/alerts.yml verbatim scrapes a real run's driver and `kafka-
   the monitor's lag, cleared once the resumed driver commits; the driver killed right after a
   batch's decision and kept down fires KafkaEosOutputHeldBack from the monitor, cleared once a
   restart commits the decided batch (seconds to fire and to clear printed).
-- make chaos: the driver killed mid-run fires KafkaEosDriverDown after its `for: 1m`.
+- make chaos: the driver killed mid-run fires KafkaEosDriverDown after its `for: 1m`; the only
+  broker (the source's leader) hung with input waiting fires KafkaEosNoBatchCommitted from the
+  ends the monitor last read, cleared once the broker is resumed and the run commits.
 Each restart then commits what the dead driver left and every order comes out exactly once."""
 from __future__ import annotations
 
@@ -21,13 +23,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from integration_tests import network_faults as faults
 from integration_tests.debian_tools import ensure
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_cli import kafka_eos, start_kafka_eos
 from integration_tests.pipeline_runs import kill_group, tail, wait_for
+from integration_tests.providers import local_broker
 from integration_tests.test_metrics import free_port
 from integration_tests.test_status import ORDERS, pipeline_file, topics  # noqa: F401 - the fixture
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
+from kafka_eos.connectors.dev.local_kafka import ClusterSettings
 
 ALERTS = Path(__file__).resolve().parents[1] / "docker" / "alerts.yml"
 
@@ -207,3 +212,55 @@ def test_a_frozen_driver_and_a_driver_killed_after_its_decision_fire_from_the_mo
     assert stopped == 128 + signal.SIGTERM and "kafka-eos monitor: stopped" in (tmp_path / "monitor.log").read_text()
     assert order_report(bootstrap, {first.run: 300, second.run: 200, third.run: 200}, names[1]) == \
         {"out": 700, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
+
+
+@pytest.mark.chaos  # ~3 min with a broker of its own: `make chaos`
+def test_a_hung_source_leader_fires_no_batch_committed_from_the_ends_last_read(tmp_path, prometheus_binary):
+    """The only broker (every partition's leader) hung with SIGSTOP while input waits for the next
+    trigger: nobody can read the source's ends, the monitor's lag probe answers from the ends it last
+    read (and counts failures), and KafkaEosNoBatchCommitted fires; resumed, the run commits the
+    waiting input and the alert clears. Every order comes out exactly once."""
+    with local_broker(ClusterSettings(nodes=1)) as broker:
+        names = (unique("orders"), unique("priced"))
+        create_topics(broker.bootstrap, {names[0]: 3, names[1]: 3})
+        first = produce_orders(broker.bootstrap, names[0], 300)
+        path = pipeline_file(tmp_path, names)
+        doc = yaml.safe_load(path.read_text())
+        driver_port, monitor_port, prometheus_port = free_port(), free_port(), free_port()
+        doc["checkpoint"]["trigger"] = "20 seconds"                # input waits for the next trigger
+        doc["source"].pop("max_offsets_per_trigger")
+        doc["sink"]["batch_margin_ms"] = 5000                      # the batch budget: 20 + 5 s
+        doc["metrics"] = {"port": driver_port, "sample_interval_s": 1}
+        path.write_text(yaml.safe_dump(doc))
+        prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, driver_port, monitor_port),
+                                      tmp_path, prometheus_port)
+        monitor = start_kafka_eos(["monitor", str(path), "--port", str(monitor_port), "--timeout", "5"],
+                                  broker.bootstrap, tmp_path, tmp_path / "monitor.log")
+        log = tmp_path / "run.log"
+        run = start_kafka_eos(["run", str(path)], broker.bootstrap, tmp_path, log)
+        behind = 'sum(max by (topic, partition) (kafka_eos_offsets_behind{exporter="monitor"}))'
+        figures: dict[str, float] = {}
+        try:
+            wait_until(lambda: value(prometheus_port, behind) == 0 and "orders-json batch 0:" in log.read_text(),
+                       300, "batch 0 committed and the monitor's lag 0")
+            second = produce_orders(broker.bootstrap, names[0], 200)
+            wait_until(lambda: (value(prometheus_port, behind) or 0) >= 200, 30, "the monitor sees the input wait")
+            with faults.hung(broker.cluster, broker.cluster.nodes[0].node_id):
+                hung_at = time.monotonic()
+                figures["stall fired"] = fires(prometheus_port, "KafkaEosNoBatchCommitted", hung_at, 150)
+                failed = 'sum(kafka_eos_probe_failures_total{exporter="monitor",probe="lag"})'
+                assert (value(prometheus_port, failed) or 0) >= 1, "the lag probe counted its failed reads"
+            resumed = time.monotonic()
+            figures["stall cleared"] = cleared(prometheus_port, "KafkaEosNoBatchCommitted", resumed, 180)
+            stop = kafka_eos(["stop", str(path)], broker.bootstrap, tmp_path, timeout=120)
+            assert stop.code == 0, stop.log()
+            assert run.wait(180) == 0, tail(log)
+        finally:
+            kill_group(run)
+            monitor.send_signal(signal.SIGTERM)
+            monitor.wait(30)
+            prometheus.terminate()
+            prometheus.wait(30)
+        print(", ".join(f"{what} {seconds:.1f} s" for what, seconds in figures.items()))
+        assert order_report(broker.bootstrap, {first.run: 300, second.run: 200}, names[1]) == \
+            {"out": 500, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
