@@ -87,6 +87,9 @@ def main(versions: list[str]) -> int:
             f"({r['seconds']} s)" for step, r in steps.items()))
         for test, props in steps["matrix"]["figures"].items():
             print(f"pyspark {version}: {test}: " + ", ".join(f"{k} {v}" for k, v in props.items()))
+    passed = sum(r.get("passed", 0) for steps in results.values() for r in steps.values())
+    failed = sum(r.get("failed", 0) + r.get("error", 0) for steps in results.values() for r in steps.values())
+    print(f"matrix: {passed} passed, {failed} failed")
     return 1 if any(r["exit"] != 0 for steps in results.values() for r in steps.values()) else 0
 
 
