@@ -52,37 +52,32 @@ def _add_accept_loss_command(sub) -> None:
 # -- accept-topic: the way on after OutputTopicChangedError (logic in connectors/operate/accept_topic.py) --
 def _accept_topic(args: argparse.Namespace) -> int:
     """Exit 0 accepted (or nothing to accept), 1 an invalid file or a topic that cannot be accepted, 2 unreachable."""
-    from kafka_eos.config.violations import InvalidPipeline, exit_code
     from kafka_eos.connectors.operate.accept_topic import accept_topics
-    from kafka_eos.connectors.pipeline.spark_options import sink_options
-    from kafka_eos.connectors.pipeline.validation import load_valid
     from kafka_eos.connectors.sink.options import sink_config
-    try:
-        cfg = load_valid(args.pipeline, offline=True)
-    except InvalidPipeline as exc:
-        print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
-        return exit_code(exc.violations)
-    done = accept_topics(sink_config(sink_options(cfg)))
-    for line in done.lines:
-        print(f"kafka-eos accept-topic {cfg.name}: {line}", file=sys.stdout if done.exit_code == 0 else sys.stderr)
-    return done.exit_code
+    return _on_sink(args.pipeline, "accept-topic", lambda options: accept_topics(sink_config(options)))
 # -- end accept-topic --
 
 
 def _retire(args: argparse.Namespace) -> int:
     """Commit what is decided, abort the rest, release the prefix, mark the checkpoint retired."""
-    from kafka_eos.config.violations import InvalidPipeline, exit_code
     from kafka_eos.connectors.operate.retire import retire_sink
+    return _on_sink(args.pipeline, "retire", retire_sink)
+
+
+def _on_sink(pipeline: str, verb: str, act) -> int:
+    """Run ``act`` on the sink options of the valid pipeline file ``pipeline``; print its lines, return
+    its exit code (an invalid file: the violations' code)."""
+    from kafka_eos.config.violations import InvalidPipeline, exit_code
     from kafka_eos.connectors.pipeline.spark_options import sink_options
     from kafka_eos.connectors.pipeline.validation import load_valid
     try:
-        cfg = load_valid(args.pipeline, offline=True)
+        cfg = load_valid(pipeline, offline=True)
     except InvalidPipeline as exc:
-        print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
+        print(f"kafka-eos: {pipeline}: {exc}", file=sys.stderr)
         return exit_code(exc.violations)
-    done = retire_sink(sink_options(cfg))
+    done = act(sink_options(cfg))
     for line in done.lines:
-        print(f"kafka-eos retire {cfg.name}: {line}", file=sys.stdout if done.exit_code == 0 else sys.stderr)
+        print(f"kafka-eos {verb} {cfg.name}: {line}", file=sys.stdout if done.exit_code == 0 else sys.stderr)
     return done.exit_code
 
 
