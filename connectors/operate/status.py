@@ -25,6 +25,7 @@ from kafka_eos.config.live import ClusterProblem, distinct_clusters, reachable, 
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
 from kafka_eos.config.violations import INVALID
+from kafka_eos.connectors.operate.lag_sampler import committed_position
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.spark_options import sink_options, source_options
 from kafka_eos.connectors.operate.status_facts import attention, decision_facts, open_facts, verify_facts
@@ -70,13 +71,8 @@ def _positions(cfg: PipelineConfig, report: Report) -> model.Offsets | None:
     report.facts["checkpoint"] = {"location": cfg.checkpoint.location,
                                   "last_planned_batch": planned[-1] if planned else None,
                                   "last_committed_batch": committed[-1] if committed else None}
-    entry = reader.offsets(committed[-1]) if committed else None
-    if entry is None or not entry.sources:
-        return None
-    try:
-        return model.decode(json.loads(entry.sources[-1]))
-    except ValueError:  # not a kafka-eos source line (OffsetFormatError is a ValueError)
-        return None
+    position = committed_position(cfg.checkpoint.location or "")
+    return position[1] if position is not None else None
 
 
 def _source(cfg: PipelineConfig, positions: model.Offsets | None, timeout_s: float) -> dict[str, Any]:
