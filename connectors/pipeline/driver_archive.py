@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, MutableMapping
 
+from kafka_eos import KafkaEosError
 from kafka_eos.connectors import jvm_class_archive
 from kafka_eos.connectors.pipeline.user_cache import cache_folder
 
@@ -71,8 +72,8 @@ def plan(env: Mapping[str, str]) -> DriverArchive:
         return DriverArchive()
     try:
         archive = jvm_class_archive.spark_archive(directory, user)
-    except (OSError, subprocess.SubprocessError):  # no java to ask, an unreadable folder: start without
-        return DriverArchive()
+    except (OSError, subprocess.SubprocessError, KafkaEosError):  # no java to ask (java_env's error), an
+        return DriverArchive()                                      # unreadable folder: start without
     if archive.is_file():
         return DriverArchive(tuple(jvm_class_archive.mapped(archive)), archive)
     try:

@@ -59,3 +59,14 @@ def test_an_archive_the_user_names_is_left_alone(tmp_path, keyed, user):
 
 def test_off_maps_nothing(tmp_path, keyed):
     assert driver_archive.plan({"KAFKA_EOS_JVM_ARCHIVES": "off"}).options == ()
+
+
+def test_no_java_to_ask_starts_without_an_archive(tmp_path, monkeypatch):
+    """No Java 17 found: the archive is skipped (Spark's own start says what is missing), not an error
+    about the local broker that a supervisor would read as unreachable."""
+    from kafka_eos.connectors.dev import java_env
+
+    def no_java() -> str:
+        raise java_env.BrokerEnvironmentError("Java not found")
+    monkeypatch.setattr(java_env, "java_binary", no_java)
+    assert driver_archive.plan({"KAFKA_EOS_JVM_ARCHIVES": str(tmp_path)}) == driver_archive.DriverArchive()
