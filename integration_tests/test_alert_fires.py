@@ -6,7 +6,9 @@ package) with docker/alerts.yml verbatim scrapes a real run's driver and `kafka-
   restart commits the decided batch (seconds to fire and to clear printed).
 - make chaos: the driver killed mid-run fires KafkaEosDriverDown after its `for: 1m`; the only
   broker (the source's leader) hung with input waiting fires KafkaEosNoBatchCommitted from the
-  ends the monitor last read, cleared once the broker is resumed and the run commits.
+  ends the monitor last read, cleared once the broker is resumed and the run commits; a verify
+  that fails (another writer's record in the output) fires KafkaEosVerifyFailed from the monitor,
+  cleared by a later verify run that passes.
 Each restart then commits what the dead driver left and every order comes out exactly once."""
 from __future__ import annotations
 
@@ -264,3 +266,57 @@ def test_a_hung_source_leader_fires_no_batch_committed_from_the_ends_last_read(t
         print(", ".join(f"{what} {seconds:.1f} s" for what, seconds in figures.items()))
         assert order_report(broker.bootstrap, {first.run: 300, second.run: 200}, names[1]) == \
             {"out": 500, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
+
+
+@pytest.mark.chaos  # three runs and three verifies (~2 min): `make chaos`; make test keeps the stall and held-back case
+def test_a_verify_that_fails_fires_from_the_monitor_and_a_verify_that_passes_clears_it(
+        bootstrap, tmp_path, prometheus_binary):
+    """The shipped KafkaEosVerifyFailed in a real Prometheus scraping `kafka-eos monitor` (no driver
+    running): a record another transactional producer committed into the output between two runs
+    makes the next batch fail verify (exit 6); the alert fires from the monitor's reading of the
+    recorded verify run, and clears once a later verify run of the batches after it passes."""
+    from confluent_kafka import Producer
+
+    from integration_tests.test_verify_recompute import verify
+    names = (unique("orders"), unique("priced"))
+    create_topics(bootstrap, {names[0]: 3, names[1]: 3})
+    path = pipeline_file(tmp_path, names)
+    monitor_port, prometheus_port = free_port(), free_port()
+    prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, free_port(), monitor_port),
+                                  tmp_path, prometheus_port)
+    monitor = start_kafka_eos(["monitor", str(path), "--port", str(monitor_port)], bootstrap, tmp_path,
+                              tmp_path / "monitor.log")
+    last_run = 'max(kafka_eos_verify_last_run_timestamp_seconds{exporter="monitor"})'
+    figures: dict[str, float] = {}
+    try:
+        runs = [produce_orders(bootstrap, names[0], 600)]
+        assert kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path).code == 0
+        assert verify(str(path), bootstrap, tmp_path)[0] == 0
+        wait_until(lambda: (value(prometheus_port, last_run) or 0) > 0, 120, "the monitor saw the verify run")
+        assert alert_state(prometheus_port, "KafkaEosVerifyFailed") is None
+        intruder = Producer({"bootstrap.servers": bootstrap, "transactional.id": unique("intruder")})
+        intruder.init_transactions(30)
+        intruder.begin_transaction()
+        intruder.produce(names[1], b'{"order_id": "intruder-0"}', b"not-ours", partition=1)
+        intruder.commit_transaction(30)
+        runs.append(produce_orders(bootstrap, names[0], 600))
+        assert kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path).code == 0
+        code, report = verify(str(path), bootstrap, tmp_path)
+        failed = [b["batch"] for b in report["per_batch"] if b["outcome"] == "failed"]
+        assert code == 6 and len(failed) == 1, report
+        verified = time.monotonic()
+        figures["verify failed fired"] = fires(prometheus_port, "KafkaEosVerifyFailed", verified, 120)
+        assert value(prometheus_port, 'max(kafka_eos_verify_last_run_failed_batches{exporter="monitor"})') == 1
+        runs.append(produce_orders(bootstrap, names[0], 600))
+        assert kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path).code == 0
+        code, report = verify(str(path), bootstrap, tmp_path, "--batches", f"{failed[0] + 1}..")
+        assert code == 0 and report["per_batch"], report
+        passed = time.monotonic()
+        figures["verify failed cleared"] = cleared(prometheus_port, "KafkaEosVerifyFailed", passed, 120)
+    finally:
+        monitor.send_signal(signal.SIGTERM)
+        monitor.wait(30)
+        prometheus.terminate()
+        prometheus.wait(30)
+    print(", ".join(f"{what} {seconds:.1f} s" for what, seconds in figures.items()))
+    assert order_report(bootstrap, {run.run: 600 for run in runs}, names[1])["duplicates"] == 0

@@ -105,6 +105,8 @@ METRICS = (
            "verified (-1: none)", PROBE),
     Metric("kafka_eos_verify_last_run_timestamp_seconds", "gauge", PE, "Unix time of the last recorded verify run "
            "(0: none)", PROBE),
+    Metric("kafka_eos_verify_last_run_failed_batches", "gauge", PE, "batches the last recorded verify run failed "
+           "(0: none, or no run yet): the alert KafkaEosVerifyFailed; a later run that fails none clears it", PROBE),
     Metric("kafka_eos_probe_failures_total", "counter", ("pipeline", "probe", "exporter"), "probe samples that "
            "failed (a broker down or refusing), by `probe`: `output`, `lag`; the probe's gauges keep their last "
            "values", SAMPLES),

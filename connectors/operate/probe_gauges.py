@@ -43,6 +43,7 @@ class ProbeGauges:
             self._metric("kafka_eos_verify_batches_total", outcome)
         self._metric("kafka_eos_verify_newest_verified_batch").set(-1)
         self._metric("kafka_eos_verify_last_run_timestamp_seconds").set(0)
+        self._metric("kafka_eos_verify_last_run_failed_batches").set(0)
 
     def failed(self, probe: str, _error: BaseException | None = None) -> None:
         self._metric("kafka_eos_probe_failures_total", probe).inc()
@@ -70,6 +71,7 @@ class ProbeGauges:
             newest = facts.latest_verify.newest_verified
             self._metric("kafka_eos_verify_newest_verified_batch").set(-1 if newest is None else newest)
             self._metric("kafka_eos_verify_last_run_timestamp_seconds").set(facts.latest_verify.at_ms / 1000)
+            self._metric("kafka_eos_verify_last_run_failed_batches").set(facts.latest_verify.count("failed"))
         self._succeeded(OUTPUT)
 
     def lag(self, facts: LagFacts) -> None:
