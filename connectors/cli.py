@@ -62,7 +62,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.master:
         from kafka_eos.connectors.pipeline.submit import submit
         return submit(args.pipeline, args.master, redactor, args.once, conf, name=f"kafka-eos {cfg.name}",
-                      verbose=args.verbose, metrics_port=args.metrics_port, metrics_host=args.metrics_host)
+                      verbose=args.verbose, metrics_port=args.metrics_port, metrics_host=args.metrics_host,
+                      checkpoint=cfg.checkpoint.location)
     from kafka_eos.connectors.pipeline.runner import run_local, run_remote
     emit = lambda line: print(line, flush=True)  # noqa: E731
     try:

@@ -169,3 +169,32 @@ def test_stop_with_input_arriving_then_restart_exactly_once(bootstrap, tmp_path,
     no_recovery(rest.stderr.splitlines())
     report = order_report(bootstrap, runs, topic=sink)
     assert report == {"out": sum(runs.values()), "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
+
+
+@pytest.mark.chaos  # a spark-submit run (~1.5 min): `make chaos`; make test keeps the in-process run's SIGTERM
+def test_sigterm_to_a_spark_submit_run_stops_its_driver_after_the_running_batch(bootstrap, tmp_path, pipeline):
+    """`kafka-eos run --master` as a supervisor or a Kubernetes pod runs it: SIGTERM reaches only
+    the process it started (kafka-eos), not spark-submit's driver. The driver still stops after its
+    running batch (the stop marker), the run exits 143, and a restart finds nothing to recover."""
+    path, source, sink = pipeline
+    create_topics(bootstrap, {source: 2, sink: 2})
+    runs: dict[str, int] = {}
+    first = produce_orders(bootstrap, source, 1500, aborted_every=500, aborted_size=10)
+    runs[first.run] = 1500
+    arriving = threading.Event()
+    feeder = threading.Thread(target=feed, args=(bootstrap, source, runs, arriving), daemon=True)
+    feeder.start()
+    try:
+        run = Run(["run", str(path), "--master", "local[2]"], bootstrap, tmp_path)
+        run.wait_for_batches("orders-json", 2)
+        run.proc.send_signal(signal.SIGTERM)  # kafka-eos alone, as `kubectl delete pod` or `systemctl stop` (KillMode=mixed)
+        assert run.finish(timeout=240) == 143, run.log()
+        stopped_line(run, "orders-json")
+    finally:
+        arriving.set()
+        feeder.join(60)
+    rest = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
+    assert rest.code == 0, rest.log()
+    no_recovery(rest.stderr.splitlines())
+    assert order_report(bootstrap, runs, topic=sink) == \
+        {"out": sum(runs.values()), "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}

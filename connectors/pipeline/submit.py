@@ -22,12 +22,15 @@ Invariants:
   unless ``conf`` names a daemon module.
 - The driver JVM maps this user's class-data archive, or writes it at a clean exit
   (``driver_archive``).
+- SIGTERM or SIGINT to ``kafka-eos run --master`` stops the driver after its running batch
+  (``SignalStop``: the stop marker), then exits 128 + the signal's number.
 - The exit code is spark-submit's, which is the entry's (``entry``: the ``exit_codes`` table), so a
   supervisor reads the same codes as for a run in this process.
 """
 from __future__ import annotations
 
 import importlib
+import signal
 import subprocess
 import sys
 import tempfile
@@ -104,8 +107,9 @@ def _pump(source: IO[str], sink: IO[str], redact: Redactor) -> None:
 def submit(pipeline: str | Path, master: str, redact: Redactor, once: bool = False,
            conf: Mapping[str, str] | None = None, name: str = "kafka-eos",
            stdout: IO[str] | None = None, stderr: IO[str] | None = None, verbose: bool = False,
-           metrics_port: int | None = None, metrics_host: str | None = None) -> int:
-    """Run the pipeline with spark-submit; stream its output (redacted); return its exit code."""
+           metrics_port: int | None = None, metrics_host: str | None = None, checkpoint: str | None = None) -> int:
+    """Run the pipeline with spark-submit; stream its output (redacted); return its exit code (128 + N
+    when signal N stopped it: ``SignalStop``)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     quiet_environment(master, verbose)
     conf = {**daemon_conf(master, conf), **(conf or {})}
@@ -121,12 +125,49 @@ def submit(pipeline: str | Path, master: str, redact: Redactor, once: bool = Fal
                  threading.Thread(target=_pump, args=(proc.stderr, stderr, redact), daemon=True)]
         for pump in pumps:
             pump.start()
-        try:
-            code = proc.wait()
-        except KeyboardInterrupt:
-            proc.terminate()
-            code = proc.wait()
+        with SignalStop(proc, checkpoint) as signalled:
+            try:
+                code = proc.wait()
+            except KeyboardInterrupt:
+                proc.terminate()
+                code = proc.wait()
         for pump in pumps:
             pump.join(10)
         archive.install()
-        return code
+        return signalled.code(code)
+
+
+class SignalStop:
+    """SIGTERM or SIGINT to this process (a supervisor's or a platform's stop, which reaches only the
+    process it started) stops the driver spark-submit runs as its own signal would: the stop marker
+    in ``checkpoint`` (``stop``), honoured after the running batch; a second signal terminates
+    spark-submit. The exit code is then 128 + the first signal's number. Outside the main thread,
+    or without a checkpoint, signals keep Python's handling."""
+
+    def __init__(self, proc: subprocess.Popen, checkpoint: str | None) -> None:
+        self.proc, self.checkpoint = proc, checkpoint
+        self.signum: int | None = None
+        self._saved: dict[int, object] = {}
+
+    def __enter__(self) -> "SignalStop":
+        if self.checkpoint and threading.current_thread() is threading.main_thread():
+            self._saved = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        if self.signum is not None:
+            self.proc.terminate()
+            return
+        self.signum = signum
+        from kafka_eos.connectors.source.stop_marker import StopMarker
+        try:
+            StopMarker.of_checkpoint(str(self.checkpoint)).place()
+        except Exception:  # noqa: BLE001 - no marker can be placed: spark-submit gets the signal
+            self.proc.send_signal(signum)
+
+    def code(self, exited: int) -> int:
+        return exited if self.signum is None else 128 + self.signum
