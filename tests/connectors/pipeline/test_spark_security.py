@@ -61,8 +61,9 @@ def test_run_gives_both_paths_the_binding_and_the_users_conf_wins(monkeypatch, t
     given: dict[str, str] = {}
     monkeypatch.setattr(held_states, "check_held", lambda cfg: None)
     monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)  # bind_local sets it; restored after the test
+    checkpoint = type("Checkpoint", (), {"location": str(tmp_path / "ck")})()
     monkeypatch.setattr(validation, "load_valid", lambda *a, **k: type("Cfg", (), {"secrets": lambda s: [],
-                                                                                   "name": "t"})())
+                                                                                   "name": "t", "checkpoint": checkpoint})())
     monkeypatch.setattr(submit, "submit", lambda *a, **k: given.update(a[4]) or 0)
     monkeypatch.setattr(runner, "run_local", lambda cfg, once, conf, **k: given.update(conf) or runner.RunResult("t"))
     assert cli.main(["run", str(tmp_path / "p.yaml"), *args]) == 0
