@@ -3,12 +3,14 @@ restarts resume exactly once and find no recovery work. A stop requested during 
 no new batch: the running one commits and the run ends."""
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
@@ -89,6 +91,22 @@ def feed(bootstrap: str, topic: str, runs: dict[str, int], stop: threading.Event
         stop.wait(FEED_PAUSE_S)
 
 
+@contextlib.contextmanager
+def input_arriving(bootstrap: str, source: str, sink: str, runs: dict[str, int]) -> Iterator[None]:
+    """The topics, 1,500 orders in ``source``, then more arriving (``feed``, counted in ``runs``) until the block ends."""
+    create_topics(bootstrap, {source: 2, sink: 2})
+    first = produce_orders(bootstrap, source, 1500, aborted_every=500, aborted_size=10)
+    runs[first.run] = 1500
+    arriving = threading.Event()
+    feeder = threading.Thread(target=feed, args=(bootstrap, source, runs, arriving), daemon=True)
+    feeder.start()
+    try:
+        yield
+    finally:
+        arriving.set()
+        feeder.join(60)
+
+
 def no_recovery(stderr: list[str]) -> None:
     found = [l for l in stderr if "kafka-eos" in l and any(word in l.lower() for word in RECOVERY)]
     assert not found, f"the restart found recovery work: {found}"
@@ -108,14 +126,8 @@ def test_stop_with_input_arriving_then_restart_exactly_once(bootstrap, tmp_path,
     requested the source plans no new data, the batch running then (or one being planned at that
     moment) is the last; 4. the rest with --once. No restart finds recovery work; every id once."""
     path, source, sink = pipeline
-    create_topics(bootstrap, {source: 2, sink: 2})
     runs: dict[str, int] = {}
-    first = produce_orders(bootstrap, source, 1500, aborted_every=500, aborted_size=10)
-    runs[first.run] = 1500
-    arriving = threading.Event()
-    feeder = threading.Thread(target=feed, args=(bootstrap, source, runs, arriving), daemon=True)
-    feeder.start()
-    try:
+    with input_arriving(bootstrap, source, sink, runs):
         # 1. SIGTERM while batches run and input arrives
         run = Run(["run", str(path)], bootstrap, tmp_path)
         run.wait_for_batches("orders-json", 2)
@@ -135,9 +147,6 @@ def test_stop_with_input_arriving_then_restart_exactly_once(bootstrap, tmp_path,
         held = kafka_eos(["run", str(path)], bootstrap, tmp_path, timeout=120)  # e.g. a supervisor's restart
         assert held.code == 0 and "a stop was requested" in held.stderr, held.log()
         assert kafka_eos(["resume", str(path)], bootstrap, tmp_path, timeout=60).code == 0
-    finally:
-        arriving.set()
-        feeder.join(60)
 
     # 3. a stop during a backlog plans no new batch
     doc = yaml.safe_load(path.read_text())
@@ -177,22 +186,13 @@ def test_sigterm_to_a_spark_submit_run_stops_its_driver_after_the_running_batch(
     the process it started (kafka-eos), not spark-submit's driver. The driver still stops after its
     running batch (the stop marker), the run exits 143, and a restart finds nothing to recover."""
     path, source, sink = pipeline
-    create_topics(bootstrap, {source: 2, sink: 2})
     runs: dict[str, int] = {}
-    first = produce_orders(bootstrap, source, 1500, aborted_every=500, aborted_size=10)
-    runs[first.run] = 1500
-    arriving = threading.Event()
-    feeder = threading.Thread(target=feed, args=(bootstrap, source, runs, arriving), daemon=True)
-    feeder.start()
-    try:
+    with input_arriving(bootstrap, source, sink, runs):
         run = Run(["run", str(path), "--master", "local[2]"], bootstrap, tmp_path)
         run.wait_for_batches("orders-json", 2)
         run.proc.send_signal(signal.SIGTERM)  # kafka-eos alone, as `kubectl delete pod` or `systemctl stop` (KillMode=mixed)
         assert run.finish(timeout=240) == 143, run.log()
         stopped_line(run, "orders-json")
-    finally:
-        arriving.set()
-        feeder.join(60)
     rest = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
     assert rest.code == 0, rest.log()
     no_recovery(rest.stderr.splitlines())
