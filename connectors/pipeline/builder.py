@@ -222,7 +222,7 @@ def writer_options(cfg: PipelineConfig, once: bool) -> dict[str, str]:
 
 
 def writer(df: DataFrame, cfg: PipelineConfig, once: bool = False) -> DataStreamWriter:
-    trigger = drain.trigger() if once or cfg.checkpoint.trigger.available_now else trigger_kwargs(cfg)
+    trigger = drain.trigger() if drain.asked(cfg, once) else trigger_kwargs(cfg)
     name = cfg.name or "kafka-eos"
     return (df.writeStream.format("kafka-eos").queryName(name).outputMode("append")
             .options(**writer_options(cfg, once)).trigger(**trigger))
@@ -231,7 +231,7 @@ def writer(df: DataFrame, cfg: PipelineConfig, once: bool = False) -> DataStream
 def start(spark: SparkSession, cfg: PipelineConfig, once: bool = False,
           on_skipped: Callable[[int], None] | None = None) -> StreamingQuery:
     """Build, check (``check_replayable``) and start the pipeline's query (the caller waits for it)."""
-    frame = build_frame(spark, cfg, on_skipped, available_now=once or cfg.checkpoint.trigger.available_now)
+    frame = build_frame(spark, cfg, on_skipped, available_now=drain.asked(cfg, once))
     check_replayable(frame, cfg)
     return writer(frame, cfg, once).start()
 

@@ -23,12 +23,19 @@ from __future__ import annotations
 import time
 from typing import Mapping
 
+from kafka_eos.config.model import PipelineConfig
 from kafka_eos.connectors import spark_compat
 from kafka_eos.connectors.source.start import available_now_target
 
 IDLE_PROGRESS_MS = 200
 POLL_S = 0.1
 _IDLE_PROGRESS = "spark.sql.streaming.noDataProgressEventInterval"
+
+
+def asked(cfg: PipelineConfig, once: bool) -> bool:
+    """Whether a pipeline's run reads what is available at its start, then stops (``--once`` or
+    ``trigger: available_now``)."""
+    return once or cfg.checkpoint.trigger.available_now
 
 
 def drains() -> bool:

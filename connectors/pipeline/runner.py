@@ -131,7 +131,7 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
             raise PipelineFailed(redactor(f"{cfg.origin}: {exc}"), exit_codes.of_error(exc)) from None
         _record_shape(cfg, lambda line: emit(redactor(line)))
         reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners, since_ms=started_ms)
-        _wait(query, reporter, stop, poll_s, drain.drains() and (once or cfg.checkpoint.trigger.available_now))
+        _wait(query, reporter, stop, poll_s, drain.drains() and drain.asked(cfg, once))
     finally:
         stop.uninstall()
     if not query.isActive and (stop.stopped or query.exception() is not None):

@@ -55,10 +55,7 @@ class LegacyKafkaStreamReader(KafkaStreamReader):
         return replay.into if replay is not None else self.options.checkpoint
 
     def latestOffset(self) -> dict:  # type: ignore[override]  # Spark 4.0/4.1 pass no start, no limit
-        start = self._start()
-        n = self.options.max_offsets_per_trigger
-        limit = spark_compat.ReadMaxRows(n) if n else spark_compat.ReadAllAvailable()
-        end = super().latestOffset(start, limit)
+        end = super().latestOffset(self._start(), self.getDefaultReadLimit())
         self._next_start = end
         return end
 
