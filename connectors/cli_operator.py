@@ -97,6 +97,8 @@ def _verify(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"kafka-eos verify: {exc}", file=sys.stderr)
         return 1
+    if args.follow:
+        return _follow(args, cfg)
     try:
         def progress(line: str) -> None:
             print(f"kafka-eos verify: {line}", file=sys.stderr, flush=True)
@@ -121,6 +123,45 @@ def _verify(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+def _follow(args: argparse.Namespace, cfg) -> int:
+    """``verify --follow``: rounds until SIGTERM / Ctrl-C (exit 143 / 130); 1 for options it refuses."""
+    import signal
+    import threading
+
+    from kafka_eos.config.redact import install
+    from kafka_eos.connectors.operate.recompute_session import RecomputeSession
+    from kafka_eos.connectors.operate.verify_follow import Follower, follow
+    from kafka_eos.connectors.pipeline.spark_options import sink_options
+    from kafka_eos.connectors.sink.options import sink_config
+    if args.batches or args.since or args.json or args.no_record:
+        print("kafka-eos verify: --follow verifies each batch as it commits and records it; it takes no "
+              "--batches, --since, --json or --no-record", file=sys.stderr)
+        return 1
+    install(cfg.secrets())
+
+    def emit(line: str) -> None:
+        print(line, flush=True)
+    stop, received = threading.Event(), []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        received.append(signum)
+        stop.set()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    session = RecomputeSession(cfg, lambda line: emit(f"kafka-eos verify {cfg.name}: {line}")) if args.recompute else None
+    follower = Follower(sink_config(sink_options(cfg)), lambda line: emit(f"kafka-eos verify {cfg.name}: {line}"),
+                        session, args.recompute_every)
+    emit(f"kafka-eos verify {cfg.name}: following from batch {follower.state.verified_through + 1}"
+         + (f", re-running every {follower.every}th batch" if session else "") + "; Ctrl-C stops")
+    try:
+        follow(follower, cfg.name or "kafka-eos", stop, emit, args.interval)
+    finally:
+        if session is not None:
+            session.close()
+    emit(f"kafka-eos verify {cfg.name}: stopped; verified through batch {follower.state.verified_through}")
+    return 128 + received[0] if received else 0
+
+
 # -- monitor: the pipelines' probes beside their drivers (logic in connectors/operate/monitor.py) --
 def _monitor(args: argparse.Namespace) -> int:
     """Exit 143 / 130 when stopped (SIGTERM, Ctrl-C), 1 an invalid file or one pipeline name given twice."""
@@ -141,7 +182,8 @@ def _monitor(args: argparse.Namespace) -> int:
         print(f"kafka-eos monitor: pipeline name(s) {', '.join(twice)} given twice: their series would be one; "
               "give each pipeline a name of its own", file=sys.stderr)
         return 1
-    return monitor.run(cfgs, args.port, args.host, lambda line: print(line, flush=True), timeout_s=args.timeout)
+    return monitor.run(cfgs, args.port, args.host, lambda line: print(line, flush=True), timeout_s=args.timeout,
+                       verify=args.verify)
 
 
 def _add_monitor_command(sub) -> None:
@@ -153,6 +195,8 @@ def _add_monitor_command(sub) -> None:
     watch.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 every "
                        "interface)")
     watch.add_argument("--timeout", type=float, default=10.0, help="seconds each broker lookup may take")
+    watch.add_argument("--verify", action="store_true", help="also verify each exactly-once pipeline's batches as "
+                       "they commit (verify --follow, without re-runs)")
     watch.set_defaults(func=_monitor)
 # -- end monitor --
 
@@ -175,6 +219,12 @@ def add_operator_commands(sub) -> None:
     check.add_argument("--recompute", action="store_true", help="also re-run each batch's transform over its "
                        "recorded input (Spark in this process, from the checkpoint's offset log and state) and check "
                        "that the committed records are exactly what it gives")
+    check.add_argument("--follow", action="store_true", help="keep running: verify each batch within seconds of "
+                       "its commit, reading only what is new, and record each result (status, metrics); stops on "
+                       "SIGTERM / Ctrl-C")
+    check.add_argument("--interval", type=float, default=1.0, help="--follow: seconds between rounds (default 1)")
+    check.add_argument("--recompute-every", type=int, default=100, metavar="N", help="--follow --recompute: "
+                       "re-run every Nth batch (batch id divisible by N; default 100, 1 re-runs every batch)")
     check.add_argument("--json", action="store_true", help="a JSON object (with format_version)")
     check.add_argument("--no-record", action="store_true", help="do not record the run beside the sink log "
                        "(the one thing verify writes; status and the metrics read it)")

@@ -73,6 +73,7 @@ class PartitionScan:
     log_start: int
     compacted: bool = False  # cleanup.policy has compact: records may be gone, so counts and digests cannot hold
     sets: bool = False       # also keep each expected transaction's records as ``RecordSet``s (--recompute)
+    keep_all: bool = False   # every committed transaction is a found part (``follow_audit`` tells foreign ones)
     found: dict[tuple[int, int], Part] = field(default_factory=dict)   # (producer id, epoch) -> part
     aborted: dict[tuple[int, int], int] = field(default_factory=dict)  # -> first offset
     foreign: list[tuple[int, int, int]] = field(default_factory=list)  # (first offset, producer id, records)
@@ -93,7 +94,7 @@ class PartitionScan:
             return
         txn = self._open.get(pid)
         if txn is None:
-            mine = (pid, epoch) in expected
+            mine = self.keep_all or (pid, epoch) in expected
             txn = self._open[pid] = _Open(epoch, records[0].offset, digest=PartitionDigest() if mine else None,
                                           sets=(RecordSet(), RecordSet()) if mine and self.sets else None)
         txn.last, txn.records = records[-1].offset, txn.records + len(records)

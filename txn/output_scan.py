@@ -77,11 +77,19 @@ def scan_partition(reader: OutputReader, topic: str, partition: int, where: Boun
                    sets: bool = False) -> PartitionScan:
     """Every record batch of one partition from ``where.start`` to ``where.end``, attributed (with
     ``sets``, the expected transactions' records also as record sets: ``PartitionScan.sets``)."""
-    from kafka.record import MemoryRecords
     scan = PartitionScan(topic, partition, where.start, where.log_start, compacted, sets)
-    offset = max(where.start, where.log_start)
+    read_into(reader, scan, max(where.start, where.log_start), where.end, expected, progress)
+    return scan
+
+
+def read_into(reader: OutputReader, scan: PartitionScan, offset: int, end: int, expected: set[tuple[int, int]],
+              progress: Callable[[str], None] = lambda line: None) -> int:
+    """Add the record batches of ``scan``'s partition from ``offset`` to ``end`` to it (a scan kept
+    open goes on from where it stopped); returns the offset the next read begins at."""
+    from kafka.record import MemoryRecords
+    topic, partition = scan.topic, scan.partition
     shown = offset
-    while offset < where.end:
+    while offset < end:
         error, _, log_start, raw = reader.fetch_raw(topic, partition, offset, FETCH_BYTES)
         if error:
             raise ScanError(f"{topic}[{partition}]: Fetch at offset {offset} failed with error code {error}; "
@@ -98,8 +106,8 @@ def scan_partition(reader: OutputReader, topic: str, partition: int, where: Boun
             raise ScanError(f"{topic}[{partition}]: cannot read the record batch at offset {offset} ({exc}); "
                             "install the codec's Python package (lz4, zstandard or python-snappy)") from exc
         if offset == before:
-            raise ScanError(f"{topic}[{partition}]: no record batch at offset {offset} below the end {where.end}")
+            raise ScanError(f"{topic}[{partition}]: no record batch at offset {offset} below the end {end}")
         if offset - shown >= PROGRESS_EVERY:
-            progress(f"{topic}[{partition}] read up to offset {offset:,} of {where.end:,}")
+            progress(f"{topic}[{partition}] read up to offset {offset:,} of {end:,}")
             shown = offset
-    return scan
+    return offset

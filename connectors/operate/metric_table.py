@@ -107,6 +107,14 @@ METRICS = (
            "(0: none)", PROBE),
     Metric("kafka_eos_verify_last_run_failed_batches", "gauge", PE, "batches the last recorded verify run failed "
            "(0: none, or no run yet): the alert KafkaEosVerifyFailed; a later run that fails none clears it", PROBE),
+    Metric("kafka_eos_verify_unverified_batches", "gauge", PE, "committed batches `kafka-eos verify --follow` has "
+           "not judged yet (exported once a follower has recorded its state)", PROBE),
+    Metric("kafka_eos_verify_oldest_unverified_seconds", "gauge", PE, "seconds since the commit of the oldest of "
+           "them (0: none): the alert KafkaEosVerifyBehind", PROBE),
+    Metric("kafka_eos_verify_aged_out_batches", "gauge", PE, "committed batches the sink log dropped before the "
+           "follower judged them, over every run of it: must stay 0 (the alert KafkaEosVerifyAgedOut)", PROBE),
+    Metric("kafka_eos_verify_follow_timestamp_seconds", "gauge", PE, "Unix time the follower last recorded its "
+           "state (each round that judged a batch, else every 10 s)", PROBE),
     Metric("kafka_eos_probe_failures_total", "counter", ("pipeline", "probe", "exporter"), "probe samples that "
            "failed (a broker down or refusing), by `probe`: `output`, `lag`; the probe's gauges keep their last "
            "values", SAMPLES),

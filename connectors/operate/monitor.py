@@ -14,6 +14,9 @@ Invariants:
   pipeline given; two files of one pipeline name are refused, their series would be one.
 - It reads only: it commits, aborts and writes nothing, so it may run beside the drivers, and
   a pipeline whose brokers do not answer only counts its probes' failures.
+- With ``verify``, it also runs each exactly-once pipeline's follower (``verify_follow``: every
+  committed batch read back and judged within seconds of its commit, no re-runs: those need
+  Spark), one thread each; a follower's failing round never stops the others or the probes.
 - It runs until SIGTERM or Ctrl-C, then stops its probes and its endpoint and returns 128 + the
   signal's number (143, 130), as a shell reports a stop by a signal; 0 when stopped from code.
 """
@@ -43,7 +46,7 @@ class Monitor:
     """The started probes of ``cfgs`` and the endpoint that serves their series; ``close`` stops both."""
 
     def __init__(self, cfgs: list[PipelineConfig], port: int = DEFAULT_PORT, host: str = DEFAULT_METRICS_HOST,
-                 timeout_s: float = 10.0) -> None:
+                 timeout_s: float = 10.0, verify: bool = False, emit: Callable[[str], None] = lambda line: None) -> None:
         from prometheus_client import CollectorRegistry
         self.registry = CollectorRegistry()
         made = register(self.registry, MONITORED)
@@ -52,15 +55,41 @@ class Monitor:
             self.probes += start_probes(cfg, ProbeGauges(made, cfg.name or "kafka-eos", MONITOR), timeout_s)
         self._server = MetricsServer(self.registry, host, port)
         self.port = self._server.port
+        self._stop_followers = threading.Event()
+        self.followers = [self._follower(cfg, emit) for cfg in cfgs if verify and cfg.exactly_once]
+
+    def _follower(self, cfg: PipelineConfig, emit: Callable[[str], None]) -> threading.Thread:
+        from kafka_eos.connectors.operate.verify_follow import Follower, follow
+        from kafka_eos.connectors.pipeline.spark_options import sink_options
+        from kafka_eos.connectors.sink.options import sink_config
+        name = cfg.name or "kafka-eos"
+
+        def loop() -> None:
+            while not self._stop_followers.is_set():
+                try:
+                    follower = Follower(sink_config(sink_options(cfg)), lambda line: emit(f"kafka-eos verify {name}: {line}"))
+                    break
+                except Exception as exc:  # noqa: BLE001 - the cluster may come later: try again
+                    emit(f"kafka-eos verify {name}: cannot start following ({exc}); retrying in 10 s")
+                    self._stop_followers.wait(10)
+            else:
+                return
+            follow(follower, name, self._stop_followers, emit)
+        thread = threading.Thread(target=loop, name=f"kafka-eos-follow-{name}", daemon=True)
+        thread.start()
+        return thread
 
     def close(self) -> None:
+        self._stop_followers.set()
+        for thread in self.followers:
+            thread.join(30)
         for probe in self.probes:
             probe.close()
         self._server.close()
 
 
 def run(cfgs: list[PipelineConfig], port: int, host: str, emit: Callable[[str], None],
-        stop: threading.Event | None = None, timeout_s: float = 10.0) -> int:
+        stop: threading.Event | None = None, timeout_s: float = 10.0, verify: bool = False) -> int:
     """Serve until ``stop`` is set (SIGTERM and SIGINT set it when this is the main thread)."""
     stop = stop or threading.Event()
     received: list[int] = []
@@ -70,11 +99,12 @@ def run(cfgs: list[PipelineConfig], port: int, host: str, emit: Callable[[str], 
             stop.set()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, on_signal)
-    monitor = Monitor(cfgs, port, host, timeout_s)
+    monitor = Monitor(cfgs, port, host, timeout_s, verify, emit)
     try:
         names = ", ".join(cfg.name or "kafka-eos" for cfg in cfgs)
         where = f"[{host}]" if ":" in host else host
-        emit(f"kafka-eos monitor: {len(cfgs)} pipeline(s) ({names}): metrics at http://{where}:{monitor.port}/metrics")
+        emit(f"kafka-eos monitor: {len(cfgs)} pipeline(s) ({names}): metrics at http://{where}:{monitor.port}/metrics"
+             + (f"; following {len(monitor.followers)} with verify" if verify else ""))
         stop.wait()
     finally:
         monitor.close()

@@ -8,7 +8,9 @@ Facts (one ``OutputFacts`` per sample):
 - per output partition (the sink's topic, the DLQ and the late topic), the records its last
   stable offset is held behind its high watermark, and for how long the LSO has stood still
   while held (every ``read_committed`` reader of the partition waits that long);
-- the sink log's newest decision: its state and batch.
+- the sink log's newest decision: its state and batch;
+- with a follower (``verify --follow``) recorded: the committed batches it has not judged, the
+  age of the oldest, the batches that aged out unverified (``txn.follow_state.follow_lag``).
 
 Invariants:
 - It reads only (sink log, ListTransactions/DescribeTransactions, ListOffsets): nothing is
@@ -33,6 +35,7 @@ from kafka_eos.connectors.pipeline.spark_options import late_topic
 from kafka_eos.offsets.kafka_offsets import KafkaOffsets
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_status import last_decision, open_transactions, prefix_ids, still_open
+from kafka_eos.txn.follow_state import FollowLag, follow_lag
 from kafka_eos.txn.verify_runs import VerifyRun, runs_since
 from kafka_eos.txn.topic_guard import describe_topics
 
@@ -54,6 +57,7 @@ class OutputFacts:
     latest_verify: VerifyRun | None = None
     decided_open: int = 0                        # the newest decision's transactions still open (uncommitted)
     oldest_decided_s: float = 0.0                # age of the oldest of them (0: none)
+    follow: FollowLag | None = None              # continuous verification's lag (None: no follower recorded)
 
 
 class HeldClock:
@@ -108,7 +112,8 @@ class OutputSampler:
                            oldest.timeout_ms / 1000 if oldest else 0.0, records, seconds,
                            str(decision.state), decision.batch_id if decision.batch_id is not None else -1,
                            new_runs, self._latest_verify, len(decided),
-                           max((t.age_ms / 1000 for t in decided), default=0.0))
+                           max((t.age_ms / 1000 for t in decided), default=0.0),
+                           follow_lag(self.sink.log_location))
 
     def _verify_runs(self) -> tuple[VerifyRun, ...]:
         """The verify runs recorded since the last sample (the newest is kept for the gauges)."""

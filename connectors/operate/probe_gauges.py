@@ -72,6 +72,11 @@ class ProbeGauges:
             self._metric("kafka_eos_verify_newest_verified_batch").set(-1 if newest is None else newest)
             self._metric("kafka_eos_verify_last_run_timestamp_seconds").set(facts.latest_verify.at_ms / 1000)
             self._metric("kafka_eos_verify_last_run_failed_batches").set(facts.latest_verify.count("failed"))
+        if facts.follow is not None:
+            self._metric("kafka_eos_verify_unverified_batches").set(facts.follow.unverified)
+            self._metric("kafka_eos_verify_oldest_unverified_seconds").set(facts.follow.oldest_unverified_s)
+            self._metric("kafka_eos_verify_aged_out_batches").set(facts.follow.aged_out)
+            self._metric("kafka_eos_verify_follow_timestamp_seconds").set(facts.follow.at_ms / 1000)
         self._succeeded(OUTPUT)
 
     def lag(self, facts: LagFacts) -> None:

@@ -1,0 +1,40 @@
+"""One local SparkSession kept for the re-runs of ``verify --follow --recompute``.
+
+Invariant: the session is started on the first re-run (a follower that samples no batch starts
+no JVM), quiet as ``kafka-eos run``'s, and stopped by ``close``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from kafka_eos.config.model import PipelineConfig
+
+
+class RecomputeSession:
+    """``session(batches)`` -> ``recompute.Recomputed``; ``close()`` stops Spark if it started."""
+
+    def __init__(self, cfg: PipelineConfig, progress: Callable[[str], None] = lambda line: None,
+                 master: str = "local[*]") -> None:
+        self.cfg, self.progress, self.master = cfg, progress, master
+        self._spark: Any = None
+
+    def _session(self) -> Any:
+        if self._spark is None:
+            from kafka_eos.connectors.pipeline.compiled_pyspark import set_spark_home
+            from kafka_eos.connectors.pipeline.console import console_conf, quiet_environment
+            from kafka_eos.connectors.pipeline.runner import RUN_CONF
+            from kafka_eos.connectors.spark_harness import local_session
+            quiet_environment(self.master, False)
+            set_spark_home()
+            self._spark = local_session(self.master, app=f"kafka-eos verify --follow {self.cfg.name}",
+                                        conf={**RUN_CONF, **console_conf(False)})
+        return self._spark
+
+    def __call__(self, batches: list[int]) -> Any:
+        from kafka_eos.connectors.operate.recompute import recompute
+        return recompute(self._session(), self.cfg, batches, self.progress)
+
+    def close(self) -> None:
+        if self._spark is not None:
+            self._spark.stop()
+            self._spark = None
