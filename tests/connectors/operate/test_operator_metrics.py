@@ -9,6 +9,7 @@ import pytest
 
 from kafka_eos.connectors.operate.lag import LagFacts, PartitionLag
 from kafka_eos.connectors.operate.metrics import METRICS, PrometheusMetrics, render_reference
+from kafka_eos.txn.follow_state import FollowLag
 from kafka_eos.connectors.operate.operator_probe import HeldClock, OperatorProbe, OutputFacts, output_topics
 from kafka_eos.connectors.pipeline.progress import BatchReport
 from tests.connectors.operate.test_metrics import scrape
@@ -28,7 +29,8 @@ def test_the_endpoint_exports_exactly_the_referenced_metrics():
         metrics(BatchReport(0, 10, 10, 0, 0, 100, transactions=2, precommit_ms=40, commit_ms=12))
         metrics.gauges.settings(130.0, 15)
         metrics.gauges.expect("output")
-        metrics.gauges.output(OutputFacts(1, 5.0, 900.0, {("out", 0): 3}, {("out", 0): 5.0}, "committed", 0))
+        metrics.gauges.output(OutputFacts(1, 5.0, 900.0, {("out", 0): 3}, {("out", 0): 5.0}, "committed", 0,
+                                          follow=FollowLag(2, 1.5, 0, 7, 1_700_000_000_000)))
         metrics.gauges.lag(LagFacts({("in", 0): PartitionLag(1, 2.0)}, 0, 1.7e9))
         metrics.gauges.failed("lag", TimeoutError())
         exported = {key.split("{")[0] for key in scrape(metrics.port)}
