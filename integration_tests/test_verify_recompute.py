@@ -3,7 +3,8 @@
 The pipeline is a filter, a projection and a keyed 1-minute window with a late topic (the
 late-records test's pipeline, on topics of its own). ``make test``: two ``--once`` runs, the
 second from the first's window state; ``--recompute`` passes every batch, and from a batch of
-the second run; a different filter fails where the windows it would change are. ``make chaos``:
+the second run; a different filter fails where the windows it would change are. A stateless pipeline whose Spark
+keeps 5 batches is recomputed from batch 0, its input the sink log's record. ``make chaos``:
 a batch whose decided transactions the broker aborted on timeout, re-written by the restart.
 """
 from __future__ import annotations
@@ -15,9 +16,9 @@ import time
 import pytest
 import yaml
 
-from kafka_eos.connectors.demo_data import read_committed
+from kafka_eos.connectors.demo_data import create_topics, produce_orders, read_committed
 from integration_tests.kafka_tools import create_topic, produce, unique
-from integration_tests.pipeline_cli import kafka_eos, progress_lines, start_kafka_eos
+from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, progress_lines, start_kafka_eos
 from integration_tests.pipeline_runs import kill_group, kill_supervised_run, tail
 from integration_tests.test_late_records import SQL, late_pipeline, seed
 from integration_tests.test_late_records import topics as window_topics
@@ -75,6 +76,34 @@ def test_recompute_proves_a_windowed_run_from_its_first_batch_and_from_a_later_o
     code, tail_report = verify(str(path), bootstrap, tmp_path, "--recompute", "--batches", f"{last}..")
     assert code == 0 and [b["batch"] for b in tail_report["per_batch"]] == [last], tail_report
     recomputed_all(tail_report)
+
+
+def test_recompute_reaches_a_stateless_batch_spark_no_longer_holds(bootstrap, tmp_path):
+    """The shipped orders-json pipeline (a SQL select and filter, a DLQ) in ~15 batches, Spark keeping
+    5 of them (``spark.sql.streaming.minBatchesToRetain=5``): ``verify --recompute --batches 0..``
+    re-runs batch 0 and every later one, the input of those Spark removed from the sink log's
+    records, and finds exactly what was committed."""
+    names = {"in": unique("old-orders"), "out": unique("old-priced"), "dlq": unique("old-dlq")}
+    create_topics(bootstrap, {names["in"]: 3, names["out"]: 3, names["dlq"]: 1})
+    doc = yaml.safe_load((EXAMPLES / "orders-json.yaml").read_text())
+    doc["source"].update({"topics": [names["in"]], "max_offsets_per_trigger": 100})
+    doc["source"]["schema"]["file"] = str(EXAMPLES.parent / "schemas" / "order.avsc")
+    doc["sink"]["topic"], doc["errors"]["dlq_topic"] = names["out"], names["dlq"]
+    path = tmp_path / "old-orders.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    produce_orders(bootstrap, names["in"], 1500, poison=2)
+    run = kafka_eos(["run", str(path), "--once", "--conf", "spark.sql.streaming.minBatchesToRetain=5"],
+                    bootstrap, tmp_path)
+    assert run.code == 0, run.log()
+    checkpoint = tmp_path / "orders-json"
+    held = sorted(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
+    assert held[0] >= 5 and not (checkpoint / "state").exists(), held
+
+    code, report = verify(str(path), bootstrap, tmp_path, "--recompute", "--batches", "0..")
+    assert code == 0, report
+    recomputed_all(report)
+    assert [b["batch"] for b in report["per_batch"]][:held[0] + 1] == list(range(held[0] + 1)), report
+    assert sum(b["records"] for b in report["per_batch"]) == 1500 + 2, "every order and the 2 poison records"
 
 
 def test_a_query_built_in_code_is_verified_through_its_own_build_function(spark, bootstrap, tmp_path):

@@ -1,7 +1,9 @@
 """``verify --recompute``: the pipeline's batches re-run over their recorded input, as record sets.
 
     1. a scratch checkpoint (a new local directory): the recorded checkpoint's ``metadata``, batch
-       A-1's offsets and commit, batch A's offsets, and ``state/``, copied (``_scratch``);
+       A-1's offsets and commit, batch A's offsets, and ``state/``, copied (``_scratch``); when a
+       batch of A-1..B is older than Spark's offset log, from a recorded view instead
+       (``recorded_view``: the offset-log files the sink log kept), for a plan without state;
     2. the pipeline's own frame (``builder.build_frame``, from the YAML), its source replaying the
        recorded offset log (``source.replay``), into ``foreachBatch``: each batch's rows as the sink
        would write them, bucketed per output topic and partition (``output_sets``);
@@ -14,7 +16,9 @@ Invariants:
   batch with its recorded offsets; so a windowed plan evicts and emits as the recorded run did,
   from the state the recorded run kept after batch A-1.
 - Batches Spark's offset log no longer holds (it keeps ``spark.sql.streaming.minBatchesToRetain``)
-  are reported as not recomputed, with that reason; the replay starts after them.
+  are re-run from the sink log's record of their input when the plan keeps no state; otherwise
+  (state, or a record written before inputs were kept) they are reported as not recomputed, with
+  the reason; the replay starts after them.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ from typing import Any, Callable, Mapping
 
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.spark_option_table import source_option
+from kafka_eos.connectors.operate import recorded_view
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
 from kafka_eos.connectors.operate.output_sets import SETS_SCHEMA, Buckets, merge_rows, sets_fn
 from kafka_eos.connectors.pipeline.spark_options import sink_options
@@ -79,18 +84,6 @@ def input_topics(recorded: str, batch: int) -> list[str]:
     return sorted(topics)
 
 
-def plan_range(recorded: str, batches: list[int]) -> tuple[int | None, dict[int, str]]:
-    """The first batch the replay can start at, and the batches before it it cannot reach."""
-    planned = set(CheckpointReader(recorded).offset_batches())
-    missing: dict[int, str] = {}
-    for b in sorted(batches):
-        if b in planned and (b == 0 or b - 1 in planned):
-            return b, missing
-        missing[b] = (f"Spark's offset log no longer holds batch {b if b not in planned else b - 1} (it keeps "
-                      "spark.sql.streaming.minBatchesToRetain batches); verify a newer range")
-    return None, missing
-
-
 def recompute(spark: Any, cfg: PipelineConfig, batches: list[int],
               progress: Callable[[str], None] = lambda line: None) -> Recomputed:
     """``replay_batches`` of the pipeline: its own frame (``builder.build_frame``) from the YAML."""
@@ -114,20 +107,29 @@ def replay_batches(spark: Any, frame_of: Callable[[dict[str, str]], Any], record
     if getattr(spark, "_jsc", None) is None:
         return Recomputed(missing={b: "the re-run needs a classic SparkSession (this one is a Spark Connect client)"
                                    for b in batches})
-    first, missing = plan_range(recorded, batches)
-    done = Recomputed(missing=missing)
+    plan = recorded_view.plan(recorded, config.log_location, batches)
+    done = Recomputed(missing=dict(plan.missing))
+    first, last = plan.first, plan.through
     if first is None:
         return done
-    last = max(batches)
-    if input_conf:
-        done.compacted_inputs = compacted_topics(input_conf, input_topics(recorded, last), progress)
-    partitioner = config.producer_settings("verify").get("partitioner", "consistent_random")
-    counts = output_counts(config.client_conf())
     scratch = tempfile.mkdtemp(prefix="kafka-eos-recompute-")
+    view = tempfile.mkdtemp(prefix="kafka-eos-recorded-") if plan.needs_view else ""
     finished = threading.Event()
     try:
-        _scratch(spark, recorded, first, scratch)
-        replay = ReplaySpec(recorded, scratch, last)
+        if view:
+            try:
+                recorded_view.build(recorded, plan, view)
+            except FileNotFoundError as error:  # Spark removed a batch while it was read: none re-run
+                return _left(done, batches, str(error))
+            progress(f"batches {min(plan.from_sink_log)}-{max(plan.from_sink_log)}: Spark's offset log no longer "
+                     "holds them; their input is the sink log's record")
+        source = view or recorded
+        if input_conf:
+            done.compacted_inputs = compacted_topics(input_conf, input_topics(source, last), progress)
+        partitioner = config.producer_settings("verify").get("partitioner", "consistent_random")
+        counts = output_counts(config.client_conf())
+        _scratch(spark, source, first, scratch)
+        replay = ReplaySpec(source, scratch, last)
 
         def collect(df: Any, batch_id: int) -> None:
             rows = df.mapInArrow(sets_fn(config.topic, counts, str(partitioner)), SETS_SCHEMA).collect()
@@ -141,7 +143,14 @@ def replay_batches(spark: Any, frame_of: Callable[[dict[str, str]], Any], record
                  .option("checkpointLocation", scratch).trigger(processingTime="0 seconds").start())
         reason = _wait(query, finished, done)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        for directory in (scratch, view):
+            if directory:
+                shutil.rmtree(directory, ignore_errors=True)
+    return _left(done, batches, reason)
+
+
+def _left(done: Recomputed, batches: list[int], reason: str) -> Recomputed:
+    """``done`` with every batch neither recomputed nor already missing named missing for ``reason``."""
     for b in batches:
         if b not in done.sets and b not in done.missing:
             done.missing[b] = reason or f"the replay did not reach batch {b}"

@@ -1,7 +1,8 @@
 """verify --recompute's driver side without Spark: where a replay can start, and when it cannot run."""
 from __future__ import annotations
 
-from kafka_eos.connectors.operate.recompute import plan_range, replay_batches
+from kafka_eos.connectors.operate.recompute import replay_batches
+from kafka_eos.connectors.operate.recorded_view import plan
 from kafka_eos.txn.sink_config import SinkConfig
 
 
@@ -17,7 +18,7 @@ def test_the_replay_starts_at_the_first_batch_whose_offsets_and_predecessors_spa
     offsets.mkdir()
     for batch in (5, 6, 7, 8):
         (offsets / str(batch)).write_text("v1\n{}\n{}")
-    first, missing = plan_range(str(tmp_path), [3, 4, 5, 6, 7])
-    assert first == 6 and set(missing) == {3, 4, 5}
-    assert "no longer holds batch 4" in missing[5] and "minBatchesToRetain" in missing[3]
-    assert plan_range(str(tmp_path), [0])[0] is None
+    found = plan(str(tmp_path), str(tmp_path / "no-sink-log"), [3, 4, 5, 6, 7])
+    assert (found.first, found.through, found.needs_view) == (6, 7, False) and set(found.missing) == {3, 4, 5}
+    assert "no longer holds batch 4" in found.missing[5] and "minBatchesToRetain" in found.missing[3]
+    assert plan(str(tmp_path), str(tmp_path / "no-sink-log"), [0]).first is None

@@ -1,0 +1,134 @@
+"""The recorded input of batches Spark's offset log no longer holds, for ``verify --recompute``.
+
+Spark keeps the newest ``spark.sql.streaming.minBatchesToRetain`` entries of a checkpoint's offset
+log (and as many versions of its state); the sink log keeps, for its own retention, each batch's
+offset-log file as the sink saw it at commit (``BatchRecord.inputs``). ``plan`` finds the batches a
+replay can re-run; ``build`` writes a *recorded view*, a directory the replay reads as the recorded
+checkpoint (``ReplaySpec.recorded``) and copies its scratch checkpoint from:
+
+    <view>/metadata           the checkpoint's own (the query id)
+    <view>/offsets/<b>        for b in A-1..B: Spark's file, else the sink log's ``inputs`` text
+    <view>/commits/<A-1>      Spark's file, else v1 {"nextBatchWatermarkMs": batch A's batchWatermarkMs}
+
+Invariants:
+- Reads the checkpoint and the sink log, creates nothing there; writes only inside ``into``.
+- A plan that keeps state (the checkpoint's ``state/`` is not empty) re-runs only batches Spark
+  still holds: the state before an older batch is gone; those batches are named with that reason.
+- A batch is taken from the sink log only when Spark no longer holds it and its record's
+  ``inputs`` is a whole offset-log entry; a record without it (written before inputs were kept)
+  leaves the batch unreachable, with the reason verify gave before.
+- The replay runs batches A..B with no gap, B the newest wanted batch it can reach: a batch before
+  one whose input is gone is named missing, with that batch's reason.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, parse_entry
+from kafka_eos.txn.log_store import LogReader
+from kafka_eos.txn.sink_log import SinkLogReader
+
+STATEFUL = ("the plan keeps state, and Spark keeps the state of its newest batches only "
+            "(spark.sql.streaming.minBatchesToRetain: {held}); batches older than that can be verified "
+            "without --recompute only")
+GONE = ("Spark's offset log no longer holds batch {b} (it keeps spark.sql.streaming.minBatchesToRetain "
+        "batches); verify a newer range")
+
+
+@dataclass
+class ViewPlan:
+    first: int | None = None   # the batch the replay starts at (None: none can be re-run)
+    through: int = -1          # the last batch it runs
+    missing: dict[int, str] = field(default_factory=dict)   # batch -> why it cannot be re-run
+    from_sink_log: dict[int, str] = field(default_factory=dict)  # batch -> offsets text Spark no longer holds
+    sink_log: str = ""
+
+    @property
+    def needs_view(self) -> bool:
+        """Whether the replay needs a batch Spark no longer holds (else it reads the checkpoint)."""
+        return bool(self.from_sink_log)
+
+
+def keeps_state(checkpoint: str) -> bool:
+    return bool(LogReader(f"{checkpoint.rstrip('/')}/state").names())
+
+
+def recorded_inputs(log: SinkLogReader, batch: int) -> str | None:
+    """Batch ``batch``'s offset-log text as the sink log recorded it, if whole."""
+    record = log.get(batch)
+    text = getattr(record, "inputs", None) if record is not None else None
+    return text if isinstance(text, str) and parse_entry(batch, text) is not None else None
+
+
+def plan(checkpoint: str, sink_log: str, batches: list[int]) -> ViewPlan:
+    """Where the replay of ``batches`` starts and ends, and what it needs from the sink log."""
+    wanted = sorted(batches)
+    if not wanted:
+        return ViewPlan(sink_log=sink_log)
+    held = CheckpointReader(checkpoint).offset_batches()
+    spark, stateful, log = set(held), keeps_state(checkpoint), SinkLogReader(sink_log)
+    found: dict[int, str | None] = {}
+
+    def reachable(b: int) -> bool:
+        if b in spark:
+            return True
+        if stateful:
+            return False
+        if b not in found:
+            found[b] = recorded_inputs(log, b)
+        return found[b] is not None
+
+    def why(b: int) -> str:
+        return STATEFUL.format(held=f"this checkpoint holds batches {held[0]}-{held[-1]}" if held else
+                               "this checkpoint holds none") if stateful else GONE.format(b=b)
+    # the replay runs start..last with no gap: last, the newest wanted batch it can reach
+    out = ViewPlan(sink_log=sink_log)
+    last = next((b for b in reversed(wanted) if reachable(b)), -1)
+    start = last
+    while start > max(wanted[0] - 1, 0) and reachable(start - 1):
+        start -= 1
+    out.first = next((b for b in wanted if start <= b <= last and (b == 0 or b > start)), None)
+    out.through = last if out.first is not None else -1
+    for b in wanted:
+        if out.first is None or not out.first <= b <= out.through:
+            gone = b if not reachable(b) else b - 1 if b > 0 and not reachable(b - 1) else start - 1
+            out.missing[b] = why(gone)
+    if out.first is not None:
+        out.from_sink_log = {b: t for b, t in found.items() if t is not None and out.first - 1 <= b <= last}
+    return out
+
+
+def _watermark(text: str | None) -> int:
+    entry = parse_entry(0, text)
+    try:
+        return int(json.loads(entry.metadata).get("batchWatermarkMs", 0)) if entry else 0
+    except (ValueError, TypeError, AttributeError):
+        return 0
+
+
+def build(checkpoint: str, view_plan: ViewPlan, into: str) -> None:
+    """Write the recorded view of ``view_plan`` (``needs_view``) into the new directory ``into``."""
+    assert view_plan.first is not None
+    source, root = LogReader(checkpoint.rstrip("/")), Path(into)
+    offsets, first = LogReader(f"{source.location}/offsets"), view_plan.first
+    (root / "offsets").mkdir(parents=True)
+    (root / "metadata").write_text(source.read("metadata") or "")
+    texts: dict[int, str] = {}
+    for b in range(max(first - 1, 0), view_plan.through + 1):
+        text = offsets.read(str(b))  # Spark's own file while it holds it, else the sink log's
+        if text is None or parse_entry(b, text) is None:
+            text = view_plan.from_sink_log.get(b) or recorded_inputs(SinkLogReader(view_plan.sink_log), b)
+        if text is None:
+            raise FileNotFoundError(f"Spark removed batch {b} from its offset log while verify read it, and "
+                                    "the sink log has no input of it; verify a newer range")
+        texts[b] = text
+        (root / "offsets" / str(b)).write_text(text)
+    if first > 0:
+        (root / "commits").mkdir()
+        commit = LogReader(f"{source.location}/commits").read(str(first - 1))
+        # Spark's commit of A-1 holds the watermark batch A was planned with (its batchWatermarkMs)
+        (root / "commits" / str(first - 1)).write_text(commit or "v1\n" + json.dumps(
+            {"nextBatchWatermarkMs": _watermark(texts[first]) or _watermark(texts[first - 1])},
+            separators=(",", ":")))
