@@ -5,12 +5,14 @@ output mid-run caught with its batch and offset.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import threading
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from confluent_kafka import Producer
 
@@ -20,8 +22,11 @@ from kafka_eos.txn.follow_state import latest_state
 from kafka_eos.txn.sink_log import SinkLogReader, location_for
 from kafka_eos.txn.states import BatchState
 from integration_tests.kafka_tools import unique
-from integration_tests.pipeline_cli import EXAMPLES, start_kafka_eos
-from integration_tests.pipeline_runs import kill_group, tail
+from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, start_kafka_eos
+from integration_tests.pipeline_runs import kill_group, tail, wait_for
+from integration_tests.test_alert_fires import (alert_state, fires, prometheus_binary, prometheus_config,  # noqa: F401
+                                                start_prometheus, value, wait_until)
+from integration_tests.test_metrics import free_port
 
 EXACT = {"duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
 FOLLOW_ROUND_S = 0.5
@@ -117,3 +122,171 @@ def test_follow_beside_a_running_pipeline_judges_every_batch_and_names_a_foreign
     assert int(caught[1]) in batches and delay < DELAY_BOUND_S, (caught[0], delay)
     print(f"follow: {len(batches)} batches, the foreign record caught {delay:.1f} s after its commit "
           f"(batch {caught[1]}, offset {caught[2]}); first run {first.run}")
+
+
+def follow_delays(log: Path) -> list[float]:
+    """The largest delay after commit of each round the follower printed."""
+    return [float(m[1]) for m in re.finditer(r"-(\d+\.\d) s after their commit", log.read_text())]
+
+
+def verified_through(checkpoint: Path, last: int, follower, log: Path, bound_s: float = DELAY_BOUND_S):
+    deadline = time.monotonic() + bound_s
+    while (state := latest_state(location_for(str(checkpoint)))) is None or state.verified_through < last:
+        assert time.monotonic() < deadline and follower.poll() is None, (state, last, tail(log))
+        time.sleep(0.5)
+    return state
+
+
+@pytest.mark.chaos  # two driver kills and a wait past transaction.timeout.ms (~3 min): `make chaos`
+def test_follow_through_driver_kills_and_a_timed_out_decided_batch_rewritten(bootstrap, tmp_path):
+    """The driver killed after batch 3's decision and kept down past transaction.timeout.ms (the broker
+    aborts the decided transactions: the restart finds them lost and re-writes them), then killed
+    after batch 6's decision and restarted at once (recovery commits it): the follower, running
+    throughout, judges every committed batch verified (batch 3 by its re-written transactions),
+    within the bound, none aged out."""
+    source, sink = unique("fk-orders"), unique("fk-priced")
+    create_topics(bootstrap, {source: 2, sink: 2})
+    runs = {produce_orders(bootstrap, source, 3000, aborted_every=1000, aborted_size=10).run: 3000}
+    path = follow_pipeline(tmp_path, source, sink, batch=200, timeout_ms=15_000)
+    doc = yaml.safe_load(path.read_text())
+    doc["sink"]["batch_margin_ms"] = 5_000
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    checkpoint = tmp_path / "orders-json"
+    follow_log = tmp_path / "follow.log"
+    follower = start_kafka_eos(["verify", "--follow", str(path), "--interval", str(FOLLOW_ROUND_S)], bootstrap,
+                               tmp_path, follow_log)
+    procs = [follower]
+    try:
+        for n, point in enumerate(("after_decision@3", "after_decision@6")):
+            doc["sink"]["options"] = {"faultInjection": point, "faultInjectionDir": str(faults)}
+            path.write_text(yaml.safe_dump(doc))
+            log = tmp_path / f"run-{n}.log"
+            procs.append(run := start_kafka_eos(["run", str(path)], bootstrap, tmp_path, log))
+            wait_for((faults, f"{point.split('@')[0]}*"), run, 300, log)
+            kill_group(run)
+            for marker in faults.iterdir():
+                marker.unlink()
+            if n == 0:
+                time.sleep(20)  # > transaction.timeout.ms: the broker aborts batch 3's decided transactions
+        doc["sink"]["options"] = {}
+        path.write_text(yaml.safe_dump(doc))
+        log = tmp_path / "run-last.log"
+        procs.append(run := start_kafka_eos(["run", str(path)], bootstrap, tmp_path, log))
+        runs[produce_orders(bootstrap, source, 1000).run] = 1000
+        wait_line(log, r"batch \d+ ", run, 240)
+        deadline = time.monotonic() + 240
+        while order_report(bootstrap, runs, topic=sink)["missing"]:
+            assert time.monotonic() < deadline and run.poll() is None, tail(log)
+            time.sleep(2)
+        stop_process(run, log)
+        batches = committed_batches(checkpoint)
+        state = verified_through(checkpoint, batches[-1], follower, follow_log)
+        stop_process(follower, follow_log)
+    finally:
+        for proc in procs:
+            kill_group(proc)
+    assert order_report(bootstrap, runs, topic=sink) == EXACT | {"out": 4000}
+    assert "lost" in (tmp_path / "run-1.log").read_text().lower() or "re-writ" in (tmp_path / "run-1.log").read_text()
+    assert state.aged_out == 0 and state.totals == {"verified": len(batches)}, (state, batches, tail(follow_log))
+    assert max(follow_delays(follow_log)) < DELAY_BOUND_S
+    print(f"follow through kills: {len(batches)} batches verified, largest delay {max(follow_delays(follow_log))} s")
+
+
+@pytest.mark.chaos  # a real Prometheus beside a running pipeline (~2 min): `make chaos`
+def test_a_record_committed_into_the_output_fires_verify_failed_from_the_monitors_follower(
+        bootstrap, tmp_path, prometheus_binary):  # noqa: F811
+    """`kafka-eos monitor --verify` beside a running trigger-0 pipeline: a record another writer
+    commits into the output is caught by the monitor's follower (batch and offset in its line), and
+    the shipped KafkaEosVerifyFailed fires in a real Prometheus from the monitor alone."""
+    source, sink = unique("fm-orders"), unique("fm-priced")
+    create_topics(bootstrap, {source: 2, sink: 2})
+    runs = {produce_orders(bootstrap, source, 1000).run: 1000}
+    path = follow_pipeline(tmp_path, source, sink)
+    monitor_port, prometheus_port = free_port(), free_port()
+    prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, free_port(), monitor_port),
+                                  tmp_path, prometheus_port)
+    monitor_log, run_log = tmp_path / "monitor.log", tmp_path / "run.log"
+    monitor = start_kafka_eos(["monitor", "--verify", str(path), "--port", str(monitor_port)], bootstrap, tmp_path,
+                              monitor_log)
+    run = start_kafka_eos(["run", str(path)], bootstrap, tmp_path, run_log)
+    try:
+        wait_line(monitor_log, r"batches \d+-\d+: \d+ verified", monitor, 240)
+        wait_until(lambda: value(prometheus_port, 'max(kafka_eos_verify_follow_timestamp_seconds{exporter="monitor"})'),
+                   120, "the monitor exports the follower's state")
+        assert alert_state(prometheus_port, "KafkaEosVerifyFailed") is None
+        intruder = Producer({"bootstrap.servers": bootstrap, "transactional.id": unique("intruder")})
+        intruder.init_transactions(30)
+        placed: list = []
+        intruder.begin_transaction()
+        intruder.produce(sink, b'{"order_id": "intruder-0"}', b"not-ours", partition=0,
+                         on_delivery=lambda err, msg: placed.append(msg.offset()))
+        intruder.commit_transaction(30)
+        written = time.monotonic()
+        runs[produce_orders(bootstrap, source, 400).run] = 400
+        caught = wait_line(monitor_log, r"batch (\d+): failed: " + re.escape(sink) + r"\[0\] offset (\d+)", monitor,
+                           DELAY_BOUND_S)
+        assert int(caught[2]) == placed[0], caught[0]
+        fired = fires(prometheus_port, "KafkaEosVerifyFailed", written, 120)
+        stop_process(run, run_log)
+    finally:
+        kill_group(run)
+        monitor.send_signal(signal.SIGTERM)
+        monitor.wait(60)
+        prometheus.terminate()
+        prometheus.wait(30)
+    assert order_report(bootstrap, runs, topic=sink) == EXACT | {"out": 1400}
+    print(f"monitor --verify: the foreign record caught in batch {caught[1]}; KafkaEosVerifyFailed fired {fired:.1f} s "
+          "after its commit")
+
+
+SOAK_S = float(os.environ.get("KAFKA_EOS_FOLLOW_SOAK_S", "0"))   # 0: until 1,000 batches
+
+
+@pytest.mark.chaos  # 1,000 batches at trigger 0 (~6 min; KAFKA_EOS_FOLLOW_SOAK_S=1800 for the 30-minute run)
+def test_a_long_trigger_0_run_is_verified_as_it_runs_and_back_to_batch_0_after(bootstrap, tmp_path):
+    """Input arriving throughout, Spark's default trigger, small batches: the follower judges every
+    batch within the bound and none ages out; after the run `verify --batches 0..` covers batch 0,
+    far beyond Spark's and the sink log's 100-batch windows of old."""
+    source, sink = unique("fs-orders"), unique("fs-priced")
+    create_topics(bootstrap, {source: 2, sink: 2})
+    runs = {produce_orders(bootstrap, source, 2000).run: 2000}
+    path = follow_pipeline(tmp_path, source, sink, batch=20)
+    checkpoint = tmp_path / "orders-json"
+    run_log, follow_log = tmp_path / "run.log", tmp_path / "follow.log"
+    run = start_kafka_eos(["run", str(path)], bootstrap, tmp_path, run_log)
+    follower = start_kafka_eos(["verify", "--follow", str(path)], bootstrap, tmp_path, follow_log)
+    arriving = threading.Event()
+
+    def feed() -> None:
+        while not arriving.is_set():
+            runs[produce_orders(bootstrap, source, 60).run] = 60
+            arriving.wait(1.0)
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    began = time.monotonic()
+    try:
+        while (SOAK_S and time.monotonic() - began < SOAK_S) or (not SOAK_S and len(committed_batches(checkpoint)) < 1000):
+            assert run.poll() is None and follower.poll() is None, tail(run_log) + tail(follow_log)
+            time.sleep(5)
+        arriving.set()
+        feeder.join(30)
+        time.sleep(10)
+        stop_process(run, run_log)
+        batches = committed_batches(checkpoint)
+        state = verified_through(checkpoint, batches[-1], follower, follow_log)
+        stop_process(follower, follow_log)
+    finally:
+        arriving.set()
+        kill_group(run)
+        kill_group(follower)
+    assert order_report(bootstrap, runs, topic=sink) == EXACT | {"out": sum(runs.values())}
+    delays = follow_delays(follow_log)
+    assert state.aged_out == 0 and state.totals == {"verified": len(batches)}, (state, len(batches))
+    assert max(delays) < DELAY_BOUND_S, max(delays)
+    done = kafka_eos(["verify", str(path), "--batches", "0..", "--json"], bootstrap, tmp_path, timeout=900)
+    report = json.loads(done.stdout)
+    assert done.code == 0 and report["per_batch"][0]["batch"] == 0, done.log()
+    assert len(report["per_batch"]) == len(batches), (len(report["per_batch"]), len(batches))
+    print(f"soak: {len(batches)} batches in {time.monotonic() - began:.0f} s, each verified within "
+          f"{max(delays):.1f} s (median round {sorted(delays)[len(delays) // 2]:.1f} s); verify 0.. covered all")

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from kafka_eos.txn.log_store import versioned
+from kafka_eos.txn.output_audit import FAILED, UNVERIFIABLE
 from kafka_eos.txn.sink_log import SinkLogReader
 from kafka_eos.txn.states import BatchState
 from kafka_eos.txn.timed_records import read_timed, write_timed
@@ -70,6 +71,8 @@ class FollowLag:
     aged_out: int                # recorded, plus batches dropped since the record, not yet judged
     verified_through: int
     at_ms: int                   # when the follower last recorded (its heartbeat)
+    failed: int = 0              # batches it judged failed, over every run of it
+    unverifiable: int = 0        # and judged "cannot be verified"
 
 
 def follow_lag(log_location: str, now_ms: int | None = None) -> FollowLag | None:
@@ -93,7 +96,8 @@ def follow_lag(log_location: str, now_ms: int | None = None) -> FollowLag | None
         if unverified > 1:  # the rest only counts: no need to read every record
             unverified = _committed_count(reader, newer)
             break
-    return FollowLag(unverified, round(oldest_s, 3), state.aged_out + gap, state.verified_through, state.at_ms)
+    return FollowLag(unverified, round(oldest_s, 3), state.aged_out + gap, state.verified_through, state.at_ms,
+                     state.totals.get(FAILED, 0), state.totals.get(UNVERIFIABLE, 0))
 
 
 def _committed_count(reader: SinkLogReader, ids: list[int]) -> int:

@@ -113,6 +113,10 @@ METRICS = (
            "them (0: none): the alert KafkaEosVerifyBehind", PROBE),
     Metric("kafka_eos_verify_aged_out_batches", "gauge", PE, "committed batches the sink log dropped before the "
            "follower judged them, over every run of it: must stay 0 (the alert KafkaEosVerifyAgedOut)", PROBE),
+    Metric("kafka_eos_verify_follow_failed_batches", "gauge", PE, "batches the follower judged failed, over every "
+           "run of it: the alert KafkaEosVerifyFailed fires for an hour after it grows", PROBE),
+    Metric("kafka_eos_verify_follow_unverifiable_batches", "gauge", PE, "batches the follower judged `cannot be "
+           "verified` (records deleted or compacted, no evidence), over every run of it", PROBE),
     Metric("kafka_eos_verify_follow_timestamp_seconds", "gauge", PE, "Unix time the follower last recorded its "
            "state (each round that judged a batch, else every 10 s)", PROBE),
     Metric("kafka_eos_probe_failures_total", "counter", ("pipeline", "probe", "exporter"), "probe samples that "

@@ -77,6 +77,8 @@ class ProbeGauges:
             self._metric("kafka_eos_verify_oldest_unverified_seconds").set(facts.follow.oldest_unverified_s)
             self._metric("kafka_eos_verify_aged_out_batches").set(facts.follow.aged_out)
             self._metric("kafka_eos_verify_follow_timestamp_seconds").set(facts.follow.at_ms / 1000)
+            self._metric("kafka_eos_verify_follow_failed_batches").set(facts.follow.failed)
+            self._metric("kafka_eos_verify_follow_unverifiable_batches").set(facts.follow.unverifiable)
         self._succeeded(OUTPUT)
 
     def lag(self, facts: LagFacts) -> None:
