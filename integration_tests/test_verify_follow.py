@@ -89,7 +89,7 @@ def test_follow_beside_a_running_pipeline_judges_every_batch_and_names_a_foreign
     try:
         wait_line(follow_log, r"batches \d+-\d+: \d+ verified", follower, 240)
         feeder.start()
-        time.sleep(5)
+        time.sleep(2)
         intruder = Producer({"bootstrap.servers": bootstrap, "transactional.id": unique("intruder")})
         intruder.init_transactions(30)
         placed: list = []
@@ -102,7 +102,7 @@ def test_follow_beside_a_running_pipeline_judges_every_batch_and_names_a_foreign
                            r"of another writer", follower, DELAY_BOUND_S)
         delay = time.monotonic() - written
         assert int(caught[2]) == placed[0], caught[0]
-        time.sleep(5)
+        time.sleep(2)
         arriving.set()
         feeder.join(30)
         stop_process(run, run_log)

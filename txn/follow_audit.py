@@ -9,7 +9,9 @@ part) stay open between rounds and are read on from where they stopped. Each rou
      round, so the judged batches stay a prefix of the committed ones;
   3. a ready batch is judged by ``output_audit.judge``; then, in each partition it wrote, a
      committed transaction no batch claims (another writer's) and a non-transactional record
-     lying before its records fail it, with their offset (``output_audit.place_foreign``'s rule);
+     lying before its records fail it, with their offset (``output_audit.place_foreign``'s rule),
+     unless they precede the first batch judged in that partition: those are reported as outside
+     the batches followed (``outside``), as ``verify`` reports what precedes its range;
   4. what a judged batch claimed, and the foreign records placed, leave the scans: memory holds
      only the output not judged yet.
 Pure logic: the reading is the caller's (``connectors/operate/verify_follow``).
@@ -55,22 +57,23 @@ def ready(batch: Pending, scans: dict[tuple[str, int], PartitionScan], now_ms: i
 
 
 def judge_round(pending: list[Pending], scans: dict[tuple[str, int], PartitionScan], now_ms: int,
-                grace_ms: int = GRACE_MS) -> list[BatchVerdict]:
-    """Steps 1-4 for ``pending`` (in batch order); returns the verdicts of the batches judged."""
+                grace_ms: int = GRACE_MS, outside: list[str] | None = None) -> list[BatchVerdict]:
+    """Steps 1-4 for ``pending`` (in batch order); returns the verdicts of the batches judged (the
+    records outside them are appended to ``outside``)."""
     claimed = set().union(*(_keys(b.handles) for b in pending)) if pending else set()
     verdicts = []
     for batch in pending:
         if not ready(batch, scans, now_ms, grace_ms):
             break
         verdict = judge(batch.batch_id, list(batch.handles), scans)
-        _place_foreign(verdict, batch, scans, claimed)
+        _place_foreign(verdict, batch, scans, claimed, [] if outside is None else outside)
         _forget(batch, scans)
         verdicts.append(verdict)
     return verdicts
 
 
 def _place_foreign(verdict: BatchVerdict, batch: Pending, scans: dict[tuple[str, int], PartitionScan],
-                   claimed: set[tuple[int, int]]) -> None:
+                   claimed: set[tuple[int, int]], outside: list[str]) -> None:
     """Step 3."""
     mine = _keys(batch.handles)
     for topic, p in sorted(_parts(batch.handles)):
@@ -81,15 +84,17 @@ def _place_foreign(verdict: BatchVerdict, batch: Pending, scans: dict[tuple[str,
         if not firsts:
             continue
         first = min(firsts)
-        for key, part in sorted(scan.found.items(), key=lambda kv: kv[1].first):
-            if part.first < first and key not in claimed:
-                verdict.fail(FAILED, topic, p, part.first, f"{part.records} record(s) of another writer (producer "
-                             f"{key[0]}) that read_committed readers see")
-                del scan.found[key]
-        for offset, pid, records in [f for f in scan.foreign if f[0] < first]:
-            verdict.fail(FAILED, topic, p, offset, f"{records} record(s) of another writer (producer {pid}) "
-                         "that read_committed readers see")
+        others = [key for key, part in scan.found.items() if part.first < first and key not in claimed]
+        placed = [(scan.found[key].first, key[0], scan.found.pop(key).records) for key in others]
+        placed += [f for f in scan.foreign if f[0] < first]
         scan.foreign[:] = [f for f in scan.foreign if f[0] >= first]
+        for offset, pid, records in sorted(placed):
+            what = f"{records} record(s) of another writer (producer {pid}) that read_committed readers see"
+            if scan.anchored:
+                verdict.fail(FAILED, topic, p, offset, what)
+            else:
+                outside.append(f"{topic}[{p}] offset {offset}: {what} (before the first batch followed)")
+        scan.anchored = True
 
 
 def _forget(batch: Pending, scans: dict[tuple[str, int], PartitionScan]) -> None:

@@ -74,6 +74,7 @@ class PartitionScan:
     compacted: bool = False  # cleanup.policy has compact: records may be gone, so counts and digests cannot hold
     sets: bool = False       # also keep each expected transaction's records as ``RecordSet``s (--recompute)
     keep_all: bool = False   # every committed transaction is a found part (``follow_audit`` tells foreign ones)
+    anchored: bool = False   # ``follow_audit``: a judged batch's records were found here (what precedes is placed)
     found: dict[tuple[int, int], Part] = field(default_factory=dict)   # (producer id, epoch) -> part
     aborted: dict[tuple[int, int], int] = field(default_factory=dict)  # -> first offset
     foreign: list[tuple[int, int, int]] = field(default_factory=list)  # (first offset, producer id, records)

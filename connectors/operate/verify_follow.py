@@ -111,7 +111,10 @@ class Follower:
                           "before they were verified (aged out): keep the follower running, or raise "
                           "sink.evidence_retention_ms")
         self.read(pending)
-        verdicts = judge_round(pending, self.scans, self._now_ms(), self.grace_ms)
+        outside: list[str] = []
+        verdicts = judge_round(pending, self.scans, self._now_ms(), self.grace_ms, outside)
+        for line in outside:
+            self.progress(f"outside the batches followed: {line}")
         self._recompute(verdicts, {b.batch_id: b for b in pending})
         through = verdicts[-1].batch_id if verdicts else (
             self.state.verified_through + aged if aged else self.state.verified_through)

@@ -47,6 +47,16 @@ def test_after_the_grace_a_batch_whose_transaction_never_ended_fails():
     assert verdict.outcome == FAILED and "still open" in verdict.problems[0]
 
 
+def test_another_writers_record_before_the_first_batch_followed_is_reported_outside_not_failed():
+    scans = open_scan()
+    add(scans, data(99, [0]), marker(99, 1), data(1, range(2, 4)), marker(1, 4))
+    outside: list[str] = []
+    [verdict] = judge_round([pending(0, 1, range(2, 4))], scans, NOW + 1000, outside=outside)
+    assert verdict.outcome == PASSED and outside == [
+        "out[0] offset 0: 1 record(s) of another writer (producer 99) that read_committed readers see "
+        "(before the first batch followed)"]
+
+
 def test_another_writers_committed_record_fails_the_batch_whose_records_follow_it():
     scans = open_scan()
     add(scans, data(1, range(0, 2)), marker(1, 2))
@@ -61,9 +71,10 @@ def test_another_writers_committed_record_fails_the_batch_whose_records_follow_i
 
 def test_a_non_transactional_record_before_a_batch_fails_it_once():
     scans = open_scan()
-    add(scans, data(7, [0], transactional=False), data(1, range(1, 3)), marker(1, 3))
-    [verdict] = judge_round([pending(0, 1, range(1, 3))], scans, NOW + 1000)
-    assert verdict.outcome == FAILED and verdict.first_problem["offset"] == 0
+    add(scans, data(1, range(0, 2)), marker(1, 2), data(7, [3], transactional=False), data(2, range(4, 6)),
+        marker(2, 6))
+    [first, verdict] = judge_round([pending(0, 1, range(0, 2)), pending(1, 2, range(4, 6))], scans, NOW + 1000)
+    assert first.outcome == PASSED and verdict.outcome == FAILED and verdict.first_problem["offset"] == 3
     assert scans[("out", 0)].foreign == [], "placed once: the next batch does not fail for it again"
 
 
