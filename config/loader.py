@@ -195,6 +195,7 @@ def _sink(s: Section, base_dir: Path) -> SinkSpec:
         transactional_id_prefix=s.str("transactional_id_prefix"),
         transaction_timeout_ms=s.int("transaction_timeout_ms", defaults.transaction_timeout_ms, minimum=1),
         batch_margin_ms=s.int("batch_margin_ms", defaults.batch_margin_ms),
+        evidence_retention_ms=s.int("evidence_retention_ms", defaults.evidence_retention_ms, minimum=0),
         fixed_partitions=s.bool("fixed_partitions", defaults.fixed_partitions),
         options=props(s.mapping("options")),
     )

@@ -24,6 +24,7 @@ from typing import Mapping
 from kafka_eos.secrets import Secret, Value, is_secret_key, reveal
 from kafka_eos.secrets import redacted as redacted_settings
 from kafka_eos.serde.formats import DataFormat, OnDecodeError, Registry
+from kafka_eos.txn.sink_log_segments import DEFAULT_EVIDENCE_RETENTION_MS
 from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
 FORMAT_VERSION = 1
@@ -136,6 +137,7 @@ class SinkSpec:
     transactional_id_prefix: str | None = None
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
     batch_margin_ms: int = DEFAULT_BATCH_MARGIN_MS
+    evidence_retention_ms: int = DEFAULT_EVIDENCE_RETENTION_MS  # the sink log's committed records, for verify
     fixed_partitions: bool = False              # an output topic that grew stops the query
     options: Props = ()                        # other kafka-eos sink options, passed as given
 

@@ -18,6 +18,7 @@ from typing import Mapping
 from kafka_eos.config.spark_option import Kind, SparkOption
 from kafka_eos.kafka_clients import COMMIT_DEADLINE_MS, LOOKUP_DEADLINE_MS
 from kafka_eos.txn.prefix_claim import DEFAULT_CLAIM_TOPIC
+from kafka_eos.txn.sink_log_segments import DEFAULT_EVIDENCE_RETENTION_MS
 from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS
 
@@ -96,6 +97,9 @@ SINK_OPTIONS: tuple[SparkOption, ...] = (
           "sink.fixed_partitions"),
     _sink("writeEvidence", B, True, "exactly-once: each task records its record count and digest per output "
           "partition for `kafka-eos verify` (false: its batches cannot be verified)"),
+    _sink("evidenceRetentionMs", N, DEFAULT_EVIDENCE_RETENTION_MS, "how long the sink log keeps each committed "
+          "batch's record, the evidence `kafka-eos verify` reads (ms; the newest 100 batches are always kept)",
+          "sink.evidence_retention_ms"),
     _sink("guarantee", C, "exactly_once", "`at_least_once`: plain idempotent producers, no transactions",
           "guarantee",
           choices=("exactly_once", "at_least_once")),

@@ -1,8 +1,8 @@
 """Durable small-file storage for the sink log: create-only records, local or remote.
 
 Invariants this module enforces:
-- ``create`` never overwrites: it leaves the name either absent or holding the whole new
-  content, and raises ``FileExistsError`` when the name already exists.
+- ``create`` (text) and ``create_bytes`` never overwrite: they leave the name either absent or
+  holding the whole new content, and raise ``FileExistsError`` when the name already exists.
   Locally: write a temp file, fsync it, hard-link it to the name (``link`` fails atomically when
   the name exists, like ``O_EXCL``, but the name never shows a partial file), fsync the directory
   (so a local location must be on a file system with hard links: any POSIX one, NFS included).
@@ -83,16 +83,23 @@ class LogReader:
         return sorted(i.base_name for i in infos if not i.base_name.startswith("."))
 
     def read(self, name: str) -> str | None:
+        data = self.read_bytes(name)
+        return None if data is None else data.decode()
+
+    def read_bytes(self, name: str) -> bytes | None:
+        """The content of ``name``, or None when it does not exist."""
         if self._local:
-            path = self._root / name
             try:
-                return path.read_text()
+                return (self._root / name).read_bytes()
             except FileNotFoundError:
                 return None
         if not self.exists(name):
             return None
-        with self._fs.open_input_stream(self._remote(name)) as stream:
-            return stream.read().decode()
+        try:
+            with self._fs.open_input_stream(self._remote(name)) as stream:
+                return stream.read()
+        except FileNotFoundError:  # deleted between the check and the read
+            return None
 
 
 class LogStore(LogReader):
@@ -107,26 +114,30 @@ class LogStore(LogReader):
 
     def create(self, name: str, text: str) -> None:
         """Create ``name`` with ``text``; ``FileExistsError`` if it exists (never overwrite)."""
+        self.create_bytes(name, text.encode())
+
+    def create_bytes(self, name: str, data: bytes) -> None:
+        """Create ``name`` with ``data``; ``FileExistsError`` if it exists (never overwrite)."""
         if self._local:
-            self._create_local(name, text)
+            self._create_local(name, data)
         elif self._s3:
             if self.exists(name):
                 raise FileExistsError(f"{self.location}/{name}")
             with self._fs.open_output_stream(self._remote(name)) as stream:
-                stream.write(text.encode())
+                stream.write(data)
         else:
             tmp = self._remote(f".{name}.{uuid.uuid4().hex}.tmp")
             with self._fs.open_output_stream(tmp) as stream:
-                stream.write(text.encode())
+                stream.write(data)
             if self.exists(name):
                 self._fs.delete_file(tmp)
                 raise FileExistsError(f"{self.location}/{name}")
             self._fs.move(tmp, self._remote(name))
 
-    def _create_local(self, name: str, text: str) -> None:
+    def _create_local(self, name: str, data: bytes) -> None:
         tmp = self._root / f".{name}.{uuid.uuid4().hex}.tmp"
-        with open(tmp, "w") as handle:
-            handle.write(text)
+        with open(tmp, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         try:

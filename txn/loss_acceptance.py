@@ -57,4 +57,5 @@ def accept_loss(log: SinkLog, batch_id: int) -> BatchRecord:
     metrics = {**last.metrics, "records": float(kept), "transactions": 0.0, "commit_ms": 0.0,
                "precommit_max_ms": 0.0, ACCEPTED_RECORDS: float(lost_records(last)),
                ACCEPTED_PARTITIONS: float(len(lost))}
-    return log.append(BatchRecord(batch_id, COMMITTED, last.num_partitions, last.handles, last.status, metrics), last)
+    return log.append(BatchRecord(batch_id, COMMITTED, last.num_partitions, last.handles, last.status, metrics,
+                                  inputs=last.inputs), last)

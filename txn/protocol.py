@@ -10,13 +10,16 @@ Executors pre-commit (``KafkaWriter``); the driver then runs ``commit_batch``:
   2b. the output topics are still the ones earlier batches wrote to (``topic_check``, e.g.
      ``OutputTopicGuard.before_decision``): if not, the batch's transactions are aborted and its
      ``OutputTopicChangedError`` stops the query;
-  3. record the decision (batch id + every handle) durably in the sink log, create-only: a
+  3. record the decision (batch id + every handle, and ``inputs``: the engine's description of the
+     batch's input, opaque here, for a later re-run) durably in the sink log, create-only: a
      record another run wrote meanwhile stops this one (``SinkLogConflictError``), never overwritten;
   4. EndTxn(commit) every pending handle, in parallel, with retries;
   5. a handle the broker aborted meanwhile is recorded as lost and ``TransactionLostError`` stops
      the query: the restart replays the batch and re-writes exactly the lost partitions;
   6. record the batch committed (with its metrics, and the aborts since the last record: ``AbortTally``);
-  7. abort lingering transactions under the prefix (dead attempts, an older run).
+  7. abort lingering transactions under the prefix (dead attempts, an older run);
+  8. prune the sink log: roll old committed batches into segments, drop what is past the evidence
+     retention (``SinkLog.prune``).
 ``recover`` runs before any task of a batch starts: it finishes a decided batch (steps 4-6;
 handles the broker aborted meanwhile are recorded lost, not raised) and returns the
 ``ReplayPlan`` that tells tasks which sink partitions are already durable: the engine's replay of
@@ -90,7 +93,8 @@ class TwoPhaseCommitProtocol:
                     faults: FaultPlan | None = None) -> "TwoPhaseCommitProtocol":
         """The production protocol of a sink (its sink log pinned to ``query_id``); with an active
         fault plan, its committer and step hooks are wrapped to pause at the plan's points."""
-        sink_log = SinkLog(config.log_location, config.transactional_id_prefix, query_id)
+        sink_log = SinkLog(config.log_location, config.transactional_id_prefix, query_id,
+                           retention_ms=config.evidence_retention_ms)
         kafka_committer = KafkaCommitter(config.client_conf(), config.commit_timeout_s)
         committer: Committer = kafka_committer
         aborter = TransactionAborter(config.client_conf(), config.ids, config.commit_timeout_s)
@@ -120,13 +124,15 @@ class TwoPhaseCommitProtocol:
         return ReplayPlan(last.batch_id, frozenset(last.durable_partitions()))
 
     # -- the commit of one batch ---------------------------------------------------------
-    def commit_batch(self, batch_id: int, handles: list[TxnHandle]) -> BatchRecord:
+    def commit_batch(self, batch_id: int, handles: list[TxnHandle], inputs: str | None = None) -> BatchRecord:
+        """Commit one batch (steps 1-8); ``inputs``, the engine's description of the batch's input,
+        is stored with the decision (a replay without it keeps the one decided before)."""
         started = time.monotonic()
         previous = self.log.get(batch_id)
         if previous is not None and previous.state == COMMITTED:                      # step 1
             self._abort_duplicates(handles, set(range(previous.num_partitions)))
             return previous
-        record = self._decide(batch_id, handles, previous)                           # step 2
+        record = self._decide(batch_id, handles, previous, inputs)                   # step 2
         self.hooks.reached(Step.BEFORE_DECISION, batch_id)
         self._check_topics(batch_id, handles)                                        # step 2b
         record = self.log.append(record, previous)                                   # step 3
@@ -134,7 +140,7 @@ class TwoPhaseCommitProtocol:
         record = self._end(record)                                                   # steps 4-6
         self.hooks.reached(Step.AFTER_END_TXNS, batch_id)
         self.aborts.add(LINGERING, len(self.aborter.abort_lingering()))             # step 7
-        self.log.prune()
+        self.log.prune()                                                             # step 8
         self._report(record, started)
         return record
 
@@ -184,10 +190,11 @@ class TwoPhaseCommitProtocol:
             return set()
         return {h.transactional_id for h in last.handles_with(PENDING) if h.transactional_id}
 
-    def _decide(self, batch_id: int, handles: list[TxnHandle], previous: BatchRecord | None) -> BatchRecord:
+    def _decide(self, batch_id: int, handles: list[TxnHandle], previous: BatchRecord | None,
+                inputs: str | None = None) -> BatchRecord:
         if previous is None:
             status = {h.sink_partition: PENDING for h in handles if h.has_transaction}
-            return BatchRecord(batch_id, DECIDED, len(handles), tuple(handles), status)
+            return BatchRecord(batch_id, DECIDED, len(handles), tuple(handles), status, inputs=inputs)
         self._check_replay(batch_id, handles, previous)
         durable = previous.durable_partitions()
         self._abort_duplicates(handles, durable)
@@ -196,7 +203,8 @@ class TwoPhaseCommitProtocol:
         status = {**{p: s for p, s in previous.status.items() if p in durable},
                   **{h.sink_partition: PENDING for h in merged
                      if h.sink_partition not in durable and h.has_transaction}}
-        return BatchRecord(batch_id, DECIDED, len(handles), merged, status)
+        return BatchRecord(batch_id, DECIDED, len(handles), merged, status,
+                           inputs=previous.inputs if inputs is None else inputs)
 
     def _check_topics(self, batch_id: int, handles: list[TxnHandle]) -> None:
         try:
@@ -231,7 +239,7 @@ class TwoPhaseCommitProtocol:
                    "committed_at_ms": float(int(time.time() * 1000)),  # where ``verify`` starts reading
                    **self.aborts.metrics()}
         record = BatchRecord(record.batch_id, COMMITTED, record.num_partitions, record.handles,
-                             record.status, metrics)
+                             record.status, metrics, inputs=record.inputs)
         record = self.log.append(record, base)                                       # step 6
         self.aborts.clear()
         return record

@@ -27,6 +27,7 @@ from typing import Mapping
 from kafka_eos.kafka_clients import COMMIT_DEADLINE_MS, DATA_SOCKET_TIMEOUT_MS
 from kafka_eos.secrets import redacted
 from kafka_eos.txn.errors import SinkConfigError
+from kafka_eos.txn.sink_log_segments import DEFAULT_EVIDENCE_RETENTION_MS
 from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
 
@@ -110,6 +111,9 @@ class SinkConfig:
     fixed_partitions: bool = False  # an output topic that grew stops the query (kafka_eos.txn.output_topics)
     write_evidence: bool = True  # exactly-once tasks record counts and digests for verify (kafka_eos.txn.write_evidence)
     id_owner: str | None = None  # owner part of the ids (None: the legacy scheme); see transactional_ids
+    # how long the sink log keeps a committed batch's record (beyond the newest 100); see sink_log
+    evidence_retention_ms: int = DEFAULT_EVIDENCE_RETENTION_MS
+    checkpoint_location: str | None = None  # the engine's checkpoint (Spark's offset log: a batch's inputs)
     ids: TransactionalIdFactory = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

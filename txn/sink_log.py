@@ -11,15 +11,33 @@ by ``BatchRecord.with_status`` and ``SinkLog.append``):
     committed  -> every handle's EndTxn succeeded.
 Per sink partition (a ``PartitionState``) the record says ``pending``, ``committed`` or ``lost`` (the broker aborted
 the transaction before we could commit it; that partition's data must be written again).
+A record may carry ``inputs``: the engine's own description of the batch's input (for Spark, the
+text of ``<checkpoint>/offsets/<N>``), opaque here, kept for a later re-run of the batch.
 ``_meta.json`` (create-only too) pins the format version, the transactional-id prefix and the
 query id of the checkpoint the log belongs to (Spark's ``<checkpoint>/metadata``).
+
+Layout and retention (``SinkLog.prune``, after every commit; ``txn.sink_log_segments``):
+    <log>/_meta.json
+    <log>/<N>.<seq>.json                          loose records: always the newest ``KEEP_BATCHES``
+                                                  batches (recovery and status read only these)
+    <log>/_segments/<first:012d>-<last:012d>.json.gz   older committed batches, ``SEGMENT_BATCHES``
+                                                  to a create-only segment (each batch's final record)
+A committed batch is kept (loose, then in a segment) for the evidence retention
+(``SinkConfig.evidence_retention_ms``, default 7 days, by its ``committed_at_ms``), then deleted.
+``SinkLogReader`` reads both: ``batch_ids`` is the loose batches and the segments' ranges (from
+their names), ``get`` falls back to the segment holding a batch (the last decoded one is kept).
+It lists the loose files before the segments, and a segment is created before its loose files
+are deleted, so a batch being rolled is never missed.
 ``SinkLogReader`` reads a log through a ``LogReader`` and creates nothing (executors, progress
-lines, validation); only ``SinkLog`` (the driver's writer) creates the location and ``_meta.json``.
+lines, validation); only ``SinkLog`` (the driver's writer) creates the location, ``_meta.json``
+and segments. ``SinkLog`` keeps the committed records it wrote (and those it read to roll them)
+in memory until they are rolled, so a roll reads files only for batches another run wrote.
 """
 from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
@@ -27,6 +45,7 @@ from kafka_eos.option_map import OptionMap
 from kafka_eos.txn.errors import SinkLogConflictError, SinkLogError
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.log_store import LogReader, LogStore, versioned
+from kafka_eos.txn.sink_log_segments import DEFAULT_EVIDENCE_RETENTION_MS, SegmentReader, SegmentRoller
 from kafka_eos.txn.states import (BatchState, PartitionState, check_batch_transition,
                                    check_partition_transitions)
 
@@ -67,6 +86,7 @@ class BatchRecord:
     status: dict[int, PartitionState] = field(default_factory=dict)  # sink partition -> its state
     metrics: dict[str, float] = field(default_factory=dict)
     seq: int = 0  # position among the batch's create-only records (set by ``SinkLog.append``)
+    inputs: str | None = None  # the engine's description of the batch's input (opaque here)
 
     def __post_init__(self) -> None:  # plain strings of a caller or a log file become states
         object.__setattr__(self, "state", BatchState(self.state))
@@ -95,16 +115,26 @@ class BatchRecord:
         check_transition(self, changed)
         return changed
 
+    def to_dict(self) -> dict:
+        data = {"v": LOG_FORMAT, "batch": self.batch_id, "seq": self.seq, "state": self.state,
+                "num_partitions": self.num_partitions, "handles": [h.to_dict() for h in self.handles],
+                "status": {str(k): v for k, v in sorted(self.status.items())}, "metrics": self.metrics}
+        if self.inputs is not None:
+            data["inputs"] = self.inputs
+        return data
+
     def to_json(self) -> str:
-        return json.dumps({"v": LOG_FORMAT, "batch": self.batch_id, "seq": self.seq, "state": self.state,
-                           "num_partitions": self.num_partitions,
-                           "handles": [h.to_dict() for h in self.handles],
-                           "status": {str(k): v for k, v in sorted(self.status.items())},
-                           "metrics": self.metrics}, indent=1)
+        return json.dumps(self.to_dict(), indent=1)
 
     @classmethod
     def from_json(cls, text: str, source: str) -> "BatchRecord":
-        data = versioned(text, source, "sink log", LOG_FORMAT)
+        return cls.from_dict(versioned(text, source, "sink log", LOG_FORMAT), source)
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str) -> "BatchRecord":
+        if data.get("v") != LOG_FORMAT:
+            raise SinkLogError(f"{source}: sink log format {data.get('v')!r} is not {LOG_FORMAT}; this kafka-eos "
+                               "build cannot read it (use the build that wrote it)")
         try:
             state = BatchState(data["state"])
             status = {int(k): PartitionState(v) for k, v in data["status"].items()}
@@ -112,7 +142,7 @@ class BatchRecord:
             raise SinkLogError(f"{source}: {unknown}; this kafka-eos build cannot recover it") from None
         return cls(batch_id=data["batch"], state=state, num_partitions=data["num_partitions"],
                    handles=tuple(TxnHandle.from_dict(h) for h in data["handles"]),
-                   status=status, metrics=data.get("metrics", {}), seq=data["seq"])
+                   status=status, metrics=data.get("metrics", {}), seq=data["seq"], inputs=data.get("inputs"))
 
 
 class SinkLogReader:
@@ -120,6 +150,7 @@ class SinkLogReader:
 
     def __init__(self, location: str) -> None:
         self.store: LogReader = LogReader(location)
+        self.segments: SegmentReader = SegmentReader(location)
 
     def meta(self) -> dict | None:
         text = self.store.read(META)
@@ -136,17 +167,35 @@ class SinkLogReader:
         return newest
 
     def batch_ids(self) -> list[int]:
-        return sorted(self._records())
+        """Every batch in the log: loose ones, then the segments' ranges (listed after the loose
+        files: a batch rolled meanwhile is in one or the other)."""
+        ids = set(self._records())
+        for segment in self.segments.segments():
+            ids.update(range(segment.first, segment.last + 1))
+        return sorted(ids)
 
     def latest_batch_id(self) -> int | None:
-        ids = self.batch_ids()
-        return ids[-1] if ids else None
+        """The newest batch: a loose one (segments are listed only for a log with none)."""
+        loose = self._records()
+        if loose:
+            return max(loose)
+        segments = self.segments.segments()
+        return segments[-1].last if segments else None
 
     def get(self, batch_id: int) -> BatchRecord | None:
-        """The newest state of a batch, or None."""
-        seq = self._records().get(batch_id)
-        if seq is None:
+        """The newest state of a batch (loose, else from the segment holding it), or None. Segments
+        hold only batches older than every loose one: a newer id costs no segment listing."""
+        loose = self._records()
+        seq = loose.get(batch_id)
+        record = None if seq is None else self._read(batch_id, seq)
+        if record is not None:
+            return record
+        if seq is None and loose and batch_id > min(loose):
             return None
+        data = self.segments.find(batch_id)  # rolled (maybe since the listing above)
+        return None if data is None else BatchRecord.from_dict(data, f"{self.segments.location} batch {batch_id}")
+
+    def _read(self, batch_id: int, seq: int) -> BatchRecord | None:
         name = record_name(batch_id, seq)
         text = self.store.read(name)
         return BatchRecord.from_json(text, f"{self.store.location}/{name}") if text else None
@@ -190,8 +239,11 @@ def check_binding(meta: dict | None, where: str, prefix: str, query_id: str | No
 class SinkLog(SinkLogReader):
     """Batch records of one sink, written by the driver of the one live query of its checkpoint."""
 
-    def __init__(self, location: str, prefix: str, query_id: str | None = None) -> None:
+    def __init__(self, location: str, prefix: str, query_id: str | None = None,
+                 retention_ms: int = DEFAULT_EVIDENCE_RETENTION_MS) -> None:
         self.store: LogStore = LogStore(location)
+        self.segments: SegmentRoller = SegmentRoller(location, retention_ms)
+        self._final: dict[int, dict] = {}  # committed records (to_dict) not yet rolled, written or read here
         self._check_meta(prefix, query_id)
 
     def _check_meta(self, prefix: str, query_id: str | None) -> None:
@@ -210,15 +262,35 @@ class SinkLog(SinkLogReader):
         StateTransitionError (writing nothing) when ``record`` may not follow ``base``."""
         check_transition(base, record)
         record = replace(record, seq=0 if base is None else base.seq + 1)
-        name = record_name(record.batch_id, record.seq)
+        name, data = record_name(record.batch_id, record.seq), record.to_dict()
         try:
-            self.store.create(name, record.to_json())
+            self.store.create(name, json.dumps(data, indent=1))
         except FileExistsError:
             raise SinkLogConflictError.of_record(f"{self.store.location}/{name}", record.batch_id) from None
+        if record.state == COMMITTED:
+            self._final[record.batch_id] = data  # what a roll writes, without reading the file back
         return record
 
-    def prune(self, keep: int = KEEP_BATCHES) -> None:
-        records = self._records()
-        for batch_id in sorted(records)[:-keep]:
-            for seq in range(records[batch_id] + 1):
+    def prune(self, keep: int = KEEP_BATCHES, now_ms: float | None = None) -> None:
+        """Keep the newest ``keep`` batches loose; roll older committed ones into segments, and
+        delete what is older than the evidence retention (``sink_log_segments``)."""
+        loose = self._records()
+
+        def final(batch_id: int) -> dict | None:
+            if batch_id not in self._final:
+                name = record_name(batch_id, loose[batch_id])
+                text = self.store.read(name)
+                data = None if text is None else BatchRecord.from_json(text, name).to_dict()
+                if data is None or data["state"] != COMMITTED:
+                    return data
+                self._final[batch_id] = data
+            return self._final[batch_id]
+
+        def drop(batch_id: int) -> None:
+            for seq in range(loose[batch_id] + 1):
                 self.store.delete(record_name(batch_id, seq))
+            self._final.pop(batch_id, None)
+
+        now_ms = time.time() * 1000 if now_ms is None else now_ms
+        for batch_id in self.segments.prune(sorted(loose), final, drop, keep, now_ms):
+            self._final.pop(batch_id, None)

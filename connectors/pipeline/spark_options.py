@@ -82,6 +82,7 @@ def sink_options(cfg: PipelineConfig) -> dict[str, str]:
     _set(options, o("kafka.transaction.timeout.ms"), s.transaction_timeout_ms)
     _set(options, o("trigger.interval.ms"), 0 if trigger.available_now else trigger.interval_ms)
     _set(options, o("batch.margin.ms"), s.batch_margin_ms)
+    _set(options, o("evidenceRetentionMs"), s.evidence_retention_ms)
     _set(options, o("checkpointLocation"), cfg.checkpoint.location or "")
     _set(options, o("fixedPartitions"), s.fixed_partitions)
     return {**options, **_passthrough(s.options)}

@@ -7,7 +7,9 @@ cleanup, the output-topic check) ran before ``QueryStart.writer`` built it. Enfo
   handle (of the task's rows, or, for offset-range input, of the records it reads: ``range_input``);
   a task whose sink partition is durable (the ``ReplayPlan``) writes nothing but counts its rows
   (the replay check); ``spark.speculation=true`` is refused before a producer opens;
-- ``commit`` works from the handles alone (``TwoPhaseCommitProtocol.commit_batch``);
+- ``commit`` works from the handles alone (``TwoPhaseCommitProtocol.commit_batch``), and gives the
+  protocol the batch's inputs: the text of Spark's offset log file ``<checkpoint>/offsets/<batch>``
+  (None when it cannot be read: a commit never fails for it);
 - ``abort`` (Spark calls it when the batch's job failed and also when ``commit`` raised: the catch
   of V2TableWriteExec.writeWithV2) ends every transactional id the batch can have used, by id,
   unless the batch has a decision (``TwoPhaseCommitProtocol.abort_batch``); ``messages`` has one
@@ -18,6 +20,7 @@ cleanup, the output-topic check) ran before ``QueryStart.writer`` built it. Enfo
 """
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Iterator, cast
 
 from pyspark import TaskContext
@@ -35,6 +38,7 @@ from kafka_eos.txn.faults import FaultPlan
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.decision_guard import DecisionGuard
 from kafka_eos.txn.kafka_writer import KafkaWriter
+from kafka_eos.txn.log_store import LogReader
 from kafka_eos.txn.replay import ReplayPlan
 from kafka_eos.txn.sink_config import SinkConfig
 
@@ -42,6 +46,9 @@ if TYPE_CHECKING:  # the driver's planner and commit runner need no pyarrow of o
     import pyarrow as pa
 
     from kafka_eos.txn.protocol import TwoPhaseCommitProtocol  # the driver's (and kafka-python's) alone
+
+log = logging.getLogger(__name__)
+DRIVER_ONLY = ("_protocol", "_offset_log")
 
 
 class SinkCommitMessage(WriterCommitMessage):
@@ -70,8 +77,8 @@ class KafkaEosStreamWriter(spark_compat.StreamWriterBase):  # type: ignore[misc,
         self._task_input = task_input(faults)
 
     def __getstate__(self) -> dict:
-        """What the tasks get: everything but the driver's protocol."""
-        return {k: v for k, v in self.__dict__.items() if k != "_protocol"}
+        """What the tasks get: everything but the driver's protocol (and its offset log reader)."""
+        return {k: v for k, v in self.__dict__.items() if k not in DRIVER_ONLY}
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
         freeze_loaded()
@@ -93,7 +100,23 @@ class KafkaEosStreamWriter(spark_compat.StreamWriterBase):  # type: ignore[misc,
     def commit(self, messages: list, batchId: int) -> None:
         freeze_loaded()
         handles = [TxnHandle.from_dict(m.handle) for m in messages]
-        self._protocol.commit_batch(batchId, handles)
+        self._protocol.commit_batch(batchId, handles, self._inputs(batchId))
+
+    def _inputs(self, batch_id: int) -> str | None:
+        """The text of Spark's ``<checkpoint>/offsets/<batch_id>`` (what a re-run of the batch reads),
+        or None: no checkpoint option, no such file, or it could not be read."""
+        checkpoint = self.config.checkpoint_location
+        if not checkpoint:
+            return None
+        try:
+            reader = self.__dict__.get("_offset_log")
+            if reader is None:  # one reader per writer: a remote one costs a client
+                reader = self._offset_log = LogReader(checkpoint.rstrip("/") + "/offsets")
+            return reader.read(str(batch_id))
+        except Exception as exc:  # noqa: BLE001 - evidence for a later re-run, never a reason to fail a commit
+            log.warning("kafka-eos: batch %d: could not read Spark's offset log under %s (%s); its sink log "
+                        "record has no inputs", batch_id, checkpoint, exc)
+            return None
 
     def abort(self, messages: list, batchId: int) -> None:
         handles = [TxnHandle.from_dict(m.handle) for m in messages if m is not None]

@@ -127,11 +127,34 @@ def test_from_config_builds_the_production_collaborators_and_wraps_them_only_wit
     from kafka_eos.txn.kafka_committer import KafkaCommitter
     from kafka_eos.txn.transaction_aborter import TransactionAborter
     cfg = SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
-                     log_location=str(tmp_path / "log"), transaction_timeout_ms=12_345)
+                     log_location=str(tmp_path / "log"), transaction_timeout_ms=12_345, evidence_retention_ms=3_600_000)
     plain = TwoPhaseCommitProtocol.from_config(cfg, "query-1")
     assert type(plain.committer) is KafkaCommitter and type(plain.aborter) is TransactionAborter
+    assert plain.log.segments.retention_ms == 3_600_000
     assert type(plain.hooks) is StepHooks and plain.transaction_timeout_ms == 12_345
     assert SinkLogReader(str(tmp_path / "log")).meta()["query_id"] == "query-1"
     faulty = TwoPhaseCommitProtocol.from_config(cfg, "query-1", FaultPlan.parse("after_decision@1", str(tmp_path)))
     assert isinstance(faulty.committer, FaultInjectingCommitter) and isinstance(faulty.hooks, FaultInjectingHooks)
     assert type(TwoPhaseCommitProtocol.from_config(cfg, "query-1", FaultPlan()).committer) is KafkaCommitter
+
+
+def test_the_batch_inputs_are_stored_with_the_decision_and_kept_to_the_committed_record(tmp_path):
+    offsets = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1}\n{"t":{"0":7}}'
+    seen = []
+
+    class Seeing(StepHooks):
+        def reached(self, step, batch_id):
+            if step is Step.AFTER_DECISION:
+                seen.append(SinkLogReader(str(tmp_path)).get(batch_id))
+
+    record = protocol(tmp_path, hooks=Seeing()).commit_batch(3, [handle(0), handle(1)], inputs=offsets)
+    assert seen[0].state == DECIDED and seen[0].inputs == offsets
+    assert record.state == "committed" and record.inputs == offsets == SinkLogReader(str(tmp_path)).get(3).inputs
+    assert protocol(tmp_path).commit_batch(4, [handle(0)]).inputs is None
+
+
+def test_a_replay_without_inputs_keeps_the_decided_ones(tmp_path):
+    with pytest.raises(Exception, match=r"sink partitions \[1\]"):
+        protocol(tmp_path, {1: LOST}).commit_batch(7, [handle(0), handle(1)], inputs="offsets 7")
+    replay = [TxnHandle.empty(0, skipped=True, records=5), handle(1, epoch=1)]
+    assert protocol(tmp_path).commit_batch(7, replay).inputs == "offsets 7"

@@ -25,12 +25,39 @@ def test_sink_log_round_trip_prefix_pin_and_version(tmp_path):
         log.get(4)
 
 
-def test_sink_log_prune_keeps_the_latest(tmp_path):
-    log = SinkLog(str(tmp_path), "p")
+def test_sink_log_prune_keeps_the_latest_and_drops_what_is_past_the_retention(tmp_path):
+    log = SinkLog(str(tmp_path), "p", retention_ms=0)
     for b in range(10):
-        append_path(log, BatchRecord(b, DECIDED, 0, ()), BatchRecord(b, COMMITTED, 0, ()))
-    log.prune(keep=3)
+        append_path(log, BatchRecord(b, DECIDED, 0, ()), BatchRecord(b, COMMITTED, 0, (), metrics={"committed_at_ms": b}))
+    log.prune(keep=3, now_ms=100)
     assert log.batch_ids() == [7, 8, 9]
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["7.0.json", "7.1.json", "8.0.json", "8.1.json",
+                                                              "9.0.json", "9.1.json", "_meta.json"]
+
+
+def test_a_batch_older_than_the_newest_100_stays_readable(tmp_path):
+    """The old prune deleted every batch behind the newest 100 at once; now they stay (7 days)."""
+    log = SinkLog(str(tmp_path), "p")
+    for b in range(130):
+        append_path(log, BatchRecord(b, DECIDED, 1, (handle(0),), {0: "pending"}),
+                    BatchRecord(b, COMMITTED, 1, (handle(0),), {0: "committed"}, {"committed_at_ms": 1e12 + b}))
+        log.prune(now_ms=1e12 + b)
+    reader = SinkLogReader(str(tmp_path))
+    assert reader.batch_ids() == list(range(130))
+    assert reader.get(0).state == COMMITTED and reader.get(0).handles == (handle(0),)
+
+
+def test_inputs_round_trip_written_only_when_set(tmp_path):
+    log = SinkLog(str(tmp_path), "p")
+    offsets = 'v1\n{"batchWatermarkMs":0}\n{"kafka-eos":{"t":{"0":42}}}'
+    with_inputs = log.append(BatchRecord(1, DECIDED, 1, (handle(0),), {0: "pending"}, inputs=offsets), None)
+    without = log.append(BatchRecord(2, DECIDED, 1, (handle(0),), {0: "pending"}), None)
+    assert json.loads((tmp_path / "1.0.json").read_text())["inputs"] == offsets
+    assert "inputs" not in json.loads((tmp_path / "2.0.json").read_text())  # older builds' records look the same
+    reader = SinkLogReader(str(tmp_path))
+    assert reader.get(1) == with_inputs and reader.get(1).inputs == offsets
+    assert reader.get(2) == without and reader.get(2).inputs is None
+    assert with_inputs.with_status({0: PartitionState.COMMITTED}).inputs == offsets
 
 
 def test_durable_partitions_include_empty_and_committed():
