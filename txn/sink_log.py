@@ -184,7 +184,11 @@ class SinkLogReader:
 
     def get(self, batch_id: int) -> BatchRecord | None:
         """The newest state of a batch (loose, else from the segment holding it), or None. Segments
-        hold only batches older than every loose one: a newer id costs no segment listing."""
+        hold only batches older than every loose one: a newer id costs no segment listing; a batch
+        of the last decoded segment costs no I/O (a scan of old batches lists nothing per batch)."""
+        data = self.segments.cached(batch_id)
+        if data is not None:
+            return BatchRecord.from_dict(data, f"{self.segments.location} batch {batch_id}")
         loose = self._records()
         seq = loose.get(batch_id)
         record = None if seq is None else self._read(batch_id, seq)

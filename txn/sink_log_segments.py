@@ -105,6 +105,13 @@ class SegmentReader:
     def segments(self) -> list[Segment]:
         return sorted(s for s in map(parse_name, self.store.names()) if s is not None)
 
+    def cached(self, batch_id: int) -> dict | None:
+        """The record of ``batch_id`` if the last decoded segment holds it (no I/O: a segment's
+        records are final, so no loose file can be newer)."""
+        if self._cached is not None and self._cached[0].holds(batch_id):
+            return self._cached[1].get(batch_id)
+        return None
+
     def find(self, batch_id: int) -> dict | None:
         """The record dict of ``batch_id`` from the segment holding it, or None."""
         if self._cached is not None and self._cached[0].holds(batch_id):

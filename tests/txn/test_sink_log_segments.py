@@ -176,3 +176,11 @@ def test_a_new_batch_costs_no_segment_listing(tmp_path, monkeypatch):
     run(log, range(16))
     monkeypatch.setattr(SegmentReader, "segments", lambda self: pytest.fail("listed the segments"))
     assert log.get(16) is None and log.get(12).batch_id == 12 and log.latest_batch_id() == 15
+
+
+def test_a_scan_of_rolled_batches_lists_nothing_per_batch(tmp_path, monkeypatch):
+    written = run(SinkLog(str(tmp_path), "p"), range(27))
+    reader = SinkLogReader(str(tmp_path))
+    assert reader.get(0) == written[0]  # decodes segment 0-9
+    monkeypatch.setattr(SinkLogReader, "_records", lambda self: pytest.fail("listed the loose files"))
+    assert [reader.get(b) for b in range(1, 10)] == [written[b] for b in range(1, 10)]
