@@ -58,8 +58,8 @@ def keeps_state(checkpoint: str) -> bool:
 def recorded_inputs(log: SinkLogReader, batch: int) -> str | None:
     """Batch ``batch``'s offset-log text as the sink log recorded it, if whole."""
     record = log.get(batch)
-    text = getattr(record, "inputs", None) if record is not None else None
-    return text if isinstance(text, str) and parse_entry(batch, text) is not None else None
+    text = record.inputs if record is not None else None
+    return text if text is not None and parse_entry(batch, text) is not None else None
 
 
 def plan(checkpoint: str, sink_log: str, batches: list[int]) -> ViewPlan:
