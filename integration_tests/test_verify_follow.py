@@ -241,6 +241,7 @@ def test_a_record_committed_into_the_output_fires_verify_failed_from_the_monitor
 
 
 SOAK_S = float(os.environ.get("KAFKA_EOS_FOLLOW_SOAK_S", "0"))   # 0: until 1,000 batches
+ARRIVING = 20   # orders a second while it runs
 
 
 @pytest.mark.chaos  # 1,000 batches at trigger 0 (~6 min; KAFKA_EOS_FOLLOW_SOAK_S=1800 for the 30-minute run)
@@ -250,7 +251,8 @@ def test_a_long_trigger_0_run_is_verified_as_it_runs_and_back_to_batch_0_after(b
     far beyond Spark's and the sink log's 100-batch windows of old."""
     source, sink = unique("fs-orders"), unique("fs-priced")
     create_topics(bootstrap, {source: 2, sink: 2})
-    runs = {produce_orders(bootstrap, source, 2000).run: 2000}
+    backlog = 2_000 if SOAK_S else 20_000   # 1,000 batches of 20 offsets, then what arrives
+    runs = {produce_orders(bootstrap, source, backlog).run: backlog}
     path = follow_pipeline(tmp_path, source, sink, batch=20)
     checkpoint = tmp_path / "orders-json"
     run_log, follow_log = tmp_path / "run.log", tmp_path / "follow.log"
@@ -258,9 +260,9 @@ def test_a_long_trigger_0_run_is_verified_as_it_runs_and_back_to_batch_0_after(b
     follower = start_kafka_eos(["verify", "--follow", str(path)], bootstrap, tmp_path, follow_log)
     arriving = threading.Event()
 
-    def feed() -> None:
+    def feed() -> None:  # below the pipeline's pace (~3 batches of 20 a second): it keeps up
         while not arriving.is_set():
-            runs[produce_orders(bootstrap, source, 60).run] = 60
+            runs[produce_orders(bootstrap, source, ARRIVING, aborted_every=ARRIVING, aborted_size=2).run] = ARRIVING
             arriving.wait(1.0)
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
@@ -271,7 +273,10 @@ def test_a_long_trigger_0_run_is_verified_as_it_runs_and_back_to_batch_0_after(b
             time.sleep(5)
         arriving.set()
         feeder.join(30)
-        time.sleep(10)
+        deadline = time.monotonic() + 600
+        while order_report(bootstrap, runs, topic=sink)["missing"]:
+            assert time.monotonic() < deadline and run.poll() is None, tail(run_log)
+            time.sleep(5)
         stop_process(run, run_log)
         batches = committed_batches(checkpoint)
         state = verified_through(checkpoint, batches[-1], follower, follow_log)

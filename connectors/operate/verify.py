@@ -102,7 +102,8 @@ def verify_sink(config: SinkConfig, batches: tuple[int, int] | None = None, sinc
     bound to the query), also each verified batch's records against its re-run (``recompute_audit``)."""
     records = committed_in_range(SinkLogReader(config.log_location), batches, since_ms)
     if not records:
-        return VerifyReport(note="no committed batch in range in the sink log (it keeps committed batches for sink.evidence_retention_ms, 7 days by default)")
+        return VerifyReport(note="no committed batch in range in the sink log (it keeps committed batches for "
+                                 "sink.evidence_retention_ms, 7 days by default)")
     handles = {r.batch_id: committed_handles(r.handles_with(PartitionState.COMMITTED)) for r in records}
     partitions = sorted({(t, int(p)) for hs in handles.values() for h in hs for t, ps in h.partitions.items() for p in ps})
     times = [r.metrics["committed_at_ms"] for r in records if "committed_at_ms" in r.metrics]
