@@ -13,8 +13,9 @@ exactly-once on a local Spark standalone cluster, 1 and 2 Workers x 4 and 16 par
 (``--scaling-records``, 1M); end-to-end latency at 10k records/s with trigger 1 s and 0.5 s,
 kafka-eos and Spark's kafka, interleaved rounds (``bench.latency``); the 2PC commit latency for
 1, 8 and 64 output partitions (``bench.commit``); the write evidence's cost to a sink task
-(``bench.evidence_cost``) and to a whole pipeline (``bench.evidence_pipeline``). ``--cells`` /
-``--skip-cells`` pick the parts (``4p,16p,64p,small_batch,profile,scaling,latency,commit,evidence``),
+(``bench.evidence_cost``) and to a whole pipeline (``bench.evidence_pipeline``); what ``verify --follow``
+beside a pipeline costs it, with and without re-runs (``bench.verify_cost``). ``--cells`` /
+``--skip-cells`` pick the parts (``4p,16p,64p,small_batch,profile,scaling,latency,commit,evidence,verify``),
 so a suite can be rerun in part.
 Last, the goals of issue 27 (``bench.goals``) from what was measured.
 
@@ -31,7 +32,8 @@ import argparse
 import json
 import time
 
-from bench import cells, commit, evidence_cost, evidence_pipeline, goals, latency, method, scaling, stage_profile, throughput
+from bench import (cells, commit, evidence_cost, evidence_pipeline, goals, latency, method, scaling, stage_profile,
+                   throughput, verify_cost)
 from bench.common import RESULTS, load_avg, machine, write_result
 from bench.plot import plot
 from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
@@ -137,6 +139,11 @@ def measure(a: argparse.Namespace) -> dict:
             log("\n".join(evidence_cost.lines(out["evidence_cost"])))
             out["evidence_pipeline"] = evidence_pipeline.measure(bootstrap, max(a.rounds, 5), a.records, settle, log)
             log("\n".join(evidence_pipeline.lines(out["evidence_pipeline"])))
+        if "verify" in want:  # issue 59: what verify --follow (and its re-runs) costs a pipeline beside it
+            loads["verify"] = settle()["load_avg_1m"]
+            out["verify_cost"] = verify_cost.measure(bootstrap, a.rounds, verify_cost.RECORDS, settle, log,
+                                                     broker_pids=brokers)
+            log("\n".join(verify_cost.lines(out["verify_cost"])))
     loads["end"] = load_avg()
     out["load_avg_1m"] = loads
     return out
