@@ -152,10 +152,11 @@ def _follow(args: argparse.Namespace, cfg) -> int:
     follower = Follower(sink_config(sink_options(cfg)), lambda line: emit(f"kafka-eos verify {cfg.name}: {line}"),
                         session, args.recompute_every)
     emit(f"kafka-eos verify {cfg.name}: following from batch {follower.state.verified_through + 1}"
-         + (f", re-running every {follower.every}th batch" if session else "") + "; Ctrl-C stops")
+         + (f", re-running one batch in {follower.every} (ids divisible by it)" if session else "") + "; Ctrl-C stops")
     try:
         follow(follower, cfg.name or "kafka-eos", stop, emit, args.interval)
     finally:
+        follower.close()
         if session is not None:
             session.close()
     emit(f"kafka-eos verify {cfg.name}: stopped; verified through batch {follower.state.verified_through}")

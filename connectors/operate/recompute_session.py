@@ -1,7 +1,7 @@
 """One local SparkSession kept for the re-runs of ``verify --follow --recompute``.
 
-Invariant: the session is started on the first re-run (a follower that samples no batch starts
-no JVM), quiet as ``kafka-eos run``'s, and stopped by ``close``.
+Invariant: the session is started by ``warm`` or the first re-run, quiet as ``kafka-eos run``'s,
+and stopped by ``close``.
 """
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ class RecomputeSession:
             self._spark = local_session(self.master, app=f"kafka-eos verify --follow {self.cfg.name}",
                                         conf={**RUN_CONF, **console_conf(False)})
         return self._spark
+
+    def warm(self) -> None:
+        """Start the session now (the re-run worker does, beside the follower's rounds)."""
+        self._session()
 
     def __call__(self, batches: list[int]) -> Any:
         from kafka_eos.connectors.operate.recompute import recompute

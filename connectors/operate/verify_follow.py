@@ -10,7 +10,8 @@ Each round (every ``interval_s``):
      high watermark: only what is new is read;
   3. ``txn.follow_audit`` judges the batches whose output is complete, in order;
   4. with ``recompute``, every ``every``-th batch that passed is also re-run over its recorded
-     input and its records compared (``txn.recompute_audit``), as ``verify --recompute`` does;
+     input and its records compared (``txn.recompute_audit``), as ``verify --recompute`` does,
+     in a worker of its own (``rerun_worker``): the rounds never wait for Spark;
   5. the round is recorded beside the sink log as a verify run (``status``, the probes' counters)
      and the follower's state (``follow_state``: verified through, aged out, totals).
 Invariants: reads the sink log and the output only (Fetch, ListOffsets, DescribeConfigs) and
@@ -19,16 +20,17 @@ follower goes on from its recorded ``verified_through``.
 """
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Callable
 
+from kafka_eos.connectors.operate.rerun_worker import Rerun, RerunWorker
 from kafka_eos.connectors.operate.verify import START_MARGIN_MS
 from kafka_eos.txn.control_plane import control_plane
 from kafka_eos.txn.follow_audit import GRACE_MS, Pending, judge_round
 from kafka_eos.txn.follow_state import FollowState, latest_state, write_state
 from kafka_eos.txn.output_audit import PASSED, BatchVerdict, PartitionScan, committed_handles
 from kafka_eos.txn.output_scan import LATEST, bounds, compacted_topics, read_into
-from kafka_eos.txn.recompute_audit import judge_recomputed
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_log import SinkLogReader
 from kafka_eos.txn.states import BatchState, PartitionState
@@ -47,7 +49,8 @@ class Follower:
                  recompute: Callable[[list[int]], Any] | None = None, every: int = DEFAULT_RECOMPUTE_EVERY,
                  clock: Callable[[], float] = time.time, grace_ms: int = GRACE_MS) -> None:
         self.config, self.progress, self.clock, self.grace_ms = config, progress, clock, grace_ms
-        self.recompute, self.every = recompute, max(1, every)
+        self.every = max(1, every)
+        self._lock = threading.Lock()   # the rounds and the re-run worker both record
         self.log = config.log_location
         self.reader = control_plane(config.client_conf())
         self.state = latest_state(self.log) or FollowState()
@@ -55,6 +58,7 @@ class Follower:
         self.next_offset: dict[tuple[str, int], int] = {}
         self._compacted: set[str] | None = None
         self.committed_at: dict[int, int | None] = {}   # the last round's pending batches -> commit time
+        self.reruns = None if recompute is None else RerunWorker(recompute, self._record_rerun, progress)
 
     def _now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -123,15 +127,13 @@ class Follower:
         return verdicts
 
     def _recompute(self, verdicts: list[BatchVerdict], pending: dict[int, Pending]) -> None:
-        """Step 4, for the sampled batches that passed."""
-        if self.recompute is None:
+        """Step 4, for the sampled batches that passed: handed to the re-run worker."""
+        if self.reruns is None:
             return
         for verdict in [v for v in verdicts if v.outcome == PASSED and v.batch_id % self.every == 0]:
             handles = list(pending[verdict.batch_id].handles)
-            scans = self._sets_of(verdict, handles)
-            again = self.recompute([verdict.batch_id])
-            judge_recomputed(verdict, handles, scans, again.sets.get(verdict.batch_id),
-                             again.missing.get(verdict.batch_id, ""), again.compacted_inputs)
+            again = BatchVerdict(verdict.batch_id, PASSED, verdict.records, ranges=verdict.ranges)
+            self.reruns.submit(Rerun(again, handles, self._sets_of(verdict, handles)))
 
     def _sets_of(self, verdict: BatchVerdict, handles: list) -> dict[tuple[str, int], PartitionScan]:
         """The batch's committed records as record sets: its ranges read again (they were just read)."""
@@ -151,18 +153,37 @@ class Follower:
         for v in verdicts:
             outcomes.setdefault(v.outcome, []).append(v.batch_id)
         now = self._now_ms()
-        if verdicts:
-            first = next((v for v in verdicts if v.outcome != PASSED), None)
-            verified = outcomes.get(PASSED, [])
-            record_run(self.log, outcomes, max(verified) if verified else None,
-                       None if first is None else {"batch": first.batch_id, **(first.first_problem or {})}, now)
-        self.state = self.state.counted(outcomes, through, aged, now)
-        write_state(self.log, self.state)
+        with self._lock:
+            if verdicts:
+                first = next((v for v in verdicts if v.outcome != PASSED), None)
+                verified = outcomes.get(PASSED, [])
+                record_run(self.log, outcomes, max(verified) if verified else None,
+                           None if first is None else {"batch": first.batch_id, **(first.first_problem or {})}, now)
+            self.state = self.state.counted(outcomes, through, aged, now)
+            write_state(self.log, self.state)
+
+    def _record_rerun(self, verdict: BatchVerdict) -> None:
+        """A re-run's verdict: recorded as a verify run; one that did not pass also counts in the
+        follower's totals (the batch was counted verified by its read-side check)."""
+        now = self._now_ms()
+        with self._lock:
+            passed = verdict.outcome == PASSED
+            record_run(self.log, {verdict.outcome: [verdict.batch_id]}, verdict.batch_id if passed else None,
+                       None if passed else {"batch": verdict.batch_id, **(verdict.first_problem or {})}, now)
+            if not passed:
+                self.state = self.state.counted({verdict.outcome: [verdict.batch_id]}, self.state.verified_through,
+                                                0, now)
+                write_state(self.log, self.state)
 
     def heartbeat(self) -> None:
         """Record the state again (a follower with nothing to judge still shows it is alive)."""
-        self.state = self.state.counted({}, self.state.verified_through, 0, self._now_ms())
-        write_state(self.log, self.state)
+        with self._lock:
+            self.state = self.state.counted({}, self.state.verified_through, 0, self._now_ms())
+            write_state(self.log, self.state)
+
+    def close(self) -> None:
+        if self.reruns is not None:
+            self.reruns.close()
 
 
 HEARTBEAT_S = 10.0
