@@ -55,8 +55,8 @@ class Acl:
 
 
 # every kafka-eos command run on a pipeline's file (demo and dev run a local broker of their own)
-COMMANDS = ("run", "validate", "describe", "status", "monitor", "verify", "verify --recompute", "stop", "resume",
-            "retire", "accept-loss", "accept-topic")
+COMMANDS = ("run", "validate", "describe", "status", "monitor", "monitor --verify", "verify", "verify --recompute",
+            "stop", "resume", "retire", "accept-loss", "accept-topic")
 NO_ACL = ("stop", "resume", "accept-loss")  # only the checkpoint's store: the stop request and marker, the sink log
 SOURCE_TOPICS = ("source.topics", "source.assign")
 SINK_TOPICS = ("sink.topic", "errors.dlq_topic", "transform.watermark.late_topic")
@@ -83,9 +83,11 @@ ACLS: tuple[Acl, ...] = (
         "watermark (DescribeTopics, ListOffsets: output held back); `accept-topic`: the output topics' ids and "
         "partition counts (DescribeTopics); Write implies it", commands=("monitor", "accept-topic")),
     Acl("topic", SINK_TOPICS, ("Read",), "`exactly_once`: each committed batch's partitions read back (Fetch "
-        "read_uncommitted, ListOffsets)", commands=("verify",)),
+        "read_uncommitted, ListOffsets); `verify --follow` and `monitor --verify` as each batch commits",
+        commands=("verify", "monitor --verify")),
     Acl("topic", SINK_TOPICS, ("DescribeConfigs",), "`exactly_once`, optional: their `cleanup.policy`; without it "
-        "a warning, and a batch on a compacted topic fails instead of `cannot be verified`", commands=("verify",)),
+        "a warning, and a batch on a compacted topic fails instead of `cannot be verified`",
+        commands=("verify", "monitor --verify")),
     Acl("transactional-id", ("sink.transactional_id_prefix",), ("Write",), "prefixed; `exactly_once`; `retire` "
         "commits the decided batch and aborts the other open transactions (EndTxn)", ("Write",),
         "a producer `<prefix>-validate-probe` initialises transactions, writes nothing", ("run", "validate", "retire")),

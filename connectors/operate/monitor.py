@@ -12,7 +12,8 @@ Invariants:
 - It needs no Spark session (nothing here imports pyspark) and no running driver.
 - One registry and one endpoint (``MetricsServer``; loopback unless ``--host``) for every
   pipeline given; two files of one pipeline name are refused, their series would be one.
-- It reads only: it commits, aborts and writes nothing, so it may run beside the drivers, and
+- It commits and aborts nothing, and writes nothing but, with ``verify``, the followers' records
+  beside the sink logs, so it may run beside the drivers, and
   a pipeline whose brokers do not answer only counts its probes' failures.
 - With ``verify``, it also runs each exactly-once pipeline's follower (``verify_follow``: every
   committed batch read back and judged within seconds of its commit, no re-runs: those need
