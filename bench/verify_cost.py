@@ -29,7 +29,6 @@ Writes ``bench/results/<date>-verify-cost.json``; ``make bench`` runs it as the 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import signal
 import statistics
@@ -47,6 +46,7 @@ import yaml
 from bench import method
 from bench.common import load_avg, write_result
 from bench.cpu import CpuSampler
+from integration_tests.pipeline_runs import kill_group
 from kafka_eos.connectors.spark_harness import python_env
 
 REPO = Path(__file__).resolve().parent.parent
@@ -93,14 +93,6 @@ def start(args: list[str], log: Path) -> tuple[subprocess.Popen, Lines, CpuSampl
     proc = subprocess.Popen([sys.executable, "-m", CLI, *args], env=python_env(), cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     return proc, Lines(proc, log), CpuSampler(proc.pid, CLI).start()
-
-
-def kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(30)
 
 
 def cpu_total(sampler: CpuSampler) -> dict:

@@ -138,6 +138,21 @@ def verified_through(checkpoint: Path, last: int, follower, log: Path, bound_s: 
     return state
 
 
+def drained_then_stopped(bootstrap: str, runs: dict[str, int], sink: str, run: tuple, follower: tuple,
+                         checkpoint: Path, bound_s: float = 600) -> tuple[list[int], object]:
+    """Once every order of ``runs`` is in ``sink``: the run stopped (SIGTERM), the follower let reach its
+    last committed batch, then stopped; (the committed batches, the follower's state)."""
+    deadline = time.monotonic() + bound_s
+    while order_report(bootstrap, runs, topic=sink)["missing"]:
+        assert time.monotonic() < deadline and run[0].poll() is None, tail(run[1])
+        time.sleep(2)
+    stop_process(*run)
+    batches = committed_batches(checkpoint)
+    state = verified_through(checkpoint, batches[-1], *follower)
+    stop_process(*follower)
+    return batches, state
+
+
 @pytest.mark.chaos  # two driver kills and a wait past transaction.timeout.ms (~3 min): `make chaos`
 def test_follow_through_driver_kills_and_a_timed_out_decided_batch_rewritten(bootstrap, tmp_path):
     """The driver killed after batch 3's decision and kept down past transaction.timeout.ms (the broker
@@ -176,14 +191,7 @@ def test_follow_through_driver_kills_and_a_timed_out_decided_batch_rewritten(boo
         procs.append(run := start_kafka_eos(["run", str(path)], bootstrap, tmp_path, log))
         runs[produce_orders(bootstrap, source, 1000).run] = 1000
         wait_line(log, r"batch \d+ ", run, 240)
-        deadline = time.monotonic() + 240
-        while order_report(bootstrap, runs, topic=sink)["missing"]:
-            assert time.monotonic() < deadline and run.poll() is None, tail(log)
-            time.sleep(2)
-        stop_process(run, log)
-        batches = committed_batches(checkpoint)
-        state = verified_through(checkpoint, batches[-1], follower, follow_log)
-        stop_process(follower, follow_log)
+        batches, state = drained_then_stopped(bootstrap, runs, sink, (run, log), (follower, follow_log), checkpoint)
     finally:
         for proc in procs:
             kill_group(proc)
@@ -274,14 +282,7 @@ def test_a_long_trigger_0_run_is_verified_as_it_runs_and_back_to_batch_0_after(b
             time.sleep(5)
         arriving.set()
         feeder.join(30)
-        deadline = time.monotonic() + 600
-        while order_report(bootstrap, runs, topic=sink)["missing"]:
-            assert time.monotonic() < deadline and run.poll() is None, tail(run_log)
-            time.sleep(5)
-        stop_process(run, run_log)
-        batches = committed_batches(checkpoint)
-        state = verified_through(checkpoint, batches[-1], follower, follow_log)
-        stop_process(follower, follow_log)
+        batches, state = drained_then_stopped(bootstrap, runs, sink, (run, run_log), (follower, follow_log), checkpoint)
     finally:
         arriving.set()
         kill_group(run)
