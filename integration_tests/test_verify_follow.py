@@ -25,7 +25,7 @@ from kafka_eos.txn.states import BatchState
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, start_kafka_eos
 from integration_tests.pipeline_runs import kill_group, tail, wait_for
-from integration_tests.test_alert_fires import (alert_state, fires, prometheus_binary, prometheus_config,  # noqa: F401
+from integration_tests.test_alert_fires import (alert_state, cleared, fires, prometheus_binary, prometheus_config,  # noqa: F401
                                                 start_prometheus, value, wait_until)
 from integration_tests.test_metrics import free_port
 
@@ -336,3 +336,69 @@ def test_follow_recompute_reruns_its_sample_beside_the_rounds_and_catches_a_chan
     assert all(f"batch {b}: re-run failed" in changed_log for b in sampled), changed_log
     assert changed.totals == {"verified": len(batches), "failed": len(sampled)}, changed
     assert order_report(bootstrap, runs, topic=sink) == EXACT | {"out": 1500}
+
+
+@pytest.mark.chaos  # ~5 min, most of it the alerts' own bound and `for:`: `make chaos`
+def test_a_frozen_follower_fires_verify_behind_then_aged_out_and_both_show_after_it_resumes(
+        bootstrap, tmp_path, prometheus_binary):  # noqa: F811
+    """The follower frozen (SIGSTOP) beside a trigger-0 pipeline whose sink log keeps committed batches
+    1 s past its newest 100: the monitor (no follower of its own) reads the lag from the sink log and
+    the follower's record, so KafkaEosVerifyBehind fires, then KafkaEosVerifyAgedOut once batches
+    leave the log unjudged; resumed (SIGCONT), the follower names the batches that aged out, judges
+    the rest, and VerifyBehind clears."""
+    source, sink = unique("fa-orders"), unique("fa-priced")
+    create_topics(bootstrap, {source: 2, sink: 2})
+    runs = {produce_orders(bootstrap, source, 400).run: 400}
+    path = follow_pipeline(tmp_path, source, sink, batch=20)
+    doc = yaml.safe_load(path.read_text())
+    doc["sink"]["evidence_retention_ms"] = 1_000
+    path.write_text(yaml.safe_dump(doc))
+    checkpoint = tmp_path / "orders-json"
+    monitor_port, prometheus_port = free_port(), free_port()
+    prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, free_port(), monitor_port),
+                                  tmp_path, prometheus_port)
+    logs = {name: tmp_path / f"{name}.log" for name in ("monitor", "run", "follow")}
+    monitor = start_kafka_eos(["monitor", str(path), "--port", str(monitor_port)], bootstrap, tmp_path, logs["monitor"])
+    run = start_kafka_eos(["run", str(path)], bootstrap, tmp_path, logs["run"])
+    follower = start_kafka_eos(["verify", "--follow", str(path)], bootstrap, tmp_path, logs["follow"])
+    figures: dict[str, float] = {}
+    arriving = threading.Event()
+
+    def feed() -> None:
+        while not arriving.is_set():
+            runs[produce_orders(bootstrap, source, ARRIVING, aborted_every=ARRIVING, aborted_size=2).run] = ARRIVING
+            arriving.wait(2.0)
+    feeder = threading.Thread(target=feed, daemon=True)
+    try:
+        wait_line(logs["follow"], r"batches \d+-\d+: \d+ verified", follower, 240)
+        wait_until(lambda: value(prometheus_port, 'max(kafka_eos_verify_follow_timestamp_seconds{exporter="monitor"})'),
+                   120, "the monitor exports the follower's state")
+        follower.send_signal(signal.SIGSTOP)
+        frozen = time.monotonic()
+        feeder.start()   # a batch every 2 s or so: fewer than 100 while VerifyBehind's bound runs out
+        figures["behind fired"] = fires(prometheus_port, "KafkaEosVerifyBehind", frozen, 300)
+        runs[produce_orders(bootstrap, source, 6000).run] = 6000   # ~300 batches of 20: the older ones leave
+        figures["aged out fired"] = fires(prometheus_port, "KafkaEosVerifyAgedOut", frozen, 600)
+        aged = value(prometheus_port, 'max(kafka_eos_verify_aged_out_batches{exporter="monitor"})')
+        follower.send_signal(signal.SIGCONT)
+        resumed = time.monotonic()
+        caught = wait_line(logs["follow"], r"(\d+) committed batch\(es\) after batch (\d+) left the sink log", follower, 60)
+        figures["behind cleared"] = cleared(prometheus_port, "KafkaEosVerifyBehind", resumed, 300)
+        arriving.set()
+        feeder.join(30)
+        batches, state = drained_then_stopped(bootstrap, runs, sink, (run, logs["run"]), (follower, logs["follow"]),
+                                              checkpoint)
+    finally:
+        arriving.set()
+        follower.send_signal(signal.SIGCONT)
+        for proc in (run, follower):
+            kill_group(proc)
+        monitor.send_signal(signal.SIGTERM)
+        monitor.wait(60)
+        prometheus.terminate()
+        prometheus.wait(30)
+    assert order_report(bootstrap, runs, topic=sink) == EXACT | {"out": sum(runs.values())}
+    assert state.aged_out == int(caught[1]) > 0 and aged and aged > 0, (state, caught[0], aged)
+    assert state.totals["verified"] + state.aged_out == batches[-1] + 1 and "failed" not in state.totals, state
+    print(", ".join(f"{what} {seconds:.1f} s" for what, seconds in figures.items()) + " (after the freeze, the resume)"
+          + f"; {state.aged_out} batches aged out unverified, named by the resumed follower")

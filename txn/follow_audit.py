@@ -10,8 +10,9 @@ part) stay open between rounds and are read on from where they stopped. Each rou
   3. a ready batch is judged by ``output_audit.judge``; then, in each partition it wrote, a
      committed transaction no batch claims (another writer's) and a non-transactional record
      lying before its records fail it, with their offset (``output_audit.place_foreign``'s rule),
-     unless they precede the first batch judged in that partition: those are reported as outside
-     the batches followed (``outside``), as ``verify`` reports what precedes its range;
+     unless they precede the first batch judged in that partition (or the first after batches
+     that aged out, ``unanchor``): those are reported as outside the batches followed
+     (``outside``), as ``verify`` reports what precedes its range;
   4. what a judged batch claimed, and the foreign records placed, leave the scans: memory holds
      only the output not judged yet.
 Pure logic: the reading is the caller's (``connectors/operate/verify_follow``).
@@ -93,8 +94,16 @@ def _place_foreign(verdict: BatchVerdict, batch: Pending, scans: dict[tuple[str,
             if scan.anchored:
                 verdict.fail(FAILED, topic, p, offset, what)
             else:
-                outside.append(f"{topic}[{p}] offset {offset}: {what} (before the first batch followed)")
+                outside.append(f"{topic}[{p}] offset {offset}: {what} (before the first batch followed in the "
+                               "partition, or after batches that aged out: not attributed)")
         scan.anchored = True
+
+
+def unanchor(scans: dict[tuple[str, int], PartitionScan]) -> None:
+    """Batches aged out unjudged: their records in the scans belong to no batch known any more, so
+    what precedes the next batch judged in each partition is not attributed (step 3)."""
+    for scan in scans.values():
+        scan.anchored = False
 
 
 def _forget(batch: Pending, scans: dict[tuple[str, int], PartitionScan]) -> None:

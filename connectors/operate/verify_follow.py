@@ -27,7 +27,7 @@ from typing import Any, Callable
 from kafka_eos.connectors.operate.rerun_worker import Rerun, RerunWorker
 from kafka_eos.connectors.operate.verify import START_MARGIN_MS
 from kafka_eos.txn.control_plane import control_plane
-from kafka_eos.txn.follow_audit import GRACE_MS, Pending, judge_round
+from kafka_eos.txn.follow_audit import GRACE_MS, Pending, judge_round, unanchor
 from kafka_eos.txn.follow_state import FollowState, latest_state, write_state
 from kafka_eos.txn.output_audit import PASSED, BatchVerdict, PartitionScan, committed_handles
 from kafka_eos.txn.output_scan import LATEST, bounds, compacted_topics, read_into
@@ -39,6 +39,7 @@ from kafka_eos.txn.verify_runs import record_run
 DEFAULT_INTERVAL_S = 1.0
 DELAY_BOUND_S = 60.0        # the stated bound: a committed batch is judged within this (alert past it)
 DEFAULT_RECOMPUTE_EVERY = 100
+SHOWN_OUTSIDE = 5           # lines of records outside the batches followed, per round
 MAX_BATCHES_PER_ROUND = 500  # a follower catching up judges the backlog in rounds of this many
 
 
@@ -114,11 +115,14 @@ class Follower:
             self.progress(f"{aged} committed batch(es) after batch {self.state.verified_through} left the sink log "
                           "before they were verified (aged out): keep the follower running, or raise "
                           "sink.evidence_retention_ms")
+            unanchor(self.scans)
         self.read(pending)
         outside: list[str] = []
         verdicts = judge_round(pending, self.scans, self._now_ms(), self.grace_ms, outside)
-        for line in outside:
+        for line in outside[:SHOWN_OUTSIDE]:
             self.progress(f"outside the batches followed: {line}")
+        if len(outside) > SHOWN_OUTSIDE:
+            self.progress(f"outside the batches followed: {len(outside) - SHOWN_OUTSIDE} more record runs like these")
         self._recompute(verdicts, {b.batch_id: b for b in pending})
         through = verdicts[-1].batch_id if verdicts else (
             self.state.verified_through + aged if aged else self.state.verified_through)

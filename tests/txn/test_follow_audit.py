@@ -1,7 +1,7 @@
 """FollowAudit: batches judged in order as their output arrives, over scans kept open (pure logic)."""
 from __future__ import annotations
 
-from kafka_eos.txn.follow_audit import Pending, judge_round
+from kafka_eos.txn.follow_audit import Pending, judge_round, unanchor
 from kafka_eos.txn.output_audit import FAILED, PASSED, PartitionScan
 from tests.txn.test_output_audit import data, handle, marker
 
@@ -54,7 +54,7 @@ def test_another_writers_record_before_the_first_batch_followed_is_reported_outs
     [verdict] = judge_round([pending(0, 1, range(2, 4))], scans, NOW + 1000, outside=outside)
     assert verdict.outcome == PASSED and outside == [
         "out[0] offset 0: 1 record(s) of another writer (producer 99) that read_committed readers see "
-        "(before the first batch followed)"]
+        "(before the first batch followed in the partition, or after batches that aged out: not attributed)"]
 
 
 def test_another_writers_committed_record_fails_the_batch_whose_records_follow_it():
@@ -83,3 +83,17 @@ def test_a_committed_transaction_of_a_later_batch_is_not_foreign():
     add(scans, data(1, range(0, 2)), marker(1, 2), data(2, range(3, 5)), marker(2, 5))
     verdicts = judge_round([pending(0, 1, range(0, 2)), pending(1, 2, range(3, 5))], scans, NOW + 1000)
     assert [v.outcome for v in verdicts] == [PASSED, PASSED]
+
+
+def test_after_batches_aged_out_their_records_are_not_taken_for_another_writers():
+    """Batches 1-2 left the sink log unjudged: their committed transactions stay in the scan, unclaimed.
+    Before ``unanchor`` they failed batch 3 as another writer's records (seen on a real run)."""
+    scans = open_scan()
+    add(scans, data(1, range(0, 2)), marker(1, 2))
+    judge_round([pending(0, 1, range(0, 2))], scans, NOW + 1000)
+    add(scans, data(2, range(3, 5)), marker(2, 5), data(3, range(6, 8)), marker(3, 8))  # batch 1 (aged out)
+    add(scans, data(4, range(9, 11)), marker(4, 11))
+    unanchor(scans)
+    outside: list[str] = []
+    [verdict] = judge_round([pending(3, 4, range(9, 11))], scans, NOW + 1000, outside=outside)
+    assert verdict.outcome == PASSED and len(outside) == 2 and "aged out" in outside[0]
