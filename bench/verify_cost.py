@@ -64,7 +64,7 @@ INTERVAL_S = 1.0
 CATCH_UP_MAX_S = 900.0
 RUN_MAX_S = 900.0
 BATCH_LINE = re.compile(r"batch (\d+): (\d+) in, .*?batch (\d+) ms")
-FOLLOW_LINE = re.compile(r"batches (\d+)-(\d+): (.*?) \(([\d,]+) records(?:, ([\d.]+)-([\d.]+) s after their commit)?")
+FOLLOW_LINE = re.compile(r"batch(?:es)? (\d+)(?:-(\d+))?: (\d+ [^(]*?) \(([\d,]+) records(?:, ([\d.]+)-([\d.]+) s after their commit)?")
 RECOMPUTED_LINE = re.compile(r"recomputed batch (\d+): ([\d,]+) records")
 
 
@@ -172,7 +172,7 @@ def follower_figures(lines: list[tuple[float, str]], batch_line_at: dict[int, fl
     rounds, reruns, previous = [], [], None
     for at, line in lines:
         if (m := FOLLOW_LINE.search(line)):
-            rounds.append({"first": int(m[1]), "last": int(m[2]), "outcomes": m[3], "at": round(at, 3),
+            rounds.append({"first": int(m[1]), "last": int(m[2] or m[1]), "outcomes": m[3], "at": round(at, 3),
                            "records": int(m[4].replace(",", "")),
                            "delay_s": None if m[5] is None else [float(m[5]), float(m[6])]})
         elif (m := RECOMPUTED_LINE.search(line)):

@@ -88,7 +88,7 @@ def test_follow_beside_a_running_pipeline_judges_every_batch_and_names_a_foreign
             arriving.wait(1.0)
     feeder = threading.Thread(target=feed, daemon=True)
     try:
-        wait_line(follow_log, r"batches \d+-\d+: \d+ verified", follower, 240)
+        wait_line(follow_log, r"batch(es)? [\d-]+: \d+ verified", follower, 240)
         feeder.start()
         time.sleep(2)
         intruder = Producer({"bootstrap.servers": bootstrap, "transactional.id": unique("intruder")})
@@ -220,7 +220,7 @@ def test_a_record_committed_into_the_output_fires_verify_failed_from_the_monitor
                               monitor_log)
     run = start_kafka_eos(["run", str(path)], bootstrap, tmp_path, run_log)
     try:
-        wait_line(monitor_log, r"batches \d+-\d+: \d+ verified", monitor, 240)
+        wait_line(monitor_log, r"batch(es)? [\d-]+: \d+ verified", monitor, 240)
         wait_until(lambda: value(prometheus_port, 'max(kafka_eos_verify_follow_timestamp_seconds{exporter="monitor"})'),
                    120, "the monitor exports the follower's state")
         assert alert_state(prometheus_port, "KafkaEosVerifyFailed") is None
@@ -370,7 +370,7 @@ def test_a_frozen_follower_fires_verify_behind_then_aged_out_and_both_show_after
             arriving.wait(2.0)
     feeder = threading.Thread(target=feed, daemon=True)
     try:
-        wait_line(logs["follow"], r"batches \d+-\d+: \d+ verified", follower, 240)
+        wait_line(logs["follow"], r"batch(es)? [\d-]+: \d+ verified", follower, 240)
         wait_until(lambda: value(prometheus_port, 'max(kafka_eos_verify_follow_timestamp_seconds{exporter="monitor"})'),
                    120, "the monitor exports the follower's state")
         follower.send_signal(signal.SIGSTOP)

@@ -78,6 +78,7 @@ def test_recompute_proves_a_windowed_run_from_its_first_batch_and_from_a_later_o
     recomputed_all(tail_report)
 
 
+@pytest.mark.chaos  # make test keeps the same path in test_verify (Spark holding 2 batches, the rest re-run)
 def test_recompute_reaches_a_stateless_batch_spark_no_longer_holds(bootstrap, tmp_path):
     """The shipped orders-json pipeline (a SQL select and filter, a DLQ) in ~15 batches, Spark keeping
     5 of them (``spark.sql.streaming.minBatchesToRetain=5``): ``verify --recompute --batches 0..``

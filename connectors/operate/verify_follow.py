@@ -202,7 +202,8 @@ def describe(name: str, verdicts: list[BatchVerdict], pending: int, now_ms: int,
     for v in verdicts:
         counts[v.outcome] = counts.get(v.outcome, 0) + 1
     delays = [now_ms - at for v in verdicts if (at := committed_at.get(v.batch_id)) is not None]
-    lines = [f"kafka-eos verify {name}: batches {verdicts[0].batch_id}-{verdicts[-1].batch_id}: "
+    first, last = verdicts[0].batch_id, verdicts[-1].batch_id
+    lines = [f"kafka-eos verify {name}: " + (f"batches {first}-{last}: " if last > first else f"batch {first}: ")
              + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
              + f" ({sum(v.records for v in verdicts):,} records"
              + (f", {min(delays) / 1000:.1f}-{max(delays) / 1000:.1f} s after their commit" if delays else "")
