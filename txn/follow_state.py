@@ -24,6 +24,7 @@ from kafka_eos.txn.timed_records import read_timed, write_timed
 FOLDER = "_verify-follow"
 FORMAT = 1
 KEEP = 20
+DELAY_BOUND_S = 60.0   # the stated bound: a follower judges a committed batch within this (KafkaEosVerifyBehind)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from kafka_eos.txn.errors import SinkLogError
 from kafka_eos.txn.sink_config import SinkConfig
 from kafka_eos.txn.sink_markers import read_id_scheme
 from kafka_eos.txn.sink_status import Decision, OpenTransaction, last_decision, open_transactions, prefix_ids
+from kafka_eos.txn.follow_state import follow_lag
 from kafka_eos.txn.verify_runs import latest_run
 
 FORMAT_VERSION = 1
@@ -157,7 +158,8 @@ def gather(cfg: PipelineConfig, timeout_s: float = 10.0) -> Report:
         try:
             decision = last_decision(sink.log_location)
             report.facts["sink_log"] = {"location": sink.log_location, **decision_facts(decision)}
-            report.facts["verify"], verify_attention = verify_facts(latest_run(sink.log_location), cfg.origin)
+            report.facts["verify"], verify_attention = verify_facts(latest_run(sink.log_location), cfg.origin,
+                                                                    follow_lag(sink.log_location))
             report.attention += verify_attention
         except (SinkLogError, ValueError) as exc:
             report.facts["sink_log"] = {"location": sink.log_location, "state": "unreadable"}
@@ -211,10 +213,13 @@ def _lines(doc: dict[str, Any]) -> list[str]:
             "no decision yet" if log["state"] == "none" else f"last decision batch {log.get('batch')}: "
             f"{log['state']} ({log.get('sink_partitions')} sink partitions, {log.get('records')} records)"
             if log["state"] != "unreadable" else "unreadable"))
-    checked = doc.get("verify")
-    if checked:
+    checked = doc.get("verify") or {}
+    if "at_ms" in checked:
         lines.append(f"verify: newest verified batch {_v(checked['newest_verified_batch'])}; last run at "
                      f"{_time(checked['at_ms'])}: " + ", ".join(f"{n} {o}" for o, n in checked["batches"].items()))
+    if (follow := checked.get("follow")):
+        lines.append(f"verify --follow: verified through batch {follow['verified_through']}, "
+                     f"{follow['unverified_batches']} waiting, {follow['aged_out']} aged out; at {_time(follow['at_ms'])}")
     txns = doc.get("open_transactions")
     if txns is not None:
         rows = txns["transactions"]

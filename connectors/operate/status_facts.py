@@ -8,13 +8,16 @@ Attention (one line each, with the fix):
 - an open transaction that is not a pending one of the decision and is older than a running
   batch may be (trigger interval + batch margin, the budget of the transaction-timeout rule):
   a dead run or task attempt left it; read_committed readers of its partitions wait for it;
-- the newest ``kafka-eos verify`` run found a batch failed (``verify_facts``).
+- the newest ``kafka-eos verify`` run found a batch failed (``verify_facts``);
+- continuous verification (``verify --follow``) is behind its bound, or batches aged out of the
+  sink log before it judged them (``verify_facts``, from ``follow_state.follow_lag``).
 """
 from __future__ import annotations
 
 from typing import Any
 
 from kafka_eos.txn.sink_status import Decision, DecisionState, OpenTransaction, still_open
+from kafka_eos.txn.follow_state import DELAY_BOUND_S, FollowLag
 from kafka_eos.txn.verify_runs import VerifyRun
 
 FAILED = "failed"  # txn.output_audit's outcome, as the verify run records it
@@ -88,17 +91,43 @@ def attention(decision: Decision, opened: list[OpenTransaction] | None, batch_bu
     return lines
 
 
-def verify_facts(run: VerifyRun | None, origin: str | None) -> tuple[dict[str, Any] | None, list[str]]:
-    """The newest verify run as facts, and an attention line if it found a batch failed."""
-    if run is None:
+def verify_facts(run: VerifyRun | None, origin: str | None,
+                 follow: FollowLag | None = None) -> tuple[dict[str, Any] | None, list[str]]:
+    """The newest verify run and the follower's lag as facts, and attention lines: a batch failed,
+    the follower behind its bound, batches aged out unverified."""
+    if run is None and follow is None:
         return None, []
-    facts = {"at_ms": run.at_ms, "newest_verified_batch": run.newest_verified,
-             "batches": {outcome: len(ids) for outcome, ids in sorted(run.outcomes.items())},
-             "first_problem": run.first_problem}
+    facts: dict[str, Any] = {} if run is None else {
+        "at_ms": run.at_ms, "newest_verified_batch": run.newest_verified,
+        "batches": {outcome: len(ids) for outcome, ids in sorted(run.outcomes.items())},
+        "first_problem": run.first_problem}
+    lines = [] if run is None else _failed(run, origin)
+    if follow is not None:
+        facts["follow"] = {"verified_through": follow.verified_through, "unverified_batches": follow.unverified,
+                           "oldest_unverified_s": follow.oldest_unverified_s, "aged_out": follow.aged_out,
+                           "failed": follow.failed, "unverifiable": follow.unverifiable, "at_ms": follow.at_ms}
+        lines += _follow_attention(follow, origin or "pipeline.yaml")
+    return facts, lines
+
+
+def _failed(run: VerifyRun, origin: str | None) -> list[str]:
     failed = run.outcomes.get(FAILED, [])
     if not failed:
-        return facts, []
+        return []
     where = run.first_problem or {}
-    return facts, [f"the last kafka-eos verify found {len(failed)} batch(es) failed, first batch {where.get('batch')} at "
-                   f"{where.get('topic')}[{where.get('partition')}] offset {where.get('offset')} - fix: run "
-                   f"kafka-eos verify {origin or 'pipeline.yaml'} for each problem, and see docs/runbooks.md#verify-failed"]
+    return [f"the last kafka-eos verify found {len(failed)} batch(es) failed, first batch {where.get('batch')} at "
+            f"{where.get('topic')}[{where.get('partition')}] offset {where.get('offset')} - fix: run "
+            f"kafka-eos verify {origin or 'pipeline.yaml'} for each problem, and see docs/runbooks.md#verify-failed"]
+
+
+def _follow_attention(follow: FollowLag, origin: str) -> list[str]:
+    lines = []
+    if follow.oldest_unverified_s > DELAY_BOUND_S:
+        lines.append(f"continuous verification is behind: batch {follow.verified_through + 1} was committed "
+                     f"{follow.oldest_unverified_s:.0f} s ago and is not verified ({follow.unverified} batches wait) "
+                     f"- fix: check that kafka-eos verify --follow {origin} runs; see docs/runbooks.md#verify-behind")
+    if follow.aged_out:
+        lines.append(f"{follow.aged_out} committed batch(es) left the sink log before continuous verification judged "
+                     "them - fix: keep the follower running, or raise sink.evidence_retention_ms; see "
+                     "docs/runbooks.md#verify-aged-out")
+    return lines

@@ -28,7 +28,7 @@ from kafka_eos.connectors.operate.rerun_worker import Rerun, RerunWorker
 from kafka_eos.connectors.operate.verify import START_MARGIN_MS
 from kafka_eos.txn.control_plane import control_plane
 from kafka_eos.txn.follow_audit import GRACE_MS, Pending, judge_round, unanchor
-from kafka_eos.txn.follow_state import FollowState, latest_state, write_state
+from kafka_eos.txn.follow_state import DELAY_BOUND_S, FollowState, latest_state, write_state  # noqa: F401
 from kafka_eos.txn.output_audit import PASSED, BatchVerdict, PartitionScan, committed_handles
 from kafka_eos.txn.output_scan import LATEST, bounds, compacted_topics, read_into
 from kafka_eos.txn.sink_config import SinkConfig
@@ -37,7 +37,6 @@ from kafka_eos.txn.states import BatchState, PartitionState
 from kafka_eos.txn.verify_runs import record_run
 
 DEFAULT_INTERVAL_S = 1.0
-DELAY_BOUND_S = 60.0        # the stated bound: a committed batch is judged within this (alert past it)
 DEFAULT_RECOMPUTE_EVERY = 100
 SHOWN_OUTSIDE = 5           # lines of records outside the batches followed, per round
 MAX_BATCHES_PER_ROUND = 500  # a follower catching up judges the backlog in rounds of this many

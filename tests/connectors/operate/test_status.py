@@ -129,3 +129,13 @@ def test_the_last_verify_run_is_shown_and_a_failed_batch_needs_attention():
     _, lines = verify_facts(VerifyRun(2_000, {"verified": [1], "failed": [2]}, 1,
                                       {"batch": 2, "topic": "out", "partition": 3, "offset": 40}), "p.yaml")
     assert len(lines) == 1 and "batch 2 at out[3] offset 40" in lines[0] and "kafka-eos verify p.yaml" in lines[0]
+
+
+def test_status_names_a_follower_behind_its_bound_and_batches_aged_out():
+    from kafka_eos.connectors.operate.status_facts import verify_facts
+    from kafka_eos.txn.follow_state import FollowLag
+    facts, lines = verify_facts(None, "p.yaml", FollowLag(40, 75.0, 3, 11, 1_700_000_000_000))
+    assert facts["follow"]["verified_through"] == 11 and facts["follow"]["aged_out"] == 3
+    assert "batch 12 was committed 75 s ago" in lines[0] and "#verify-behind" in lines[0]
+    assert lines[1].startswith("3 committed batch(es) left the sink log") and "#verify-aged-out" in lines[1]
+    assert verify_facts(None, "p.yaml", FollowLag(2, 1.5, 0, 11, 1))[1] == [], "within the bound: nothing to do"
