@@ -46,6 +46,7 @@ import yaml
 from bench import method
 from bench.common import load_avg, write_result
 from bench.cpu import CpuSampler
+from kafka_eos.connectors.operate.verify_follow import DEFAULT_RECOMPUTE_EVERY
 from integration_tests.pipeline_runs import kill_group
 from kafka_eos.connectors.spark_harness import python_env
 
@@ -64,7 +65,9 @@ INTERVAL_S = 1.0
 CATCH_UP_MAX_S = 900.0
 RUN_MAX_S = 900.0
 BATCH_LINE = re.compile(r"batch (\d+): (\d+) in, .*?batch (\d+) ms")
-FOLLOW_LINE = re.compile(r"batch(?:es)? (\d+)(?:-(\d+))?: (\d+ [^(]*?) \(([\d,]+) records(?:, ([\d.]+)-([\d.]+) s after their commit)?")
+FOLLOW_LINE = re.compile(r"batch(?:es)? (\d+)(?:-(\d+))?: (\d+ [^(]*?) \(([\d,]+) records"
+                         r"(?:, ([\d.]+)-([\d.]+) s after their commit)?")
+RERUN_DONE = re.compile(r"batch (\d+): re-run ")  # the re-run worker's line, once a sampled batch is judged
 RECOMPUTED_LINE = re.compile(r"recomputed batch (\d+): ([\d,]+) records")
 
 
@@ -201,6 +204,15 @@ def _behind(rounds: list[dict], since: float, until: float) -> bool:
     return all(r["last"] > r["first"] for r in between)
 
 
+def sampled_batches(arm: str, committed: list[int]) -> list[int]:
+    """The batches the arm's follower re-runs (ids divisible by --recompute-every, default 100)."""
+    args = FOLLOW_ARGS[arm] or []
+    if "--recompute" not in args:
+        return []
+    every = int(args[args.index("--recompute-every") + 1]) if "--recompute-every" in args else DEFAULT_RECOMPUTE_EVERY
+    return [b for b in committed if b % every == 0]
+
+
 def one_run(bootstrap: str, brokers: tuple[int, ...], source: str, arm: str, max_offsets: int,
             workdir: Path) -> dict:
     """One run of ``arm``: a fresh output topic and checkpoint; the pipeline, and its follower if any."""
@@ -244,10 +256,17 @@ def one_run(bootstrap: str, brokers: tuple[int, ...], source: str, arm: str, max
                                        f"of {committed[-1]} {CATCH_UP_MAX_S:.0f} s after the run:\n{follower[1].tail()}")
                 time.sleep(0.2)
             caught_up = time.time()
+            sampled = sampled_batches(arm, committed)
+            while len({int(m[1]) for _, line in follower[1].lines if (m := RERUN_DONE.search(line))}) < len(sampled):
+                if follower[0].poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"{arm}: the follower did not re-run batches {sampled}:\n{follower[1].tail()}")
+                time.sleep(0.2)
+            reruns_done = time.time()
             follower[0].send_signal(signal.SIGTERM)
             stopped = follower[0].wait(120)
             follower[1].thread.join(10)
-            out.update(catch_up_s=round(caught_up - ended, 2), follower_exit=stopped,
+            out.update(catch_up_s=round(caught_up - ended, 2), reruns_done_s=round(reruns_done - ended, 2),
+                       follower_exit=stopped,
                        follower_cpu_s=cpu_total(follower[2]),
                        follower_state={"verified_through": state.verified_through, "aged_out": state.aged_out,
                                        "totals": state.totals},
