@@ -67,6 +67,8 @@ RUN_MAX_S = 900.0
 BATCH_LINE = re.compile(r"batch (\d+): (\d+) in, .*?batch (\d+) ms")
 FOLLOW_LINE = re.compile(r"batch(?:es)? (\d+)(?:-(\d+))?: (\d+ [^(]*?) \(([\d,]+) records"
                          r"(?:, ([\d.]+)-([\d.]+) s after their commit)?")
+SESSION_READY = re.compile(r"the re-runs' Spark session is ready")
+SESSION_MAX_S = 300.0
 RERUN_DONE = re.compile(r"batch (\d+): re-run ")  # the re-run worker's line, once a sampled batch is judged
 RECOMPUTED_LINE = re.compile(r"recomputed batch (\d+): ([\d,]+) records")
 
@@ -204,6 +206,14 @@ def _behind(rounds: list[dict], since: float, until: float) -> bool:
     return all(r["last"] > r["first"] for r in between)
 
 
+def wait_for_line(proc: tuple, pattern: re.Pattern, bound_s: float) -> None:
+    deadline = time.time() + bound_s
+    while not any(pattern.search(line) for _, line in proc[1].lines):
+        if proc[0].poll() is not None or time.time() > deadline:
+            raise RuntimeError(f"no line {pattern.pattern!r} in {bound_s:.0f} s:\n{proc[1].tail()}")
+        time.sleep(0.2)
+
+
 def sampled_batches(arm: str, committed: list[int]) -> list[int]:
     """The batches the arm's follower re-runs (ids divisible by --recompute-every, default 100)."""
     args = FOLLOW_ARGS[arm] or []
@@ -227,9 +237,17 @@ def one_run(bootstrap: str, brokers: tuple[int, ...], source: str, arm: str, max
     follower = None
     broker_before = broker_cpu(brokers)
     began = time.time()
+    before_run: dict = {}
     if FOLLOW_ARGS[arm] is not None:
         follower = start(["verify", "--follow", str(path), "--interval", str(INTERVAL_S), *FOLLOW_ARGS[arm]],
                          directory / "follow.log")
+        if "--recompute" in FOLLOW_ARGS[arm]:  # a follower runs for days: its session's start is paid once, before
+            wait_for_line(follower, SESSION_READY, SESSION_MAX_S)
+            before_run = {"session_ready_s": round(time.time() - began, 2),
+                          "follower_cpu_before_run_s": sum(follower[2].samples[-1][1].values())
+                          if follower[2].samples else 0.0}
+            began = time.time()
+            broker_before = broker_cpu(brokers)
     run = start(["run", str(path), "--once"], directory / "run.log")
     try:
         try:
@@ -241,6 +259,7 @@ def one_run(bootstrap: str, brokers: tuple[int, ...], source: str, arm: str, max
         if code != 0:
             raise RuntimeError(f"{arm}: kafka-eos run --once exited {code}:\n{run[1].tail()}")
         out = {"arm": arm, "exit": code, "wall_s": round(ended - began, 2), "pipeline_cpu_s": cpu_total(run[2]),
+               **before_run,
                **pipeline_figures(run[1].lines)}
         reader = SinkLogReader(log_location)
         committed = [b for b in reader.batch_ids() if (r := reader.get(b)) is not None
@@ -338,11 +357,14 @@ def summarize(runs: dict[str, list[dict]]) -> dict:
         if not followed:
             continue
         cpu = [r["follower_cpu_s"]["total"] for r in followed]
+        during = [round(r["follower_cpu_s"]["total"] - r.get("follower_cpu_before_run_s", 0.0), 2) for r in followed]
         reruns = [x for r in followed for x in r["follower"]["reruns"]]
         first = [r["follower"]["reruns"][0]["after_commit_line_s"] for r in followed if r["follower"]["reruns"]]
         gaps = [r["follower"]["rerun_gap_s"] for r in followed if r["follower"]["rerun_gap_s"] is not None]
         out["follower"][arm] = {
             "cpu_s": method.summary(cpu),
+            "cpu_s_during_run": method.summary(during),   # without a re-run session's start (before the run)
+            "session_ready_s": [r["session_ready_s"] for r in followed if "session_ready_s" in r],
             "cpu_s_per_1000_batches": round(statistics.median(
                 r["follower_cpu_s"]["total"] / r["committed_batches"] * 1000 for r in followed)),
             "cpu_s_per_m_records": round(statistics.median(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 
 def _status(args: argparse.Namespace) -> int:
@@ -138,6 +139,8 @@ def _follow(args: argparse.Namespace, cfg) -> int:
               "--batches, --since, --json or --no-record", file=sys.stderr)
         return 1
     install(cfg.secrets())
+    if args.nice:
+        os.nice(args.nice)  # its bound is 60 s, the pipeline's is its trigger: the pipeline gets the CPU first
 
     def emit(line: str) -> None:
         print(line, flush=True)
@@ -224,6 +227,8 @@ def add_operator_commands(sub) -> None:
                        "its commit, reading only what is new, and record each result (status, metrics); stops on "
                        "SIGTERM / Ctrl-C")
     check.add_argument("--interval", type=float, default=1.0, help="--follow: seconds between rounds (default 1)")
+    check.add_argument("--nice", type=int, default=10, help="--follow: lower the process's CPU priority by this "
+                       "much (default 10; 0 keeps it), so a pipeline sharing the machine gets the CPU first")
     check.add_argument("--recompute-every", type=int, default=100, metavar="N", help="--follow --recompute: "
                        "re-run every Nth batch (batch id divisible by N; default 100, 1 re-runs every batch)")
     check.add_argument("--json", action="store_true", help="a JSON object (with format_version)")

@@ -48,8 +48,10 @@ class RerunWorker:
     def _loop(self) -> None:
         warm = getattr(self.recompute, "warm", None)
         if warm is not None:
+            began = time.monotonic()
             try:
                 warm()
+                self.progress(f"the re-runs' Spark session is ready ({time.monotonic() - began:.1f} s)")
             except Exception as exc:  # noqa: BLE001 - each re-run then reports it
                 self.progress(f"the re-runs' Spark session did not start ({exc})")
         while (item := self._queue.get()) is not _STOP:
