@@ -1,13 +1,15 @@
 """One local SparkSession kept for the re-runs of ``verify --follow --recompute``.
 
-Invariant: the session is started by ``warm`` or the first re-run, quiet as ``kafka-eos run``'s,
-and stopped by ``close``.
+Invariant: the session is started (and its streaming engine warmed) by ``warm`` or the first
+re-run, quiet as ``kafka-eos run``'s, and stopped by ``close``.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from kafka_eos.config.model import PipelineConfig
+
+WARM_UP_S = 120.0
 
 
 class RecomputeSession:
@@ -31,8 +33,22 @@ class RecomputeSession:
         return self._spark
 
     def warm(self) -> None:
-        """Start the session now (the re-run worker does, beside the follower's rounds)."""
-        self._session()
+        """Start the session now and run one small streaming query the way a re-run does (a
+        ``foreachBatch`` of a ``mapInArrow``), so the first re-run does not pay for the engine's,
+        the Python workers' and the callback server's start (the re-run worker calls this once)."""
+        import threading
+        spark = self._session()
+        done = threading.Event()
+
+        def batch(df: Any, _batch_id: int) -> None:
+            if df.mapInArrow(lambda batches: batches, df.schema).collect():  # rows: the Python workers ran
+                done.set()
+        query = (spark.readStream.format("rate").option("rowsPerSecond", 10).load().writeStream
+                 .foreachBatch(batch).queryName("kafka-eos-recompute-warm-up").start())
+        try:
+            done.wait(WARM_UP_S)
+        finally:
+            query.stop()
 
     def __call__(self, batches: list[int]) -> Any:
         from kafka_eos.connectors.operate.recompute import recompute
