@@ -106,13 +106,7 @@ def test_follow_beside_a_running_pipeline_judges_every_batch_and_names_a_foreign
         time.sleep(2)
         arriving.set()
         feeder.join(30)
-        stop_process(run, run_log)
-        batches = committed_batches(checkpoint)
-        deadline = time.monotonic() + DELAY_BOUND_S
-        while (state := latest_state(location_for(str(checkpoint)))) is None or state.verified_through < batches[-1]:
-            assert time.monotonic() < deadline, (state, batches[-1], tail(follow_log))
-            time.sleep(0.5)
-        stop_process(follower, follow_log)
+        batches, state = drained_then_stopped(bootstrap, runs, sink, (run, run_log), (follower, follow_log), checkpoint)
     finally:
         arriving.set()
         kill_group(run)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from kafka_eos.txn.log_store import versioned
+from kafka_eos.txn.log_store import child, versioned
 from kafka_eos.txn.output_audit import FAILED, UNVERIFIABLE
 from kafka_eos.txn.sink_log import SinkLogReader
 from kafka_eos.txn.states import BatchState
@@ -42,7 +42,7 @@ class FollowState:
 
 
 def _folder(log_location: str) -> str:
-    return f"{log_location.rstrip('/')}/{FOLDER}"
+    return child(log_location, FOLDER)
 
 
 def write_state(log_location: str, state: FollowState) -> str:

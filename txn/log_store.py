@@ -40,6 +40,13 @@ def pyarrow_uri(location: str) -> str:
     return location
 
 
+def child(location: str, name: str) -> str:
+    """The folder ``name`` inside ``location``; a URI's query (``?endpoint_override=...&region=...``
+    of an S3 location) stays at the end, where pyarrow reads it."""
+    path, sep, query = location.partition("?")
+    return f"{path.rstrip('/')}/{name}{sep}{query}"
+
+
 def versioned(text: str, where: str, what: str, version: int) -> dict:
     """The JSON record ``text`` (read from ``where``), refused unless its ``v`` is ``version``."""
     data = json.loads(text)

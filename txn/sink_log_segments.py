@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from kafka_eos.txn.log_store import LogReader, LogStore, versioned
+from kafka_eos.txn.log_store import LogReader, LogStore, child, versioned
 from kafka_eos.txn.states import BatchState
 
 SEGMENTS_DIR = "_segments"
@@ -92,7 +92,7 @@ class SegmentReader:
     """Reads the segments of the sink log at ``location``; creates nothing. Keeps the last decoded one."""
 
     def __init__(self, location: str) -> None:
-        self.location = location.rstrip("/") + "/" + SEGMENTS_DIR
+        self.location = child(location, SEGMENTS_DIR)
         self._store: LogReader | None = None
         self._cached: tuple[Segment, dict[int, dict]] | None = None
 

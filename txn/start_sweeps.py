@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 
-from kafka_eos.txn.log_store import versioned
+from kafka_eos.txn.log_store import child, versioned
 from kafka_eos.txn.timed_records import read_timed, write_timed
 
 log = logging.getLogger(__name__)
@@ -21,7 +21,7 @@ KEEP = 100
 
 
 def _folder(log_location: str) -> str:
-    return f"{log_location.rstrip('/')}/{FOLDER}"
+    return child(log_location, FOLDER)
 
 
 def record_sweep(log_location: str, aborted: int, at_ms: int | None = None) -> None:

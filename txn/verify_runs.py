@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from kafka_eos.txn.log_store import versioned
+from kafka_eos.txn.log_store import child, versioned
 from kafka_eos.txn.timed_records import read_timed, write_timed
 
 FOLDER = "_verify-runs"
@@ -32,7 +32,7 @@ class VerifyRun:
 
 
 def _folder(log_location: str) -> str:
-    return f"{log_location.rstrip('/')}/{FOLDER}"
+    return child(log_location, FOLDER)
 
 
 def record_run(log_location: str, outcomes: dict[str, list[int]], newest_verified: int | None,
