@@ -65,12 +65,26 @@ def validate_files(paths: Sequence[str | os.PathLike], offline: bool = False, ti
         report.violations += problems
         if cfg is not None:
             report.configs.append(cfg)
-            report.violations += validate_config(cfg, offline, timeout_s, backstops)
+            found = validate_config(cfg, offline, timeout_s, backstops)
+            report.violations += found
             if not offline:
                 from kafka_eos.config.live import silent_brokers
                 report.warnings += silent_brokers(cfg)
+                if not found:  # a pipeline refused anyway gets no probe record in its checkpoint
+                    report.violations += _store(cfg, report)
     report.violations += across_pipelines(report.configs)
     return report
+
+
+def _store(cfg: PipelineConfig, report: Report) -> list[Violation]:
+    """The sink-log location's probe (``store_check``); how it keeps records create-only is a warning
+    where a second writer is not excluded by the store itself."""
+    from kafka_eos.config.store_check import store_problems
+    problems, probe = store_problems(cfg)
+    if probe is not None and probe.create_mode.startswith("checked"):
+        report.warnings.append(f"{probe.location}: records are create-only by {probe.create_mode}; run one "
+                               "driver per checkpoint (as Spark's own checkpoint there requires)")
+    return [replace(v, file=cfg.origin) for v in problems]
 
 
 def load_valid(path: str | os.PathLike, offline: bool = False, timeout_s: float = 10.0,

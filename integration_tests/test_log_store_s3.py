@@ -9,48 +9,23 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
+from integration_tests.object_stores import CREDENTIALS, s3_server
 from kafka_eos.txn.errors import SinkLogConflictError, SinkLogError
 from kafka_eos.txn.handle import TxnHandle
 from kafka_eos.txn.log_store import LogStore, pyarrow_uri
 from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
 from kafka_eos.txn.sink_log import DECIDED, BatchRecord, SinkLog, SinkLogReader
 
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-               "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def endpoint():
-    import moto.server  # noqa: F401 - in the test extra (pip install -e .[test]): fail, never skip, without it
-    port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 1).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        server.kill()
-        pytest.fail("moto server did not start within 60 s")
-    yield f"127.0.0.1:{port}"
-    server.terminate()
-    server.wait(30)
+    with s3_server() as address:
+        yield address
 
 
 @pytest.fixture

@@ -3,9 +3,8 @@
 Invariants this module enforces:
 - ``create`` (text) and ``create_bytes`` never overwrite: they leave the name either absent or
   holding the whole new content, and raise ``FileExistsError`` when the name already exists.
-  Locally: write a temp file, fsync it, hard-link it to the name (``link`` fails atomically when
-  the name exists, like ``O_EXCL``, but the name never shows a partial file), fsync the directory
-  (so a local location must be on a file system with hard links: any POSIX one, NFS included).
+  A path (a local or mounted file system; ``dbfs:/x`` is Databricks' FUSE path ``/dbfs/x``):
+  ``file_create.create_file`` (hard link where the file system has them, else check then rename).
   ``s3://`` (and ``s3a://``/``s3n://``, mapped to ``s3://`` for pyarrow): one PUT of the whole
   object, so the name never shows a partial file; the exclusivity is a check before the PUT
   (pyarrow offers no conditional ``If-None-Match`` PUT), so two writers racing inside that
@@ -22,12 +21,12 @@ Invariants this module enforces:
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from pathlib import Path
 from urllib.parse import urlparse
 
 from kafka_eos.txn.errors import SinkLogError
+from kafka_eos.txn.file_create import create_file, create_mode
 
 _S3_ALIASES = ("s3a://", "s3n://")
 
@@ -38,6 +37,20 @@ def pyarrow_uri(location: str) -> str:
         if location.startswith(alias):
             return "s3://" + location[len(alias):]
     return location
+
+
+def local_path(location: str) -> Path | None:
+    """The file-system path of ``location``, or None for a remote store (pyarrow's).
+    ``dbfs:/x`` is ``/dbfs/x``, the FUSE path Databricks mounts on its clusters (pyarrow has no
+    ``dbfs`` file system)."""
+    parsed = urlparse(location)
+    if parsed.scheme == "":
+        return Path(location)
+    if parsed.scheme == "file":
+        return Path(parsed.path)
+    if parsed.scheme == "dbfs" and not parsed.netloc:
+        return Path("/dbfs") / parsed.path.lstrip("/")
+    return None
 
 
 def child(location: str, name: str) -> str:
@@ -60,11 +73,11 @@ class LogReader:
     """Reads small files at ``location``; creates nothing."""
 
     def __init__(self, location: str) -> None:
-        parsed = urlparse(location)
-        self._local = parsed.scheme in ("", "file")
+        path = local_path(location)
+        self._local = path is not None
         self.location = location
-        if self._local:
-            self._root = Path(parsed.path if parsed.scheme == "file" else location)
+        if path is not None:
+            self._root = path
             return
         from pyarrow import fs
         uri = pyarrow_uri(location)
@@ -119,6 +132,16 @@ class LogStore(LogReader):
         elif not self._s3:  # S3 has no directories: an object key is enough
             self._fs.create_dir(self._rootpath, recursive=True)
 
+    @property
+    def create_mode(self) -> str:
+        """How this store makes a record create-only (``validate`` and the start report it)."""
+        if self._local:
+            mode = create_mode(self._root)
+            return mode.value if mode else "not yet known (no record created)"
+        if self._s3:
+            return "checked (S3: check, then one PUT of the whole object)"
+        return "checked (check, then move)"
+
     def create(self, name: str, text: str) -> None:
         """Create ``name`` with ``text``; ``FileExistsError`` if it exists (never overwrite)."""
         self.create_bytes(name, text.encode())
@@ -126,7 +149,7 @@ class LogStore(LogReader):
     def create_bytes(self, name: str, data: bytes) -> None:
         """Create ``name`` with ``data``; ``FileExistsError`` if it exists (never overwrite)."""
         if self._local:
-            self._create_local(name, data)
+            create_file(self._root, name, data)
         elif self._s3:
             if self.exists(name):
                 raise FileExistsError(f"{self.location}/{name}")
@@ -140,22 +163,6 @@ class LogStore(LogReader):
                 self._fs.delete_file(tmp)
                 raise FileExistsError(f"{self.location}/{name}")
             self._fs.move(tmp, self._remote(name))
-
-    def _create_local(self, name: str, data: bytes) -> None:
-        tmp = self._root / f".{name}.{uuid.uuid4().hex}.tmp"
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(tmp, self._root / name)  # atomic and exclusive: EEXIST if the name exists
-        finally:
-            tmp.unlink(missing_ok=True)
-        fd = os.open(self._root, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
     def delete(self, name: str) -> None:
         if self._local:
