@@ -38,8 +38,8 @@ def test_every_alert_fires_on_its_series_and_a_changed_threshold_is_caught(promt
     tested = run(promtool, "test", "rules", "alerts-test.yml")
     assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
     loose = (DOCKER / "alerts.yml").read_text().replace(
-        "> on (pipeline) group_left max by (pipeline) (kafka_eos_batch_budget_seconds)",
-        "> on (pipeline) group_left 5 * max by (pipeline) (kafka_eos_batch_budget_seconds)")
+        "> on (pipeline) group_left max by (pipeline) (kafka_eos_stall_threshold_seconds)",
+        "> on (pipeline) group_left 5 * max by (pipeline) (kafka_eos_stall_threshold_seconds)")
     assert loose != (DOCKER / "alerts.yml").read_text()
     (tmp_path / "alerts.yml").write_text(loose)
     (tmp_path / "alerts-test.yml").write_text((DOCKER / "alerts-test.yml").read_text())

@@ -44,6 +44,7 @@ class LagFacts:
     last_commit_s: float | None = None          # Unix time of that batch's commit (None: none yet)
     waiting_s: float = 0.0                      # how long records have waited with no batch committed
     error: BaseException | None = None          # the brokers' reads failed: the facts rest on the last ends read
+    stall_threshold_s: float | None = None      # input waiting longer than this: stalled (``txn.stall``)
 
 
 def records_behind(positions: Mapping[TopicPartition, int],

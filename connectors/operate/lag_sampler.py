@@ -5,6 +5,7 @@
     commit time   ``committed_at_ms`` of the sink log's newest committed record (exactly-once)
     ends, heads   the source's read_committed end offsets and first unread records, read from the
                   brokers at each sample (``KafkaOffsets.latest``, ``RecordTimes.heads``)
+    threshold     the stall threshold from the recent batches' durations (``batch_times``)
 
 Invariants:
 - Reads only: looking at the checkpoint and the sink log creates nothing; the consumer that reads
@@ -24,6 +25,8 @@ import time
 from typing import Callable, Mapping
 
 from kafka_eos.config.model import PipelineConfig
+from kafka_eos.connectors.operate.batch_times import BatchTimes
+from kafka_eos.connectors.operate.batch_times import for_pipeline as batch_times
 from kafka_eos.connectors.operate.lag import (CommitClock, Head, LagFacts, TopicPartition, WaitClock, records_behind,
                                               source_lag)
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
@@ -69,8 +72,9 @@ class LagSampler:
     """``sample()`` -> ``LagFacts`` of one pipeline (``sink_log``: None for at-least-once)."""
 
     def __init__(self, checkpoint: str, sink_log: str | None, ends: Ends, heads: Heads,
-                 clock: Callable[[], float] = time.time, close: Callable[[], None] | None = None) -> None:
-        self.checkpoint, self.sink_log = checkpoint, sink_log
+                 clock: Callable[[], float] = time.time, close: Callable[[], None] | None = None,
+                 times: BatchTimes | None = None) -> None:
+        self.checkpoint, self.sink_log, self.times = checkpoint, sink_log, times
         self.ends, self.heads, self.clock, self._close = ends, heads, clock, close
         self.commits, self.waits = CommitClock(), WaitClock()
         self._ends: dict[TopicPartition, int] = {}          # the ends last read
@@ -78,9 +82,10 @@ class LagSampler:
 
     def sample(self) -> LagFacts:
         recorded = last_commit_s(self.sink_log) if self.sink_log else None
+        threshold = self.times.threshold_s() if self.times is not None else None
         position = committed_position(self.checkpoint)
         if position is None:
-            return LagFacts()
+            return LagFacts(stall_threshold_s=threshold)
         batch, positions = position
         error: KafkaLookupError | None = None
         try:
@@ -99,7 +104,7 @@ class LagSampler:
         lag = source_lag(positions, ends, heads, int(now * 1000))
         committed_s = self.commits.observe(batch, recorded, now)
         waiting = self.waits.observe(sum(p.records for p in lag.values()), committed_s, now)
-        return LagFacts(lag, batch, committed_s, waiting, error)
+        return LagFacts(lag, batch, committed_s, waiting, error, threshold)
 
     def close(self) -> None:
         if self._close is not None:
@@ -114,4 +119,4 @@ def for_pipeline(cfg: PipelineConfig, timeout_s: float = 10.0) -> LagSampler:
     times = RecordTimes(conf, timeout_s)                                # its consumer, too
     sink_log = sink_log_location(sink_options(cfg)) if cfg.exactly_once else None
     return LagSampler(cfg.checkpoint.location or "", sink_log, lambda tps: offsets().latest(tps), times.heads,
-                      close=times.close)
+                      close=times.close, times=batch_times(cfg))

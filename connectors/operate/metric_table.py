@@ -75,10 +75,14 @@ METRICS = (
            "not exported before the first commit", LAG),
     Metric("kafka_eos_input_waiting_seconds", "gauge", PE, "how long source records have waited with no batch "
            "committed: since the later of the last commit and the first sample that found records behind (0: "
-           "none behind); a stalled pipeline's grows past `kafka_eos_batch_budget_seconds`", LAG),
-    Metric("kafka_eos_batch_budget_seconds", "gauge", PE, "how long a batch may take: the trigger interval + "
-           "`sink.batch_margin_ms` (the budget of the transaction-timeout rule); the alerts' threshold for a "
-           "stalled pipeline and for held-back output", SETTINGS),
+           "none behind); a stalled pipeline's grows past `kafka_eos_stall_threshold_seconds`", LAG),
+    Metric("kafka_eos_stall_threshold_seconds", "gauge", PE, "how long input may wait with no batch committed, "
+           "or a transaction hold output back, before the pipeline counts as stalled: the trigger interval + the "
+           "larger of 30 s and 3 x the 95th percentile of its last 50 batches' durations (start to commit); the "
+           "threshold of KafkaEosNoBatchCommitted, KafkaEosOutputHeldBack and `kafka-eos status`", LAG),
+    Metric("kafka_eos_batch_budget_seconds", "gauge", PE, "the trigger interval + `sink.batch_margin_ms`: the "
+           "budget `transaction.timeout.ms` must exceed (the transaction-timeout rule); no alert uses it",
+           SETTINGS),
     Metric("kafka_eos_sample_interval_seconds", "gauge", PE, "`metrics.sample_interval_s`: how often the probes "
            "sample", SETTINGS),
     Metric("kafka_eos_open_transactions", "gauge", PE, "Ongoing transactions under the sink's "

@@ -15,9 +15,10 @@ Facts (one ``OutputFacts`` per sample):
 Invariants:
 - It reads only (sink log, ListTransactions/DescribeTransactions, ListOffsets): nothing is
   committed, aborted or written. It needs no Spark session and no running driver.
-- ``OperatorProbe`` samples at most once per ``interval_s`` in a daemon thread of its own; a
-  sample that fails (a broker down) is counted and the last facts stay published, and whatever
-  runs beside it (the run, the monitor's other probes) is never affected.
+- ``OperatorProbe`` samples once per ``interval_s`` in a daemon thread of its own (sooner when its
+  ``next_in`` asks, e.g. the lag probe as a stall nears its threshold); a sample that fails (a
+  broker down) is counted and the last facts stay published, and whatever runs beside it (the
+  run, the monitor's other probes) is never affected.
 - How long a partition is held is measured by the probe's own samples (``HeldClock``): the time
   since the LSO it reports was first seen held, so it covers any producer's transaction, not
   only the pipeline's, to within one interval.
@@ -128,13 +129,16 @@ class OutputSampler:
 class OperatorProbe(Generic[Facts]):
     """Runs ``sample`` every ``interval_s`` in a daemon thread and hands each result to
     ``publish``; ``failed`` is called with each sample's error instead; ``close`` stops it (and
-    calls ``on_close``, e.g. to close the sampler's clients)."""
+    calls ``on_close``, e.g. to close the sampler's clients). ``next_in(facts)``, when given, says
+    how many seconds after a sample the next one is due (at most ``interval_s``)."""
 
     def __init__(self, sample: Callable[[], Facts], publish: Callable[[Facts], None],
                  failed: Callable[[BaseException], None], interval_s: float = DEFAULT_SAMPLE_INTERVAL_S,
-                 name: str = "kafka-eos-operator-probe", on_close: Callable[[], None] | None = None) -> None:
+                 name: str = "kafka-eos-operator-probe", on_close: Callable[[], None] | None = None,
+                 next_in: Callable[[Facts], float] | None = None) -> None:
         self.sample, self.publish, self.failed, self.interval_s = sample, publish, failed, interval_s
-        self._on_close = on_close
+        self._on_close, self._next_in = on_close, next_in
+        self._due_in = interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
 
@@ -143,6 +147,7 @@ class OperatorProbe(Generic[Facts]):
         return self
 
     def once(self) -> None:
+        self._due_in = self.interval_s
         try:
             facts = self.sample()
         except Exception as exc:  # noqa: BLE001 - a monitoring sample never stops the run
@@ -150,12 +155,14 @@ class OperatorProbe(Generic[Facts]):
             self.failed(exc)
             return
         self.publish(facts)
+        if self._next_in is not None:
+            self._due_in = min(self.interval_s, max(0.0, self._next_in(facts)))
 
     def _loop(self) -> None:
         while not self._stop.is_set():
             began = time.monotonic()
             self.once()
-            self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - began)))
+            self._stop.wait(max(0.0, self._due_in - (time.monotonic() - began)))
 
     def close(self) -> None:
         self._stop.set()

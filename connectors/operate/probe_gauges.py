@@ -29,9 +29,11 @@ class ProbeGauges:
         """The series of ``name`` with ``labels`` between the pipeline and the exporter."""
         return self.m[name].labels(self.pipeline, *labels, self.exporter)  # type: ignore[attr-defined]
 
-    def settings(self, batch_budget_s: float, sample_interval_s: float) -> None:
+    def settings(self, batch_budget_s: float, sample_interval_s: float, stall_threshold_s: float) -> None:
+        """The file's settings, and the stall threshold before the first lag sample (no batch known)."""
         self._metric("kafka_eos_batch_budget_seconds").set(batch_budget_s)
         self._metric("kafka_eos_sample_interval_seconds").set(sample_interval_s)
+        self._metric("kafka_eos_stall_threshold_seconds").set(stall_threshold_s)
 
     def expect(self, probe: str) -> None:
         """Export ``probe``'s series before its first sample."""
@@ -88,6 +90,8 @@ class ProbeGauges:
         if facts.last_commit_s is not None:
             self._metric("kafka_eos_last_commit_timestamp_seconds").set(facts.last_commit_s)
         self._metric("kafka_eos_input_waiting_seconds").set(facts.waiting_s)
+        if facts.stall_threshold_s is not None:
+            self._metric("kafka_eos_stall_threshold_seconds").set(facts.stall_threshold_s)
         if facts.error is None:
             self._succeeded(LAG)
         else:

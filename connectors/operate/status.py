@@ -5,8 +5,11 @@ position (the end of the last committed batch) and the lag to the read_committed
 the sink log's last decision and its state (``txn.sink_status``); the Ongoing transactions under
 the sink's transactional-id prefix (every owner's) with their age against ``transaction.timeout.ms``
 and their ids' owner; the prefix's owner as its claim says (``txn.prefix_claim``).
-Exit codes: 0 healthy, 1 something needs attention (one line each, with the fix; a login the
-brokers refuse is one, naming the user and mechanism), 2 a broker is unreachable, 3 the source
+How long input has waited with no batch committed, against the pipeline's stall threshold (the
+value KafkaEosNoBatchCommitted uses; ``stall_check``), and whether the driver answers.
+Exit codes: 0 healthy, 1 something needs attention (one line each, with the fix: a stall, a
+transaction open longer than the stall threshold, a decided batch not committed, a login the
+brokers refuse naming the user and mechanism), 2 a broker is unreachable, 3 the source
 may not read its topic (``kafka-eos status`` in connectors/cli.py). Invariant:
 status reads only (checkpoint, sink log, broker); it never commits, aborts or writes anything,
 and its output is redacted (``render``).
@@ -14,7 +17,7 @@ and its output is redacted (``render``).
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -25,10 +28,12 @@ from kafka_eos.config.live import ClusterProblem, distinct_clusters, reachable, 
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
 from kafka_eos.config.violations import INVALID
+from kafka_eos.connectors.operate import stall_check
 from kafka_eos.connectors.operate.lag_sampler import committed_position
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.spark_options import sink_options, source_options
-from kafka_eos.connectors.operate.status_facts import attention, decision_facts, open_facts, verify_facts
+from kafka_eos.connectors.operate.status_lines import lines as _lines
+from kafka_eos.connectors.operate.status_facts import attention, decision_facts, open_facts, stall, verify_facts
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.connectors.sink.prefix_owner import checkpoint_identity, claim_settings
 from kafka_eos.connectors.source.options import parse_source_options
@@ -178,63 +183,16 @@ def gather(cfg: PipelineConfig, timeout_s: float = 10.0) -> Report:
     except KafkaLookupError as exc:
         report.unreachable = f"{exc} - fix: check that the brokers are up and reachable"
         return report
+    ends = {(r["topic"], r["partition"]): r["end"] for r in report.facts["source"]["partitions"] if r["end"] is not None}
+    stalled = stall_check.gather(cfg, positions, ends, timeout_s)
+    report.facts["stall"] = stalled.document()
+    report.attention += stall(stalled, time.time(), cfg.origin)
     opened = _open(sink, report) if sink is not None else None
     if sink is not None:
         _claim(sink, sink_options(cfg), report, timeout_s)
     if decision is not None and sink is not None:
-        report.attention += attention(decision, opened, sink.trigger_interval_ms + sink.batch_margin_ms,
-                                      cfg.origin)
+        report.attention += attention(decision, opened, stalled.threshold_s * 1000, cfg.origin)
     return report
-
-
-def _time(at_ms: int) -> str:
-    return datetime.fromtimestamp(at_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _v(value: Any) -> str:
-    return "none" if value is None else str(value)
-
-
-def _lines(doc: dict[str, Any]) -> list[str]:
-    c = doc["checkpoint"]
-    lines = [f"pipeline: {doc['pipeline'] or '-'} ({doc['file']}), {doc['guarantee']}",
-             f"checkpoint: {c['location']}: last planned batch {_v(c['last_planned_batch'])}, "
-             f"last committed batch {_v(c['last_committed_batch'])}"]
-    source = doc.get("source")
-    for row in (source or {}).get("partitions", []):
-        lines.append(f"source {row['topic']}-{row['partition']}: position {_v(row['position'])}, "
-                     f"end (read_committed) {_v(row['end'])}, lag {_v(row['lag'])}")
-    if source:
-        lines.append(f"source lag: {source['total_lag']} records" if source["total_lag"] is not None else
-                     "source lag: unknown (no batch committed yet)")
-    log = doc.get("sink_log")
-    if log:
-        lines.append(f"sink log: {log['location']}: " + (
-            "no decision yet" if log["state"] == "none" else f"last decision batch {log.get('batch')}: "
-            f"{log['state']} ({log.get('sink_partitions')} sink partitions, {log.get('records')} records)"
-            if log["state"] != "unreadable" else "unreadable"))
-    checked = doc.get("verify") or {}
-    if "at_ms" in checked:
-        lines.append(f"verify: newest verified batch {_v(checked['newest_verified_batch'])}; last run at "
-                     f"{_time(checked['at_ms'])}: " + ", ".join(f"{n} {o}" for o, n in checked["batches"].items()))
-    if (follow := checked.get("follow")):
-        lines.append(f"verify --follow: verified through batch {follow['verified_through']}, "
-                     f"{follow['unverified_batches']} waiting, {follow['aged_out']} aged out; at {_time(follow['at_ms'])}")
-    txns = doc.get("open_transactions")
-    if txns is not None:
-        rows = txns["transactions"]
-        lines.append(f"open transactions under prefix {txns['prefix']}: {len(rows) or 'none'}")
-        lines += [f"open transaction {t['transactional_id']}: open {t['age_ms'] / 1000:.0f} s of "
-                  f"{t['timeout_ms'] / 1000:.0f} s (transaction.timeout.ms), owner {t.get('owner', '-')}, "
-                  f"partitions {', '.join(t['partitions']) or '-'}" for t in rows]
-    owner = doc.get("prefix_owner")
-    if owner is not None:
-        claim = owner["claim"]
-        held = (f"checkpoint {claim['checkpoint']} (query {claim['query_id']}, ids owner {claim['owner'] or 'legacy'}, "
-                f"since {claim['claimed_at']}, host {claim['host']})" if isinstance(claim, dict) else claim or "nobody")
-        lines.append(f"prefix owner ({owner['topic']}): {held}; this checkpoint's ids owner: "
-                     f"{owner['this_owner'] or 'legacy'}")
-    return lines
 
 
 def render(cfg: PipelineConfig, report: Report, as_json: bool = False) -> str:

@@ -5,22 +5,29 @@ Attention (one line each, with the fix):
   next run makes before its first batch; after ``transaction.timeout.ms`` the broker aborts
   them and the run re-writes them instead;
 - the last decision is ``lost``: the next run replays that batch and re-writes the lost partitions;
-- an open transaction that is not a pending one of the decision and is older than a running
-  batch may be (trigger interval + batch margin, the budget of the transaction-timeout rule):
-  a dead run or task attempt left it; read_committed readers of its partitions wait for it;
+- input has waited with no batch committed for longer than the pipeline's stall threshold
+  (``txn.stall``, the value KafkaEosNoBatchCommitted uses): the driver is dead, frozen or cut off
+  (whether its metrics endpoint answers is said), or a broker it needs does not answer;
+- an open transaction that is not a pending one of the decision and is older than the stall
+  threshold (longer than the pipeline's batches take): a dead, frozen or cut-off run or task
+  attempt holds it; read_committed readers of its partitions wait for it;
 - the newest ``kafka-eos verify`` run found a batch failed (``verify_facts``);
 - continuous verification (``verify --follow``) is behind its bound, or batches aged out of the
   sink log before it judged them (``verify_facts``, from ``follow_state.follow_lag``).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_eos.txn.sink_status import Decision, DecisionState, OpenTransaction, still_open
 from kafka_eos.txn.follow_state import DELAY_BOUND_S, FollowLag
 from kafka_eos.txn.verify_runs import VerifyRun
 
+if TYPE_CHECKING:
+    from kafka_eos.connectors.operate.stall_check import StallFacts
+
 FAILED = "failed"  # txn.output_audit's outcome, as the verify run records it
+STALL_RUNBOOK = "docs/runbooks.md#no-batch-committed-a-stalled-pipeline"
 
 
 def decision_facts(decision: Decision) -> dict[str, Any]:
@@ -67,19 +74,32 @@ def _lost(decision: Decision, origin: str) -> str:
             "re-writes exactly those partitions")
 
 
-def _lingering(txn: OpenTransaction, origin: str) -> str:
-    return (f"transaction {txn.transactional_id} has been open {_seconds(txn.age_ms)}, longer than a batch of "
-            f"this pipeline may take: a dead run or task attempt left it; read_committed readers of "
+def _lingering(txn: OpenTransaction, threshold_ms: float, origin: str) -> str:
+    return (f"transaction {txn.transactional_id} has been open {_seconds(txn.age_ms)}, longer than this "
+            f"pipeline's batches take (its stall threshold, {_seconds(int(threshold_ms))}): a dead, frozen or "
+            f"cut-off run or task attempt holds it; read_committed readers of "
             f"{', '.join(txn.partitions) or 'its partitions'} wait until it ends (the broker aborts it in "
-            f"{_seconds(txn.remaining_ms)}) - fix: run the pipeline (kafka-eos run {origin}); it aborts "
-            "lingering transactions once recovery is done")
+            f"{_seconds(txn.remaining_ms)}) - fix: if the pipeline's driver is not running or does not answer, "
+            f"restart it (kafka-eos run {origin}); it aborts lingering transactions once recovery is done")
 
 
-def attention(decision: Decision, opened: list[OpenTransaction] | None, batch_budget_ms: int,
+def stall(facts: "StallFacts", now_s: float, origin: str) -> list[str]:
+    """An attention line when input has waited past the stall threshold, saying why it may have."""
+    if not facts.stalled:
+        return []
+    since = ("no batch committed yet" if facts.last_commit_s is None else
+             f"last batch committed {now_s - facts.last_commit_s:.0f} s ago")
+    driver = ("" if facts.driver is None else f"; the driver {facts.driver}")
+    return [f"no batch committed while input waits: {facts.records_waiting} records have waited "
+            f"{facts.waiting_s:.0f} s ({since}), longer than this pipeline's stall threshold of "
+            f"{facts.threshold_s:.0f} s{driver} - fix: the driver is dead, frozen or cut off: restart it "
+            f"(kafka-eos run {origin}); if it runs and answers, a broker it needs does not: see {STALL_RUNBOOK}"]
+
+
+def attention(decision: Decision, opened: list[OpenTransaction] | None, threshold_ms: float,
               origin: str) -> list[str]:
     """What needs attention, one line each (``opened``: None when they could not be listed;
-    ``batch_budget_ms``: how long a running batch's transaction may be open: trigger interval +
-    batch margin)."""
+    ``threshold_ms``: the stall threshold, longer than a running batch's transaction is open)."""
     lines = []
     if decision.state is DecisionState.DECIDED_PENDING:
         lines.append(_pending(decision, opened, origin))
@@ -87,7 +107,7 @@ def attention(decision: Decision, opened: list[OpenTransaction] | None, batch_bu
         lines.append(_lost(decision, origin))
     if opened is not None:
         matched, _ = still_open(decision, opened)
-        lines += [_lingering(t, origin) for t in opened if t not in matched and t.age_ms > batch_budget_ms]
+        lines += [_lingering(t, threshold_ms, origin) for t in opened if t not in matched and t.age_ms > threshold_ms]
     return lines
 
 

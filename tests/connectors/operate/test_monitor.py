@@ -38,6 +38,8 @@ def test_it_exports_the_probes_series_of_every_pipeline_and_no_batch_series(tmp_
     finally:
         monitor.close()
     assert got['kafka_eos_batch_budget_seconds{exporter="monitor",pipeline="a"}'] == 130.0
+    assert got['kafka_eos_stall_threshold_seconds{exporter="monitor",pipeline="a"}'] == 10 + 30.0, \
+        "no batch known: the trigger + the floor, whatever sink.batch_margin_ms"
     assert got['kafka_eos_sample_interval_seconds{exporter="monitor",pipeline="b"}'] == 1
     assert got['kafka_eos_probe_failures_total{exporter="monitor",pipeline="b",probe="lag"}'] == 0
     driver_only = {m.name for m in METRICS if m.source in (BATCH, RUN)}

@@ -27,7 +27,7 @@ def test_the_endpoint_exports_exactly_the_referenced_metrics():
     metrics = PrometheusMetrics("p", 0)
     try:
         metrics(BatchReport(0, 10, 10, 0, 0, 100, transactions=2, precommit_ms=40, commit_ms=12))
-        metrics.gauges.settings(130.0, 15)
+        metrics.gauges.settings(130.0, 15, 32.0)
         metrics.gauges.expect("output")
         metrics.gauges.output(OutputFacts(1, 5.0, 900.0, {("out", 0): 3}, {("out", 0): 5.0}, "committed", 0,
                                           follow=FollowLag(2, 1.5, 0, 7, 1_700_000_000_000)))
@@ -100,6 +100,23 @@ def test_a_failing_sample_is_counted_and_the_last_facts_stay():
     probe.once()
     probe.once()
     assert len(published) == 1 and [type(f) for f in failures] == [TimeoutError]
+
+
+def test_the_next_sample_is_due_when_next_in_says_never_later_than_the_interval_and_a_failure_resets_it():
+    answers = iter([3.0, 500.0, TimeoutError("broker down")])
+
+    def sample() -> float:
+        answer = next(answers)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+    probe = OperatorProbe(sample, lambda facts: None, lambda exc: None, interval_s=15, next_in=lambda due: due)
+    probe.once()
+    assert probe._due_in == 3.0
+    probe.once()
+    assert probe._due_in == 15.0
+    probe.once()
+    assert probe._due_in == 15.0
 
 
 def test_the_probe_samples_the_pipelines_output_topics(tmp_path):

@@ -1,0 +1,51 @@
+"""The stall threshold: the trigger plus the larger of a floor and a factor of the pipeline's own
+slow batch, and when a lag probe samples next as a stall nears it (pure)."""
+from __future__ import annotations
+
+from kafka_eos.txn.stall import (FLOOR_S, STALLED_RESAMPLE_S, WINDOW, batch_durations, next_sample_in_s, quantile,
+                                 stall_threshold_s)
+
+
+def test_the_quantile_is_the_nearest_rank():
+    assert quantile([], 0.95) == 0.0
+    assert quantile([3.0], 0.95) == 3.0
+    assert quantile([float(n) for n in range(1, 101)], 0.95) == 95.0
+    assert quantile([float(n) for n in range(1, 11)], 0.95) == 10.0, "few batches: the slowest"
+
+
+def test_fast_batches_get_the_floor_beyond_their_trigger():
+    assert stall_threshold_s(2.0, [0.5] * 40) == 2.0 + FLOOR_S == 32.0
+    assert stall_threshold_s(2.0, []) == 32.0, "no batch known yet (or at-least-once): the floor"
+    assert stall_threshold_s(0.0, [0.2]) == 30.0, "as fast as possible"
+    assert stall_threshold_s(60.0, [5.0] * 10) == 90.0
+
+
+def test_slow_batches_raise_it_to_three_times_their_slow_batch():
+    assert stall_threshold_s(2.0, [20.0] * 30) == 62.0
+    assert stall_threshold_s(10.0, [4.0] * 40 + [15.0] * 10) == 55.0, "the 95th percentile: 15 s"
+
+
+def test_one_outlier_among_many_batches_does_not_move_it_but_it_counts_among_few():
+    assert stall_threshold_s(2.0, [1.0] * 49 + [100.0]) == 32.0, "a restart's replayed batch, 1 of 50"
+    assert stall_threshold_s(2.0, [1.0] * 9 + [100.0]) == 302.0, "1 of 10: the slowest counts"
+
+
+def test_only_the_newest_window_counts():
+    assert stall_threshold_s(2.0, [100.0] * 10 + [1.0] * WINDOW) == 32.0
+
+
+def test_durations_need_both_times_and_are_never_negative():
+    starts = {1: 1_000.0, 2: 5_000.0, 3: 9_000.0, 4: 20_000.0}
+    commits = {2: 6_500.0, 3: 8_000.0, 4: 21_250.0, 5: 30_000.0}
+    assert batch_durations(starts, commits) == [1.5, 0.0, 1.25]
+    many = {b: float(b * 1000) for b in range(WINDOW + 10)}
+    assert len(batch_durations(many, {b: t + 500 for b, t in many.items()})) == WINDOW
+
+
+def test_the_lag_probe_samples_when_the_threshold_would_be_crossed_and_often_while_stalled():
+    assert next_sample_in_s(0.0, 32.0, 15.0) == 15.0, "nothing waits: its interval"
+    assert next_sample_in_s(2.0, 32.0, 15.0) == 15.0, "far from the threshold"
+    assert next_sample_in_s(25.0, 32.0, 15.0) == 7.5, "just after the crossing"
+    assert next_sample_in_s(31.9, 32.0, 15.0) == 1.0, "never sooner than a second"
+    assert next_sample_in_s(40.0, 32.0, 15.0) == STALLED_RESAMPLE_S, "stalled: to see its end soon"
+    assert next_sample_in_s(40.0, 32.0, 2.0) == 2.0, "never later than its interval"

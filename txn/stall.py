@@ -1,0 +1,64 @@
+"""When a pipeline has stalled: its stall threshold, from its trigger and its own recent batches (pure).
+
+    threshold = trigger interval + max(FLOOR_S, FACTOR x the QUANTILE of the last WINDOW batch durations)
+
+A batch's duration runs from its start (Spark's batch timestamp in the offset log) to its commit
+(``committed_at_ms`` of its sink-log record). A running pipeline with input waiting commits at
+least once per trigger interval plus a batch; one whose input has waited longer than the
+threshold with no batch committed has stopped (its driver dead, frozen or cut off, or a broker it
+needs not answering). ``KafkaEosNoBatchCommitted``, ``KafkaEosOutputHeldBack`` and ``kafka-eos
+status`` all judge against this one value, exported as ``kafka_eos_stall_threshold_seconds``.
+
+Invariants:
+- The threshold is never below the trigger interval + ``FLOOR_S``: a pipeline whose batches take
+  0.5 s still has 30 s to ride out a broker's failover (its leaders and transaction coordinators
+  moving) before it pages; a pipeline whose batches take 20 s gets 3 x 20 s.
+- Only batches with both times count, newest ``WINDOW`` of them; a duration is never negative
+  (clocks of two hosts). With none known (no batch committed yet, an at-least-once sink with no
+  sink log), the threshold is the trigger interval + ``FLOOR_S``.
+- ``batch_margin_ms`` plays no part: it orders ``transaction.timeout.ms`` (``txn.timeouts``),
+  the slowest batch plus a driver restart, which is far longer than "this pipeline has stopped".
+"""
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+FLOOR_S = 30.0     # the least a batch is allowed beyond its trigger (a broker failover, a slow first batch)
+FACTOR = 3.0       # times the pipeline's own slow batch
+QUANTILE = 0.95    # its slow batch: this quantile of the recent durations (nearest rank)
+WINDOW = 50        # recent batches looked at
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q`` quantile of ``values`` (0 for none)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered), max(1, math.ceil(q * len(ordered)))) - 1]
+
+
+def stall_threshold_s(trigger_s: float, durations_s: Sequence[float]) -> float:
+    """Seconds of input waiting with no batch committed after which the pipeline has stalled."""
+    recent = list(durations_s)[-WINDOW:]
+    return round(trigger_s + max(FLOOR_S, FACTOR * quantile(recent, QUANTILE)), 3)
+
+
+def batch_durations(starts_ms: Mapping[int, float], commits_ms: Mapping[int, float]) -> list[float]:
+    """Seconds from start to commit of each batch known both ways, oldest first, the newest ``WINDOW``."""
+    both = sorted(set(starts_ms) & set(commits_ms))[-WINDOW:]
+    return [round(max(0.0, commits_ms[b] - starts_ms[b]) / 1000, 3) for b in both]
+
+
+STALLED_RESAMPLE_S = 5.0   # how often a probe that found a stall samples, to see its end soon
+
+
+def next_sample_in_s(waiting_s: float, threshold_s: float, interval_s: float) -> float:
+    """When a lag probe samples next: at its interval, but no later than the moment input that waits
+    crosses the threshold (so a stall is seen when it begins, not up to an interval later), and
+    every ``STALLED_RESAMPLE_S`` while stalled (so its end is seen soon)."""
+    if waiting_s <= 0:
+        return interval_s
+    if waiting_s > threshold_s:
+        return min(interval_s, STALLED_RESAMPLE_S)
+    return min(interval_s, max(1.0, threshold_s - waiting_s + 0.5))
