@@ -25,6 +25,7 @@ from kafka_eos.config.model import (FORMAT_VERSION, Align, CheckpointSpec, DataF
                           KafkaCluster, MetricsSpec, OnDecodeError, PipelineConfig, Registry, SchemaRef, Secret,
                           SinkSpec, SourceSpec, Trigger, props, with_derived_prefix)
 from kafka_eos.config.sections import Section
+from kafka_eos.config.state_backend import state_spec
 from kafka_eos.config.transform_loader import transform_spec
 from kafka_eos.config.violations import Violation
 
@@ -82,6 +83,7 @@ def _pipeline(top: Section, base_dir: Path, problems: list[Violation]) -> Pipeli
         checkpoint=_checkpoint(top.section("checkpoint")),
         errors=_errors(top.section("errors")),
         metrics=_metrics(top.section("metrics"), given=top.has("metrics")),
+        state=state_spec(top.section("state")),
     )
     top.done()
     return with_derived_prefix(config)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Mapping
 
+from kafka_eos.config.state_backend import StateSpec
 from kafka_eos.secrets import Secret, Value, is_secret_key, reveal
 from kafka_eos.secrets import redacted as redacted_settings
 from kafka_eos.serde.formats import DataFormat, OnDecodeError, Registry
@@ -192,6 +193,7 @@ class PipelineConfig:
     checkpoint: CheckpointSpec = CheckpointSpec()
     errors: ErrorsSpec = ErrorsSpec()
     metrics: MetricsSpec | None = None     # None: no endpoint unless ``kafka-eos run --metrics-port``
+    state: StateSpec = StateSpec()         # the state store of a stateful transform (``config.state_backend``)
     origin: str = field(default="<memory>", compare=False)
     env_secrets: tuple[Secret, ...] = field(default=(), compare=False)  # values of secret-named ${VARS}
 

@@ -16,6 +16,7 @@ from kafka_eos.config.model import DataFormat, KafkaCluster, OnDecodeError, Pipe
 from kafka_eos.config.rules_metrics import metrics
 from kafka_eos.config.rules_safety import SAFETY_RULES
 from kafka_eos.config.spark_option_table import yaml_keys
+from kafka_eos.config.state_backend import state
 from kafka_eos.config.violations import Backstop, Context, Rule, Violation
 from kafka_eos.option_map import OptionMap
 from kafka_eos.txn.client_settings import ClientSettingsError, check_client_settings
@@ -224,4 +225,4 @@ def check(cfg: PipelineConfig, ctx: Context = Context(), backstops: Sequence[Bac
 
 
 RULES: list[Rule] = [clusters, client_settings, subscription, schemas, sink_target, decode_errors, no_loops, transform,
-                     late_records, option_conflicts, metrics]
+                     late_records, option_conflicts, metrics, state]

@@ -74,12 +74,12 @@ ERRORS: dict[str, ExitCode] = {
     **{name: INVALID for name in (
         "InvalidPipeline", "PipelineBuildError", "SinkConfigError", "ClientSettingsError", "SourceOptionError",
         "OffsetLogScanError", "OffsetSpecError", "SubscriptionError", "LateSpecError", "StoreProblem",
-        "NonDeterministicPlanError")},
+        "NonDeterministicPlanError", "StateConfConflict")},
     **{name: UNAUTHORIZED for name in (
         "AclMissingError", "TopicAuthorizationError", "AuthenticationFailed", "SourceLoginRefused")},
     **{name: NEEDS_OPERATOR for name in (
         "ReplayMismatchError", "CheckpointRetiredError", "PrefixClaimedError", "OutputTopicChangedError",
-        "CheckpointShapeError", "KafkaDataLossError", "RecordDecodeError",
+        "CheckpointShapeError", "StateBackendChanged", "KafkaDataLossError", "RecordDecodeError",
         "SinkLogError", "SinkLogConflictError", "UnsupportedBrokerError")},
 }
 # the order in which a text naming several of them is read: what must be fixed first

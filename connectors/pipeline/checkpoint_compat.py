@@ -12,6 +12,9 @@ what the checkpoint recorded (``pipeline_shape.recorded_shape``) and what its si
   state in the checkpoint in the shape of the plan that wrote it: adding, removing or changing
   one (its transform, or the decoding of the rows it aggregates) needs a new checkpoint.
 - The sink log belongs to one ``transactional_id_prefix``: changing it needs a new checkpoint.
+- Spark fixes a checkpoint's state store (``state.backend``, ``config.state_backend``) with its
+  first batch: a stateful pipeline asking for another one than the checkpoint recorded is refused
+  (``backend_change``; at query start by ``state_store``); a stateless one has no state to move.
 - A batch decided but not committed (``txn.sink_log``) is re-written to the same sink partition
   indexes with the same records each: while one is pending, a change that alters the rows per
   sink partition or their number (DLQ, ``minPartitions``, the transform, the decoding) must wait
@@ -33,6 +36,7 @@ from typing import Sequence, cast
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
+from kafka_eos.config.state_backend import PROVIDER_CONF, PROVIDERS, backend_of, describe
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.pipeline_shape import PipelineShape, recorded_shape, shape_of
 from kafka_eos.connectors.pipeline.progress import sink_log_location
@@ -40,6 +44,9 @@ from kafka_eos.connectors.pipeline.spark_options import late_topic
 from kafka_eos.txn.sink_log import DECIDED, SinkLogReader
 
 NEW_LOCATION = "start with a new checkpoint.location (and source.starting_offsets where the old one stopped)"
+SAVEPOINT_WAY = ("changing the state backend of a checkpoint needs a savepoint (kafka-eos savepoint, then run "
+                 "--from-savepoint: issue 65, not yet available in this kafka-eos); until then, a new "
+                 "checkpoint.location starts with empty state (windows open at the switch miss their earlier records)")
 
 
 class CheckpointShapeError(KafkaEosError, ValueError):
@@ -53,6 +60,7 @@ class Checkpoint:
     shape: PipelineShape | None       # None: no batch planned yet, nothing to resume
     pending_batch: int | None = None  # a batch decided but not committed (sink log)
     prefix: str | None = None         # the transactional-id prefix its sink log belongs to
+    state_provider: str | None = None  # the state store provider Spark recorded (offset log)
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,27 @@ def _state(before: PipelineShape, wanted: PipelineShape) -> list[Verdict]:
                     "aggregation state in the checkpoint in the shape of the plan that wrote it)", False, NEW_LOCATION)]
 
 
+def backend_change(location: str, recorded: str | None, requested: str | None, stateful: bool,
+                   asked_by: str = "state.backend") -> Verdict | None:
+    """The verdict on running a pipeline whose state store is ``requested`` (``asked_by`` says
+    where it was asked) on a checkpoint that recorded ``recorded``; None: no change."""
+    if recorded is None or requested is None or recorded == requested:
+        return None
+    change = f"{asked_by}: {describe(requested)}, but checkpoint {location} was started with {describe(recorded)}"
+    if not stateful:
+        return Verdict(f"{change} (this pipeline keeps no state, so nothing changes)", True)
+    keep = backend_of(recorded)
+    kept = f"state.backend: {keep.value}" if keep else f"{PROVIDER_CONF}={recorded} (--conf)"
+    return Verdict(f"{change} (Spark keeps a checkpoint's state store for its life: it would go on with "
+                   f"{describe(recorded)} and only log it)", False, f"keep {kept} for this checkpoint; {SAVEPOINT_WAY}")
+
+
+def _backend(found: Checkpoint, cfg: PipelineConfig, wanted: PipelineShape) -> list[Verdict]:
+    requested = PROVIDERS[cfg.state.backend] if cfg.state.backend else None
+    verdict = backend_change(found.location, found.state_provider, requested, bool(wanted.stateful))
+    return [verdict] if verdict else []
+
+
 def _layout(before: PipelineShape, wanted: PipelineShape) -> list[str]:
     """Changes of the rows per sink partition, or of their number, that keep the checkpoint otherwise."""
     if not before.recorded:
@@ -132,7 +161,7 @@ def compare(found: Checkpoint, cfg: PipelineConfig, wanted: PipelineShape | None
     before, wanted = found.shape, wanted or shape_of(cfg)
     if before is None:
         return []
-    verdicts = _scans(found, cfg, wanted) + _state(before, wanted) + _prefix(found, cfg)
+    verdicts = _scans(found, cfg, wanted) + _state(before, wanted) + _prefix(found, cfg) + _backend(found, cfg, wanted)
     layout = _layout(before, wanted)
     if found.pending_batch is None:
         verdicts += [Verdict(change, True) for change in layout if before.recorded]
@@ -161,7 +190,13 @@ def read_checkpoint(cfg: PipelineConfig) -> Checkpoint:
     log = SinkLogReader(sink_log_location(cfg))
     latest, meta = log.latest(), log.meta() or {}
     pending = latest.batch_id if latest is not None and latest.state == DECIDED else None
-    return Checkpoint(location, shape, pending, meta.get("prefix"))
+    return Checkpoint(location, shape, pending, meta.get("prefix"), recorded_provider(location))
+
+
+def recorded_provider(location: str) -> str | None:
+    """The state store provider the newest offset-log entry at ``location`` recorded (None: no entry)."""
+    entry = CheckpointReader(location).latest_offsets()
+    return None if entry is None else entry.conf().get(PROVIDER_CONF)
 
 
 def checkpoint_sources(location: str) -> int | None:

@@ -1,6 +1,7 @@
 """The one reader of a Spark streaming checkpoint: its offset log, commit log and metadata.
 
-    <checkpoint>/offsets/<batch>   v1, the batch metadata (JSON), then one line per source scan
+    <checkpoint>/offsets/<batch>   v1, the batch metadata (JSON: watermark, timestamp, and "conf", the
+                                   Spark settings the checkpoint fixed), then one line per source scan
     <checkpoint>/commits/<batch>   written when the batch's sink commit returned
     <checkpoint>/metadata          {"id": <query id>}
 
@@ -29,6 +30,16 @@ class OffsetEntry:
     batch_id: int
     metadata: str
     sources: tuple[str, ...]
+
+    def conf(self) -> dict[str, str]:
+        """The Spark settings the checkpoint recorded with this batch (its metadata's ``conf``;
+        empty when the line is not that JSON)."""
+        try:
+            data = json.loads(self.metadata)
+        except ValueError:
+            return {}
+        conf = data.get("conf") if isinstance(data, dict) else None
+        return {str(k): str(v) for k, v in conf.items()} if isinstance(conf, dict) else {}
 
 
 def parse_entry(batch_id: int, text: str | None) -> OffsetEntry | None:

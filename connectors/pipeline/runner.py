@@ -9,6 +9,9 @@ Invariants:
   pipeline's trigger until it fails or is stopped: SIGTERM, Ctrl-C or the stop marker stop it
   between batches, after the running batch committed (``stop.StopControl``); a second signal
   stops it at once.
+- The query's state store is the checkpoint's, else the file's ``state.backend``, else the
+  default (``state_store``); a stateful pipeline asking for another one than its checkpoint
+  recorded, or a session setting contradicting the file, is refused before the query is built.
 - Once Spark accepted the plan, the pipeline's shape is recorded beside the checkpoint
   (``pipeline_shape.record_shape``), for ``kafka-eos validate --against-checkpoint``; a record
   that cannot be written is a warning line, never a failed run.
@@ -41,6 +44,7 @@ from kafka_eos.connectors.pipeline import builder, drain
 from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint
 from kafka_eos.connectors.pipeline.pipeline_shape import record_shape
 from kafka_eos.connectors.pipeline.progress import BatchReport, ProgressReporter
+from kafka_eos.connectors.pipeline.state_store import applied, for_start
 from kafka_eos.connectors.pipeline.stop import StopControl
 from kafka_eos.secrets import spark_redaction_conf
 
@@ -126,7 +130,8 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
     try:
         try:
             check_checkpoint(cfg)
-            query = builder.start(spark, cfg, once, on_skipped)
+            with applied(spark, for_start(spark, cfg)):  # the state store (state_store), for this query only
+                query = builder.start(spark, cfg, once, on_skipped)
         except (builder.PipelineBuildError, CheckpointShapeError) as exc:
             raise PipelineFailed(redactor(f"{cfg.origin}: {exc}"), exit_codes.of_error(exc)) from None
         _record_shape(cfg, lambda line: emit(redactor(line)))
