@@ -48,7 +48,7 @@ def _no_hard_links(where: Path) -> None:
 
 @pytest.mark.matrix
 def test_a_checkpoint_on_a_fuse_mount_without_hard_links_is_exactly_once_through_driver_kills(bootstrap, tmp_path,
-                                                                                               mount):
+                                                                                               mount, record_property):
     _no_hard_links(mount)
     checkpoints = mount / unique("ck")
     topics = (unique("orders"), unique("priced"))
@@ -87,5 +87,7 @@ def test_a_checkpoint_on_a_fuse_mount_without_hard_links_is_exactly_once_through
     again = kafka_eos(["run", str(path), "--once"], bootstrap, checkpoints)
     assert again.code == 0, again.log()
     assert order_report(bootstrap, {first.run: 600, second.run: 200}, topics[1]) == EXACT | {"out": 800}, again.log()
+    for name, value in (("ids", 800), ("kills", len(KILLS)), ("batches", len(SinkLogReader(sink_log).batch_ids()))):
+        record_property(name, value)
     print(f"FUSE store: 800 orders exactly once, {len(KILLS)} driver kills, batches {batches[0]}-{batches[-1]} "
           f"verified, {len(SinkLogReader(sink_log).batch_ids())} batches in all")
