@@ -1,14 +1,20 @@
 """The shipped alerts fire on real faults and clear after the fix: a real Prometheus (Debian's
-package) with docker/alerts.yml verbatim scrapes a real run's driver and `kafka-eos monitor`.
-- make test: the driver frozen (SIGSTOP) while input arrives fires KafkaEosNoBatchCommitted from
-  the monitor's lag, cleared once the resumed driver commits; the driver killed right after a
-  batch's decision and kept down fires KafkaEosOutputHeldBack from the monitor, cleared once a
-  restart commits the decided batch (seconds to fire and to clear printed).
-- make chaos: the driver killed mid-run fires KafkaEosDriverDown after its `for: 1m`; the only
-  broker (the source's leader) hung with input waiting fires KafkaEosNoBatchCommitted from the
-  ends the monitor last read, cleared once the broker is resumed and the run commits; a verify
-  that fails (another writer's record in the output) fires KafkaEosVerifyFailed from the monitor,
-  cleared by a later verify run that passes.
+package) with docker/alerts.yml verbatim scrapes a real run's driver and `kafka-eos monitor`, every
+pipeline at its default settings (sink.batch_margin_ms, metrics.sample_interval_s) but its trigger.
+- make test: a pipeline with `trigger: 2 seconds` and input arriving at 100 records/s, scraped
+  and evaluated every 2 s as in issue 64. Its driver frozen (SIGSTOP): KafkaEosNoBatchCommitted
+  fires from the monitor within 60 s of the freeze and `kafka-eos status` exits 1 within 60 s;
+  resumed (SIGCONT), the alert clears within 30 s. Its driver killed (SIGKILL) and kept down: the
+  alert fires within 60 s and status exits 1 within 60 s. The restart commits what waited;
+  every order comes out exactly once. The seconds to fire, to clear and to status' exit 1 are printed.
+- make chaos: a 30 s broker failover (one of three brokers killed, then restarted) under the same
+  pipeline: batches keep committing and no alert of the pipeline's fires; the driver killed mid-run
+  fires KafkaEosDriverDown after its `for: 1m`; the driver killed right after a batch's decision
+  fires KafkaEosOutputHeldBack from the monitor, cleared once a restart commits the decided batch;
+  the only broker (the source's leader) hung with input waiting fires KafkaEosNoBatchCommitted
+  from the ends the monitor last read, cleared once the broker is resumed and the run commits; a
+  verify that fails (another writer's record in the output) fires KafkaEosVerifyFailed from the
+  monitor, cleared by a later verify run that passes.
 Each restart then commits what the dead driver left and every order comes out exactly once."""
 from __future__ import annotations
 
@@ -17,7 +23,9 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -33,7 +41,7 @@ from integration_tests.pipeline_runs import kill_group, tail, wait_for
 from integration_tests.providers import local_broker
 from integration_tests.test_metrics import free_port
 from integration_tests.test_status import ORDERS, pipeline_file, topics  # noqa: F401 - the fixture
-from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
+from kafka_eos.connectors.demo_data import create_topics, order, order_report, produce_orders
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings
 
 ALERTS = Path(__file__).resolve().parents[1] / "docker" / "alerts.yml"
@@ -104,9 +112,9 @@ def test_driver_down_fires_when_the_driver_is_killed(bootstrap, topics, tmp_path
 PIPELINE_LABEL = "orders-json"
 
 
-def prometheus_config(tmp_path: Path, driver_port: int, monitor_port: int | None = None) -> Path:
-    """A Prometheus config with the shipped rules, scraping (every second) the driver as job
-    kafka-eos, labelled with its pipeline, and the monitor as job kafka-eos-monitor, as
+def prometheus_config(tmp_path: Path, driver_port: int, monitor_port: int | None = None, every: str = "1s") -> Path:
+    """A Prometheus config with the shipped rules, scraping (and evaluating) ``every`` the driver as
+    job kafka-eos, labelled with its pipeline, and the monitor as job kafka-eos-monitor, as
     docker/prometheus.yml does."""
     jobs = [{"job_name": "kafka-eos", "honor_labels": True, "static_configs": [
         {"targets": [f"127.0.0.1:{driver_port}"], "labels": {"pipeline": PIPELINE_LABEL}}]}]
@@ -114,7 +122,7 @@ def prometheus_config(tmp_path: Path, driver_port: int, monitor_port: int | None
         jobs.append({"job_name": "kafka-eos-monitor", "honor_labels": True,
                      "static_configs": [{"targets": [f"127.0.0.1:{monitor_port}"]}]})
     config = tmp_path / "prometheus.yml"
-    config.write_text(yaml.safe_dump({"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+    config.write_text(yaml.safe_dump({"global": {"scrape_interval": every, "evaluation_interval": every},
                                       "rule_files": [str(ALERTS)], "scrape_configs": jobs}))
     return config
 
@@ -144,15 +152,219 @@ def cleared(port: int, name: str, since: float, bound_s: float) -> float:
     return time.monotonic() - since
 
 
-def test_a_frozen_driver_and_a_driver_killed_after_its_decision_fire_from_the_monitor_and_clear(
+class OrderFeeder(threading.Thread):
+    """Orders of one run at ``per_second`` records a second (idempotent, acks=all) until stopped;
+    ``sent`` counts those the brokers acknowledged."""
+
+    def __init__(self, bootstrap: str, topic: str, per_second: int = 100) -> None:
+        from confluent_kafka import Producer
+        super().__init__(daemon=True)
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                                  "message.timeout.ms": 300_000, "linger.ms": 20})
+        self.topic, self.per_second, self.run_id = topic, per_second, unique("feed")
+        self.next, self.failed = 0, []
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            for _ in range(self.per_second // 10):
+                key, record = order(self.run_id, self.next)
+                self.producer.produce(self.topic, key=key, value=record, on_delivery=self._delivered)
+                self.next += 1
+            self.producer.poll(0)
+            self.stopping.wait(0.1)
+
+    def _delivered(self, err, _msg) -> None:
+        if err is not None:
+            self.failed.append(str(err))
+
+    def stop(self) -> dict[str, int]:
+        """Stops feeding; the run's orders, every one delivered."""
+        self.stopping.set()
+        self.join(30)
+        assert self.producer.flush(300) == 0 and not self.failed, self.failed[:3]
+        return {self.run_id: self.next}
+
+
+def default_pipeline(tmp_path: Path, names: tuple[str, str], driver_port: int) -> Path:
+    """orders-json at its defaults (no max_offsets_per_trigger, the default sink.batch_margin_ms and
+    metrics.sample_interval_s) but `trigger: 2 seconds`, its driver's metrics on ``driver_port``."""
+    path = pipeline_file(tmp_path, names)
+    doc = yaml.safe_load(path.read_text())
+    doc["checkpoint"]["trigger"] = "2 seconds"
+    doc["source"].pop("max_offsets_per_trigger")
+    assert "batch_margin_ms" not in doc["sink"]
+    doc["metrics"] = {"port": driver_port}
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def status_needs_attention(path: Path, bootstrap: str, tmp_path: Path, since: float, bound_s: float) -> tuple[float, str]:
+    """(seconds from ``since`` until `kafka-eos status` exits 1 saying input waits, its text)."""
+    deadline = since + bound_s
+    while True:
+        done = kafka_eos(["status", str(path)], bootstrap, tmp_path, timeout=120)
+        if done.code == 1 and "no batch committed while input waits" in done.stdout:
+            return time.monotonic() - since, done.stdout
+        assert done.code in (0, 1) and time.monotonic() < deadline, \
+            f"status did not exit 1 within {bound_s} s:\n{done.log()}"
+        time.sleep(1)
+
+
+def committed_batches(path: Path) -> int:
+    """Batches the pipeline's checkpoint (``${KAFKA_EOS_CHECKPOINTS}/orders-json``, the test's
+    directory) has committed."""
+    return len([p for p in (path.parent / "orders-json" / "commits").glob("[0-9]*") if p.name.isdigit()])
+
+
+def test_a_frozen_and_a_dead_driver_page_within_a_minute_at_defaults_and_status_needs_attention(
         bootstrap, tmp_path, prometheus_binary):
-    """The shipped rules in a real Prometheus scraping a real run and `kafka-eos monitor`:
-    1. the driver frozen (SIGSTOP) with input arriving: KafkaEosNoBatchCommitted fires from the
-       monitor's lag (the driver's endpoint is frozen too) within its budget + `for`, and clears
-       once the resumed driver commits;
-    2. the driver killed right after batch 2's decision and kept down: KafkaEosOutputHeldBack fires
-       from the monitor's held-back output (no driver series left), and clears once a restart
-       commits the decided batch. Every order comes out exactly once."""
+    """Issue 64's run: defaults but `trigger: 2 seconds`, 100 records/s, scrape and evaluation every
+    2 s, the shipped rules verbatim.
+    1. the driver's process group frozen (SIGSTOP): KafkaEosNoBatchCommitted fires within 60 s
+       (from the monitor: the driver's endpoint is frozen too) and `kafka-eos status` exits 1
+       within 60 s, saying input waits and the driver does not answer; resumed (SIGCONT), the alert
+       clears within 30 s;
+    2. the driver killed (SIGKILL) and kept down: the alert fires within 60 s and status exits 1
+       within 60 s. A restart commits what waited: every order exactly once."""
+    names = (unique("orders"), unique("priced"))
+    create_topics(bootstrap, {names[0]: 3, names[1]: 3})
+    driver_port, monitor_port, prometheus_port = free_port(), free_port(), free_port()
+    path = default_pipeline(tmp_path, names, driver_port)
+    prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, driver_port, monitor_port, "2s"),
+                                  tmp_path, prometheus_port)
+    monitor = start_kafka_eos(["monitor", str(path), "--port", str(monitor_port)], bootstrap, tmp_path,
+                              tmp_path / "monitor.log")
+    feeder = OrderFeeder(bootstrap, names[0])
+    feeder.start()
+    log = tmp_path / "run.log"
+    run = start_kafka_eos(["run", str(path)], bootstrap, tmp_path, log)
+    status_checks = ThreadPoolExecutor(1)
+    figures: dict[str, float] = {}
+    threshold = 'max(kafka_eos_stall_threshold_seconds{exporter="monitor"})'
+    try:
+        wait_until(lambda: committed_batches(path) >= 5, 300, "5 batches committed")
+        wait_until(lambda: value(prometheus_port, 'max(kafka_eos_last_commit_timestamp_seconds{exporter="monitor"})')
+                   and value(prometheus_port, 'up{job="kafka-eos"}') == 1, 60, "the monitor saw a commit")
+        assert alert_state(prometheus_port, "KafkaEosNoBatchCommitted") is None
+        os.killpg(run.pid, signal.SIGSTOP)                     # 1. the driver frozen
+        frozen = time.monotonic()
+        checked: Future = status_checks.submit(status_needs_attention, path, bootstrap, tmp_path, frozen, 60)
+        figures["frozen: NoBatchCommitted fired"] = fires(prometheus_port, "KafkaEosNoBatchCommitted", frozen, 60)
+        figures["frozen: status exit 1"], text = checked.result(90)
+        print(text)
+        assert "does not answer" in text, text
+        figures["stall threshold"] = value(prometheus_port, threshold) or 0.0
+        assert figures["stall threshold"] == pytest.approx(32.0, abs=1.0), "2 s + the 30 s floor"
+        assert value(prometheus_port, 'count(kafka_eos_offsets_behind{exporter="driver"})') is None, "frozen"
+        os.killpg(run.pid, signal.SIGCONT)
+        resumed = time.monotonic()
+        figures["frozen: cleared after SIGCONT"] = cleared(prometheus_port, "KafkaEosNoBatchCommitted", resumed, 30)
+        before = committed_batches(path)
+        wait_until(lambda: committed_batches(path) >= before + 3, 60, "3 more batches")
+        kill_group(run)                                        # 2. the driver killed and kept down
+        killed = time.monotonic()
+        checked = status_checks.submit(status_needs_attention, path, bootstrap, tmp_path, killed, 60)
+        figures["killed: NoBatchCommitted fired"] = fires(prometheus_port, "KafkaEosNoBatchCommitted", killed, 60)
+        figures["killed: status exit 1"], text = checked.result(90)
+        print(text)
+        sent = feeder.stop()
+    finally:
+        feeder.stopping.set()
+        status_checks.shutdown(wait=True, cancel_futures=True)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(run.pid, signal.SIGCONT)
+        kill_group(run)
+        monitor.send_signal(signal.SIGTERM)
+        stopped = monitor.wait(30)
+        prometheus.terminate()
+        prometheus.wait(30)
+    print(", ".join(f"{what} {seconds:.1f} s" for what, seconds in figures.items()))
+    assert stopped == 128 + signal.SIGTERM and "kafka-eos monitor: stopped" in (tmp_path / "monitor.log").read_text()
+    again = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
+    assert again.code == 0, again.log() + tail(log)
+    [(run_id, orders)] = sent.items()
+    assert order_report(bootstrap, sent, names[1]) == \
+        {"out": orders, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}, run_id
+
+
+def alerts_raised(port: int) -> dict[str, str]:
+    """Every alert pending or firing now: name -> state."""
+    return {a["labels"]["alertname"]: a["state"] for a in api(port, "alerts")["alerts"]}
+
+
+@pytest.mark.chaos  # ~5 min with three brokers of its own: `make chaos`
+def test_a_30_s_broker_failover_with_batches_committing_pages_nothing(tmp_path, prometheus_binary):
+    """Issue 64's pipeline (defaults but `trigger: 2 seconds`, 100 records/s, scraped and evaluated
+    every 2 s) on three brokers (replication 3): one broker killed (SIGKILL), kept down 30 s and
+    restarted while the run goes on. Its leaders and transaction coordinators move; batches keep
+    committing, and neither KafkaEosNoBatchCommitted nor KafkaEosOutputHeldBack is raised (pending
+    or firing) from the kill until 60 s after the restart. The longest wait for a commit and the
+    stall threshold are printed; every order comes out exactly once."""
+    with local_broker(ClusterSettings(nodes=3, heap="384m")) as broker:
+        cluster, bootstrap = broker.cluster, broker.bootstrap
+        names = (unique("orders"), unique("priced"))
+        create_topics(bootstrap, {names[0]: 3, names[1]: 3})
+        driver_port, monitor_port, prometheus_port = free_port(), free_port(), free_port()
+        path = default_pipeline(tmp_path, names, driver_port)
+        prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, driver_port, monitor_port, "2s"),
+                                      tmp_path, prometheus_port)
+        monitor = start_kafka_eos(["monitor", str(path), "--port", str(monitor_port)], bootstrap, tmp_path,
+                                  tmp_path / "monitor.log")
+        feeder = OrderFeeder(bootstrap, names[0])
+        feeder.start()
+        log = tmp_path / "run.log"
+        run = start_kafka_eos(["run", str(path)], bootstrap, tmp_path, log)
+        raised: dict[str, str] = {}
+        try:
+            wait_until(lambda: committed_batches(path) >= 5, 300, "5 batches committed")
+            wait_until(lambda: value(prometheus_port, 'max(kafka_eos_last_commit_timestamp_seconds{exporter="monitor"})'),
+                       60, "the monitor saw a commit")
+            before = committed_batches(path)
+            victim = cluster.nodes[0].node_id
+            cluster.stop_node(victim, kill=True)
+            down = time.monotonic()
+            watch_until = down + 30
+            while time.monotonic() < watch_until:
+                raised.update(alerts_raised(prometheus_port))
+                time.sleep(0.5)
+            during = committed_batches(path) - before
+            cluster.start_node(victim)
+            cluster.wait_ready(120)
+            watch_until = time.monotonic() + 60
+            while time.monotonic() < watch_until:
+                raised.update(alerts_raised(prometheus_port))
+                time.sleep(0.5)
+            longest = value(prometheus_port, 'max(max_over_time(kafka_eos_input_waiting_seconds[5m]))')
+            threshold = value(prometheus_port, 'max(kafka_eos_stall_threshold_seconds)')
+            after = committed_batches(path) - before
+            sent = feeder.stop()
+        finally:
+            feeder.stopping.set()
+            kill_group(run)
+            monitor.send_signal(signal.SIGTERM)
+            monitor.wait(30)
+            prometheus.terminate()
+            prometheus.wait(30)
+        print(f"broker {victim} down 30 s: {during} batches committed while it was down, {after} until 60 s after "
+              f"its restart; longest input wait {longest} s, stall threshold {threshold} s; alerts raised: {raised}")
+        assert during > 0, f"no batch committed while the broker was down:\n{tail(log)}"
+        assert "KafkaEosNoBatchCommitted" not in raised and "KafkaEosOutputHeldBack" not in raised, raised
+        assert not [name for name in raised if name not in ("KafkaEosProbeFailing",)], raised
+        again = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
+        assert again.code == 0, again.log() + tail(log)
+        [orders] = sent.values()
+        assert order_report(bootstrap, sent, names[1]) == \
+            {"out": orders, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
+
+
+@pytest.mark.chaos  # ~3 min: `make chaos`; make test keeps the frozen and dead driver at defaults
+def test_a_driver_killed_after_its_decision_holds_output_back_and_pages_from_the_monitor(
+        bootstrap, tmp_path, prometheus_binary):
+    """The driver (defaults but its trigger) killed right after batch 2's decision and kept down:
+    KafkaEosOutputHeldBack fires from the monitor's held-back output (no driver series left) once
+    the decided transactions have held it past the stall threshold plus the rule's `for:`, and
+    clears once a restart commits the decided batch. Every order comes out exactly once."""
     names = (unique("orders"), unique("priced"))
     create_topics(bootstrap, {names[0]: 3, names[1]: 3})
     first = produce_orders(bootstrap, names[0], 300)
@@ -161,12 +373,11 @@ def test_a_frozen_driver_and_a_driver_killed_after_its_decision_fire_from_the_mo
     path = pipeline_file(tmp_path, names, {"faultInjection": "after_decision@2", "faultInjectionDir": str(faults)})
     doc = yaml.safe_load(path.read_text())
     driver_port, monitor_port, prometheus_port = free_port(), free_port(), free_port()
-    doc["checkpoint"]["trigger"] = "1 second"
-    doc["source"].pop("max_offsets_per_trigger")               # one batch for all that waits
-    doc["sink"]["batch_margin_ms"] = 5000                      # the batch budget: 1 + 5 s
-    doc["metrics"] = {"port": driver_port, "sample_interval_s": 1}
+    doc["checkpoint"]["trigger"] = "2 seconds"
+    doc["source"].pop("max_offsets_per_trigger")
+    doc["metrics"] = {"port": driver_port}
     path.write_text(yaml.safe_dump(doc))
-    prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, driver_port, monitor_port),
+    prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, driver_port, monitor_port, "2s"),
                                   tmp_path, prometheus_port)
     monitor = start_kafka_eos(["monitor", str(path), "--port", str(monitor_port)], bootstrap, tmp_path,
                               tmp_path / "monitor.log")
@@ -174,26 +385,17 @@ def test_a_frozen_driver_and_a_driver_killed_after_its_decision_fire_from_the_mo
     run = start_kafka_eos(["run", str(path)], bootstrap, tmp_path, log)
     restart = None
     figures: dict[str, float] = {}
-    behind = 'sum(max by (topic, partition) (kafka_eos_offsets_behind{exporter="monitor"}))'
     try:
-        wait_until(lambda: value(prometheus_port, behind) == 0 and "orders-json batch 0:" in log.read_text(), 300,
-                   "batch 0 committed and the monitor's lag 0")
-        os.killpg(run.pid, signal.SIGSTOP)                     # 1. the driver frozen
-        frozen = time.monotonic()
+        wait_until(lambda: "orders-json batch 0:" in log.read_text(), 300, "batch 0 committed")
         second = produce_orders(bootstrap, names[0], 200)
-        figures["stall fired"] = fires(prometheus_port, "KafkaEosNoBatchCommitted", frozen, 120)
-        assert value(prometheus_port, behind) >= 200
-        assert value(prometheus_port, 'count(kafka_eos_offsets_behind{exporter="driver"})') is None, "frozen"
-        os.killpg(run.pid, signal.SIGCONT)
-        resumed = time.monotonic()
-        figures["stall cleared"] = cleared(prometheus_port, "KafkaEosNoBatchCommitted", resumed, 120)
-        third = produce_orders(bootstrap, names[0], 200)      # 2. batch 2: killed after its decision
+        wait_until(lambda: "orders-json batch 1:" in log.read_text(), 120, "batch 1 committed")
+        third = produce_orders(bootstrap, names[0], 200)      # batch 2: killed after its decision
         wait_for((faults, "after_decision.*"), run, 300, log)
         kill_group(run)
         killed = time.monotonic()
-        figures["held back fired"] = fires(prometheus_port, "KafkaEosOutputHeldBack", killed, 120)
+        figures["held back fired"] = fires(prometheus_port, "KafkaEosOutputHeldBack", killed, 150)
         held = 'max(kafka_eos_output_held_back_seconds{exporter="monitor"})'
-        assert value(prometheus_port, held) > 6
+        assert value(prometheus_port, held) > 30
         assert value(prometheus_port, 'count(kafka_eos_output_held_back_seconds{exporter="driver"})') is None
         assert value(prometheus_port, 'max(kafka_eos_decided_uncommitted_transactions{exporter="monitor"})') >= 1
         restart = start_kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path, tmp_path / "restart.log")
@@ -203,15 +405,12 @@ def test_a_frozen_driver_and_a_driver_killed_after_its_decision_fire_from_the_mo
     finally:
         for proc in (run, restart):
             if proc is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGCONT)
                 kill_group(proc)
         monitor.send_signal(signal.SIGTERM)
-        stopped = monitor.wait(30)
+        monitor.wait(30)
         prometheus.terminate()
         prometheus.wait(30)
     print(", ".join(f"{what} {seconds:.1f} s" for what, seconds in figures.items()))
-    assert stopped == 128 + signal.SIGTERM and "kafka-eos monitor: stopped" in (tmp_path / "monitor.log").read_text()
     assert order_report(bootstrap, {first.run: 300, second.run: 200, third.run: 200}, names[1]) == \
         {"out": 700, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
 
@@ -231,8 +430,7 @@ def test_a_hung_source_leader_fires_no_batch_committed_from_the_ends_last_read(t
         driver_port, monitor_port, prometheus_port = free_port(), free_port(), free_port()
         doc["checkpoint"]["trigger"] = "20 seconds"                # input waits for the next trigger
         doc["source"].pop("max_offsets_per_trigger")
-        doc["sink"]["batch_margin_ms"] = 5000                      # the batch budget: 20 + 5 s
-        doc["metrics"] = {"port": driver_port, "sample_interval_s": 1}
+        doc["metrics"] = {"port": driver_port}                     # the stall threshold: 20 + 30 s
         path.write_text(yaml.safe_dump(doc))
         prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, driver_port, monitor_port),
                                       tmp_path, prometheus_port)

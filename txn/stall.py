@@ -13,6 +13,9 @@ Invariants:
 - The threshold is never below the trigger interval + ``FLOOR_S``: a pipeline whose batches take
   0.5 s still has 30 s to ride out a broker's failover (its leaders and transaction coordinators
   moving) before it pages; a pipeline whose batches take 20 s gets 3 x 20 s.
+- One slow batch alone never sets it (``quantile``): a query's first batch (the engine's warm-up)
+  or a restart's replay of a batch planned before the outage (its start is Spark's, kept from
+  the planning run) is left out of two or more.
 - Only batches with both times count, newest ``WINDOW`` of them; a duration is never negative
   (clocks of two hosts). With none known (no batch committed yet, an at-least-once sink with no
   sink log), the threshold is the trigger interval + ``FLOOR_S``.
@@ -31,11 +34,13 @@ WINDOW = 50        # recent batches looked at
 
 
 def quantile(values: Sequence[float], q: float) -> float:
-    """The nearest-rank ``q`` quantile of ``values`` (0 for none)."""
+    """The ``q`` quantile of ``values`` by the nearest rank rounded down (0 for none): of two or
+    more, never the slowest alone, so one batch (a query's warm-up, a restart's replay whose
+    start was before the outage) never sets it."""
     if not values:
         return 0.0
     ordered = sorted(values)
-    return ordered[min(len(ordered), max(1, math.ceil(q * len(ordered)))) - 1]
+    return ordered[min(len(ordered), max(1, math.floor(q * len(ordered)))) - 1]
 
 
 def stall_threshold_s(trigger_s: float, durations_s: Sequence[float]) -> float:
