@@ -14,8 +14,9 @@ exactly-once on a local Spark standalone cluster, 1 and 2 Workers x 4 and 16 par
 kafka-eos and Spark's kafka, interleaved rounds (``bench.latency``); the 2PC commit latency for
 1, 8 and 64 output partitions (``bench.commit``); the write evidence's cost to a sink task
 (``bench.evidence_cost``) and to a whole pipeline (``bench.evidence_pipeline``); what ``verify --follow``
-beside a pipeline costs it, with and without re-runs (``bench.verify_cost``). ``--cells`` /
-``--skip-cells`` pick the parts (``4p,16p,64p,small_batch,profile,scaling,latency,commit,evidence,verify``),
+beside a pipeline costs it, with and without re-runs (``bench.verify_cost``); a keyed windowed count
+on RocksDB against HDFS state (``bench.state_backend``). ``--cells`` /
+``--skip-cells`` pick the parts (``4p,16p,64p,small_batch,profile,scaling,latency,commit,evidence,verify,state``),
 so a suite can be rerun in part.
 Last, the goals of issue 27 (``bench.goals``) from what was measured.
 
@@ -33,7 +34,7 @@ import json
 import time
 
 from bench import (cells, commit, evidence_cost, evidence_pipeline, goals, latency, method, scaling, stage_profile,
-                   throughput, verify_cost)
+                   state_backend, throughput, verify_cost)
 from bench.common import RESULTS, load_avg, machine, write_result
 from bench.plot import plot
 from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
@@ -144,6 +145,10 @@ def measure(a: argparse.Namespace) -> dict:
             out["verify_cost"] = verify_cost.measure(bootstrap, a.rounds, verify_cost.RECORDS, settle, log,
                                                      broker_pids=brokers)
             log("\n".join(verify_cost.lines(out["verify_cost"])))
+        if "state" in want:  # issue 65: the state backend of a stateful pipeline, RocksDB against HDFS
+            loads["state"] = settle()["load_avg_1m"]
+            out["state_backend"] = state_backend.measure(bootstrap, a.rounds, settle, log)
+            log("\n".join(state_backend.lines(out["state_backend"])))
     loads["end"] = load_avg()
     out["load_avg_1m"] = loads
     return out

@@ -68,11 +68,12 @@ class Verdict:
     change: str
     keeps: bool
     fix: str = ""
+    needs: str = "a new checkpoint"
 
     def line(self) -> str:
         if self.keeps:
             return f"{self.change}: keeps the checkpoint"
-        return f"{self.change}: needs a new checkpoint\n      fix: {self.fix}"
+        return f"{self.change}: needs {self.needs}\n      fix: {self.fix}"
 
 
 def _scans(found: Checkpoint, cfg: PipelineConfig, wanted: PipelineShape) -> list[Verdict]:
@@ -124,7 +125,8 @@ def backend_change(location: str, recorded: str | None, requested: str | None, s
     keep = backend_of(recorded)
     kept = f"state.backend: {keep.value}" if keep else f"{PROVIDER_CONF}={recorded} (--conf)"
     return Verdict(f"{change} (Spark keeps a checkpoint's state store for its life: it would go on with "
-                   f"{describe(recorded)} and only log it)", False, f"keep {kept} for this checkpoint; {SAVEPOINT_WAY}")
+                   f"{describe(recorded)} and only log it)", False, f"keep {kept} for this checkpoint; {SAVEPOINT_WAY}",
+                   "a savepoint (or a new checkpoint)")
 
 
 def _backend(found: Checkpoint, cfg: PipelineConfig, wanted: PipelineShape) -> list[Verdict]:
