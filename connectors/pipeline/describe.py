@@ -17,6 +17,8 @@ import yaml
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
 from kafka_eos.config.rules_safety import is_local, local_path
+from kafka_eos.config.state_backend import PROVIDER_CONF
+from kafka_eos.config.state_backend import describe as describe_provider
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
 from kafka_eos.connectors.pipeline.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs
 from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
@@ -68,6 +70,8 @@ def plan(cfg: PipelineConfig) -> dict[str, Any]:
         "checkpoint": {"location": cfg.checkpoint.location, "trigger": str(trigger)},
         "errors": {"on_decode_error": cfg.errors.on_decode_error.value, "dlq_topic": cfg.errors.dlq_topic},
         "metrics": None if cfg.metrics is None else cfg.metrics.url,
+        "state": {"backend": cfg.state.backend.value if cfg.state.backend else None,
+                  "max_memory_mb": cfg.state.max_memory_mb},
         "spark": {"source_options": source_options(cfg), "sink_options": sink_options(cfg),
                   "trigger": trigger_kwargs(cfg)},
     }
@@ -87,6 +91,10 @@ def checkpoint_offsets(cfg: PipelineConfig) -> dict[str, Any] | None:
     entry = reader.offsets(committed[-1]) if committed else None
     if entry is not None:
         result["resume_from"] = [source_offsets(line) for line in entry.sources]
+    latest = reader.latest_offsets()
+    provider = latest.conf().get(PROVIDER_CONF) if latest is not None else None
+    if provider:  # what a restart keeps whatever the file says (config.state_backend)
+        result["state_store"] = describe_provider(provider)
     return result
 
 

@@ -15,7 +15,7 @@ from kafka_eos.connectors.pipeline.checkpoint_compat import Checkpoint, compare,
 from kafka_eos.connectors.pipeline.pipeline_shape import record_shape, shape_of
 from kafka_eos.connectors.pipeline.state_store import (StateBackendChanged, StateConfConflict, applied, for_start,
                                                        settings)
-from tests.factories import loaded, write
+from tests.factories import loaded, valid, write
 
 HDFS, ROCKSDB = PROVIDERS[StateBackend.HDFS], PROVIDERS[StateBackend.ROCKSDB]
 WINDOWED = {"sql": "SELECT CAST(value.id AS STRING) AS key, CAST(count(*) AS STRING) AS value FROM source "
@@ -143,19 +143,24 @@ def test_validate_against_checkpoint_refuses_a_backend_change(tmp_path, capsys):
     cfg = pipeline(tmp_path)
     write_offsets(Path(cfg.checkpoint.location), HDFS)
     record_shape(cfg)
-    data = {"version": 1, "name": "t", "source": {"kafka": {"bootstrap_servers": "localhost:9092"}, "topics": ["in"],
-                                                  "starting_offsets": "earliest", "format": "json",
-                                                  "schema": {"inline": {"type": "record", "name": "Order", "fields": [
-                                                      {"name": "id", "type": "long"},
-                                                      {"name": "amount", "type": "double"}]}}},
-            "transform": dict(WINDOWED), "state": {"backend": "rocksdb"},
-            "sink": {"kafka": {"bootstrap_servers": "localhost:9092"}, "topic": "out", "format": "json",
-                     "transactional_id_prefix": "t-eos", "transaction_timeout_ms": 300000},
-            "checkpoint": {"location": cfg.checkpoint.location, "trigger": "10 seconds"},
-            "errors": {"on_decode_error": "skip"}}
-    path = write(tmp_path, "p.yaml", data)
-    assert main(["validate", "--offline", "--against-checkpoint", str(path)]) == 1
+    data = valid(tmp_path)
+    data.update(transform=dict(WINDOWED), errors={"on_decode_error": "skip"}, state={"backend": "rocksdb"})
+    assert main(["validate", "--offline", "--against-checkpoint", str(write(tmp_path, "p.yaml", data))]) == 1
     err = capsys.readouterr().err
-    assert "state.backend: rocksdb (RocksDBStateStoreProvider), but checkpoint" in err and "needs a savepoint" in err
+    assert "state.backend: rocksdb (RocksDBStateStoreProvider), but checkpoint" in err
+    assert "needs a savepoint (or a new checkpoint)" in err and "not yet available" in err
     data["state"] = {"backend": "hdfs"}
     assert main(["validate", "--offline", "--against-checkpoint", str(write(tmp_path, "p.yaml", data))]) == 0
+
+
+def test_describe_shows_the_file_s_state_section_and_the_checkpoint_s_state_store(tmp_path, capsys):
+    data = valid(tmp_path)
+    data["state"] = {"backend": "rocksdb", "max_memory_mb": 256}
+    checkpoint = Path(data["checkpoint"]["location"])
+    write_offsets(checkpoint, HDFS)
+    (checkpoint / "commits").mkdir()
+    (checkpoint / "commits" / "0").write_text("v1\n{}")
+    assert main(["describe", "--offline", "--json", str(write(tmp_path, "p.yaml", data))]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["state"] == {"backend": "rocksdb", "max_memory_mb": 256}
+    assert plan["checkpoint_state"]["state_store"] == "hdfs (HDFSBackedStateStoreProvider)"
