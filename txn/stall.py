@@ -1,18 +1,25 @@
 """When a pipeline has stalled: its stall threshold, from its trigger and its own recent batches (pure).
 
-    threshold = trigger interval + max(FLOOR_S, FACTOR x the QUANTILE of the last WINDOW batch durations)
+    threshold = trigger interval + max(FLOOR_S, FACTOR x expected)
+    expected  = the QUANTILE of the last WINDOW batches' durations
+                + the records of the batch planned and not committed yet / the QUANTILE of their rates
 
 A batch's duration runs from its start (Spark's batch timestamp in the offset log) to its commit
-(``committed_at_ms`` of its sink-log record). A running pipeline with input waiting commits at
-least once per trigger interval plus a batch; one whose input has waited longer than the
-threshold with no batch committed has stopped (its driver dead, frozen or cut off, or a broker it
-needs not answering). ``KafkaEosNoBatchCommitted``, ``KafkaEosOutputHeldBack`` and ``kafka-eos
-status`` all judge against this one value, exported as ``kafka_eos_stall_threshold_seconds``.
+(``committed_at_ms`` of its sink-log record); its records are its offset ranges' sizes, its rate
+records per second. A running pipeline with input waiting commits at least once per trigger
+interval plus a batch; one whose input has waited longer than the threshold with no batch
+committed has stopped (its driver dead, frozen or cut off, or a broker it needs not answering).
+``KafkaEosNoBatchCommitted``, ``KafkaEosOutputHeldBack`` and ``kafka-eos status`` all judge against
+this one value, exported as ``kafka_eos_stall_threshold_seconds``.
 
 Invariants:
 - The threshold is never below the trigger interval + ``FLOOR_S``: a pipeline whose batches take
   0.5 s still has 30 s to ride out a broker's failover (its leaders and transaction coordinators
   moving) before it pages; a pipeline whose batches take 20 s gets 3 x 20 s.
+- A batch planned larger than usual (a backlog read at once) is given the time its size needs at
+  the pipeline's own rate: a batch's duration is at most a fixed part (bounded by the slow
+  batch) plus its records at the engine's rate, which is at least the rates seen, so
+  ``expected`` bounds it from above; 3 x that passes before it counts as a stall.
 - One slow batch alone never sets it (``quantile``): a query's first batch (the engine's warm-up)
   or a restart's replay of a batch planned before the outage (its start is Spark's, kept from
   the planning run) is left out of two or more.
@@ -25,6 +32,7 @@ Invariants:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 FLOOR_S = 30.0     # the least a batch is allowed beyond its trigger (a broker failover, a slow first batch)
@@ -43,16 +51,32 @@ def quantile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered), max(1, math.floor(q * len(ordered)))) - 1]
 
 
-def stall_threshold_s(trigger_s: float, durations_s: Sequence[float]) -> float:
+@dataclass(frozen=True)
+class Batch:
+    duration_s: float     # start to commit
+    records: int = 0      # its offset ranges' sizes (0: not known)
+
+
+def expected_s(batches: Sequence[Batch], planned_records: int = 0) -> float:
+    """An upper bound of how long the planned batch takes, from the recent ``batches``."""
+    recent = list(batches)[-WINDOW:]
+    slow = quantile([b.duration_s for b in recent], QUANTILE)
+    rates = [b.records / b.duration_s for b in recent if b.records > 0 and b.duration_s > 0]
+    if planned_records <= 0 or not rates:
+        return slow
+    return slow + planned_records / quantile(rates, QUANTILE)
+
+
+def stall_threshold_s(trigger_s: float, batches: Sequence[Batch], planned_records: int = 0) -> float:
     """Seconds of input waiting with no batch committed after which the pipeline has stalled."""
-    recent = list(durations_s)[-WINDOW:]
-    return round(trigger_s + max(FLOOR_S, FACTOR * quantile(recent, QUANTILE)), 3)
+    return round(trigger_s + max(FLOOR_S, FACTOR * expected_s(batches, planned_records)), 3)
 
 
-def batch_durations(starts_ms: Mapping[int, float], commits_ms: Mapping[int, float]) -> list[float]:
-    """Seconds from start to commit of each batch known both ways, oldest first, the newest ``WINDOW``."""
+def recent_batches(starts_ms: Mapping[int, float], commits_ms: Mapping[int, float],
+                   records: Mapping[int, int]) -> list[Batch]:
+    """Each batch known both ways (start, commit), oldest first, the newest ``WINDOW``."""
     both = sorted(set(starts_ms) & set(commits_ms))[-WINDOW:]
-    return [round(max(0.0, commits_ms[b] - starts_ms[b]) / 1000, 3) for b in both]
+    return [Batch(round(max(0.0, commits_ms[b] - starts_ms[b]) / 1000, 3), records.get(b, 0)) for b in both]
 
 
 STALLED_RESAMPLE_S = 5.0   # how often a probe that found a stall samples, to see its end soon

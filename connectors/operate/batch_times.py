@@ -1,8 +1,10 @@
-"""A pipeline's recent batches' start and commit times, read from its checkpoint and sink log, and
-its stall threshold (``txn.stall``) from them.
+"""A pipeline's recent batches (start, commit, records) and the batch it has planned and not
+committed yet, read from its checkpoint and sink log, and its stall threshold (``txn.stall``) from them.
 
-    start    ``batchTimestampMs`` of the batch's offset-log entry (Spark's, written as the batch starts)
-    commit   ``committed_at_ms`` of the batch's committed sink-log record (exactly-once only)
+    start     ``batchTimestampMs`` of the batch's offset-log entry (Spark's, written as the batch starts)
+    records   its end offsets less the previous batch's, summed over the partitions of both
+    commit    ``committed_at_ms`` of the batch's committed sink-log record (exactly-once only)
+    planned   the newest offset-log batch when it is newer than the sink log's newest committed one
 
 Invariants:
 - Reads only, and only the newest ``stall.WINDOW`` batches of each log; a committed record and an
@@ -17,9 +19,10 @@ from __future__ import annotations
 import json
 
 from kafka_eos.config.model import PipelineConfig
-from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
+from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, OffsetEntry
+from kafka_eos.offsets import model
 from kafka_eos.txn.sink_log import SinkLogReader
-from kafka_eos.txn.stall import WINDOW, batch_durations, stall_threshold_s
+from kafka_eos.txn.stall import WINDOW, Batch, recent_batches, stall_threshold_s
 from kafka_eos.txn.states import BatchState
 
 
@@ -38,16 +41,40 @@ def batch_start_ms(metadata: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
+def batch_ends(entry: OffsetEntry | None) -> dict[tuple[str, int], int] | None:
+    """The end offsets of a kafka-eos source line of ``entry`` (None: none, or not kafka-eos')."""
+    if entry is None or not entry.sources:
+        return None
+    try:
+        return model.decode(json.loads(entry.sources[-1]))
+    except ValueError:  # OffsetFormatError is a ValueError
+        return None
+
+
+def records_between(before: dict[tuple[str, int], int] | None, after: dict[tuple[str, int], int] | None) -> int:
+    """Records from ``before``'s ends to ``after``'s, over the partitions of both (0: unknown)."""
+    if before is None or after is None:
+        return 0
+    return sum(max(0, after[tp] - before[tp]) for tp in set(before) & set(after))
+
+
 class BatchTimes:
-    """``durations()``: the newest batches' seconds from start to commit; ``threshold_s()``: the
-    stall threshold of a pipeline with trigger ``trigger_s`` (``sink_log``: None for at-least-once)."""
+    """``threshold_s()``: the stall threshold of the pipeline checkpointed at ``checkpoint`` with
+    trigger ``trigger`` seconds (``sink_log``: None for at-least-once)."""
 
     def __init__(self, checkpoint: str, sink_log: str | None, trigger: float) -> None:
         self.checkpoint, self.sink_log, self.trigger = CheckpointReader(checkpoint), sink_log, trigger
-        self._starts: dict[int, float] = {}
+        self._entries: dict[int, tuple[float | None, dict[tuple[str, int], int] | None]] = {}
         self._commits: dict[int, float] = {}
 
-    def _read_commits(self) -> list[int]:
+    def _entry(self, batch: int) -> tuple[float | None, dict[tuple[str, int], int] | None]:
+        """(start, ends) of an offset-log batch, read once."""
+        if batch not in self._entries:
+            entry = self.checkpoint.offsets(batch)
+            self._entries[batch] = (batch_start_ms(entry.metadata) if entry else None, batch_ends(entry))
+        return self._entries[batch]
+
+    def _newest_commits(self) -> list[int]:
         """The newest batches of the sink log; reads the committed ones not read yet."""
         reader = SinkLogReader(self.sink_log or "")
         newest = reader.latest_batch_id()
@@ -55,30 +82,34 @@ class BatchTimes:
             return []
         batches = list(range(max(0, newest - WINDOW + 1), newest + 1))
         for batch in batches:
-            if batch in self._commits:
-                continue
-            record = reader.get(batch)
-            if record is not None and record.state == BatchState.COMMITTED and "committed_at_ms" in record.metrics:
-                self._commits[batch] = float(record.metrics["committed_at_ms"])
+            if batch not in self._commits:
+                record = reader.get(batch)
+                if record is not None and record.state == BatchState.COMMITTED and "committed_at_ms" in record.metrics:
+                    self._commits[batch] = float(record.metrics["committed_at_ms"])
         return batches
 
-    def durations(self) -> list[float]:
+    def _records(self, batch: int) -> int:
+        return records_between(self._entry(batch - 1)[1], self._entry(batch)[1]) if batch > 0 else 0
+
+    def recent(self) -> tuple[list[Batch], int]:
+        """(the recent committed batches, the records of the batch planned and not committed yet)."""
         if self.sink_log is None:
-            return []
-        batches = self._read_commits()
-        for batch in batches:
-            if batch in self._commits and batch not in self._starts:
-                entry = self.checkpoint.offsets(batch)
-                start = batch_start_ms(entry.metadata) if entry is not None else None
-                if start is not None:
-                    self._starts[batch] = start
-        kept = set(batches)
+            return [], 0
+        batches = self._newest_commits()
+        committed = [b for b in batches if b in self._commits]
+        starts = {b: start for b in committed if (start := self._entry(b)[0]) is not None}
+        records = {b: self._records(b) for b in starts}
+        planned = self.checkpoint.offset_batches()
+        newest = planned[-1] if planned else None
+        waiting = self._records(newest) if newest is not None and newest > max(committed, default=-1) else 0
+        kept = set(batches) | {b - 1 for b in batches} | ({newest, newest - 1} if newest is not None else set())
         self._commits = {b: t for b, t in self._commits.items() if b in kept}
-        self._starts = {b: t for b, t in self._starts.items() if b in kept}
-        return batch_durations(self._starts, self._commits)
+        self._entries = {b: e for b, e in self._entries.items() if b in kept}
+        return recent_batches(starts, self._commits, records), waiting
 
     def threshold_s(self) -> float:
-        return stall_threshold_s(self.trigger, self.durations())
+        batches, planned = self.recent()
+        return stall_threshold_s(self.trigger, batches, planned)
 
 
 def for_pipeline(cfg: PipelineConfig) -> BatchTimes:

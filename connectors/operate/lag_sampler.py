@@ -81,12 +81,26 @@ class LagSampler:
         self._heads: dict[TopicPartition, Head | None] = {}  # the first unread records last read
 
     def sample(self) -> LagFacts:
-        recorded = last_commit_s(self.sink_log) if self.sink_log else None
         threshold = self.times.threshold_s() if self.times is not None else None
         position = committed_position(self.checkpoint)
         if position is None:
             return LagFacts(stall_threshold_s=threshold)
-        batch, positions = position
+        error = self._read_brokers(position[1])
+        # the commit and the position read after the brokers' answers, which may take their timeout
+        # (a broker down): a batch committed meanwhile is not taken for input waiting that long
+        recorded = last_commit_s(self.sink_log) if self.sink_log else None
+        batch, positions = committed_position(self.checkpoint) or position
+        ends = {tp: end for tp, end in self._ends.items() if tp in positions}
+        behind = {tp: positions[tp] for tp, n in records_behind(positions, ends).items() if n > 0}
+        heads = {tp: h for tp, h in self._heads.items() if tp in behind and (h is None or h[0] >= behind[tp])}
+        now = self.clock()
+        lag = source_lag(positions, ends, heads, int(now * 1000))
+        committed_s = self.commits.observe(batch, recorded, now)
+        waiting = self.waits.observe(sum(p.records for p in lag.values()), committed_s, now)
+        return LagFacts(lag, batch, committed_s, waiting, error, threshold)
+
+    def _read_brokers(self, positions: Mapping[TopicPartition, int]) -> KafkaLookupError | None:
+        """Reads the ends and the first unread records into those last read; the lookup's error, if any."""
         error: KafkaLookupError | None = None
         try:
             self._ends.update(self.ends(set(positions)))
@@ -99,12 +113,7 @@ class LagSampler:
                 self._heads = dict(self.heads(behind))
             except KafkaLookupError as exc:
                 error = exc
-        heads = {tp: h for tp, h in self._heads.items() if tp in behind and (h is None or h[0] >= behind[tp])}
-        now = self.clock()
-        lag = source_lag(positions, ends, heads, int(now * 1000))
-        committed_s = self.commits.observe(batch, recorded, now)
-        waiting = self.waits.observe(sum(p.records for p in lag.values()), committed_s, now)
-        return LagFacts(lag, batch, committed_s, waiting, error, threshold)
+        return error
 
     def close(self) -> None:
         if self._close is not None:

@@ -81,7 +81,6 @@ def gather(cfg: PipelineConfig, positions: Mapping[TopicPartition, int] | None,
     """The stall facts of ``cfg`` given its committed position and the source's ends just read."""
     sink_log = sink_log_location(sink_options(cfg)) if cfg.exactly_once else None
     threshold = batch_times(cfg).threshold_s()
-    last = last_commit_s(sink_log) if sink_log else None
     positions = positions or {}
     behind = {tp: positions[tp] for tp, n in records_behind(positions, ends).items() if n > 0}
     heads: Mapping[TopicPartition, Any] = {}
@@ -91,6 +90,7 @@ def gather(cfg: PipelineConfig, positions: Mapping[TopicPartition, int] | None,
             heads = times.heads(behind)
         finally:
             times.close()
+    last = last_commit_s(sink_log) if sink_log else None     # after the brokers' answers, however slow
     now = time.time()
     lag = source_lag(positions, ends, heads, int(now * 1000))
     waiting = input_waiting_s(now, last, lag)

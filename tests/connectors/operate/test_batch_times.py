@@ -36,20 +36,28 @@ def test_the_batch_start_is_sparks_batch_timestamp():
     assert batch_start_ms("not json") is None
 
 
-def test_durations_run_from_start_to_commit_and_give_the_threshold(tmp_path):
+def test_batches_run_from_start_to_commit_and_give_the_threshold(tmp_path):
     root, log = tmp_path / "cp", SinkLog(str(tmp_path / "log"), "t-eos")
     for batch in range(5):
-        planned(root, batch, 100_000 + batch * 2_000, batch * 10)
+        planned(root, batch, 100_000 + batch * 2_000, batch * 200)
         committed(root, log, batch, 100_000 + batch * 2_000 + 500)
-    planned(root, 5, 110_000, 50)                               # planned, not committed yet
     times = BatchTimes(str(root), str(tmp_path / "log"), 2.0)
-    assert times.durations() == [0.5] * 5
-    assert times.threshold_s() == 32.0
-    for batch in range(5, 8):                                   # three slow batches of 20 s
-        planned(root, batch, 200_000 + batch * 30_000, batch * 10) if batch > 5 else None
-        committed(root, log, batch, (110_000 if batch == 5 else 200_000 + batch * 30_000) + 20_000)
-    assert times.durations() == [0.5] * 5 + [20.0] * 3, "the new batches read, the old ones kept"
-    assert times.threshold_s() == 62.0
+    batches, waiting = times.recent()
+    assert [b.duration_s for b in batches] == [0.5] * 5 and [b.records for b in batches] == [0, 200, 200, 200, 200]
+    assert waiting == 0 and times.threshold_s() == 32.0
+    planned(root, 5, 110_000, 800 + 200)                        # planned, not committed yet: a usual one
+    assert times.recent()[1] == 200 and times.threshold_s() == 32.0
+    committed(root, log, 5, 110_500)
+    planned(root, 6, 112_000, 1_000 + 40_000)                   # a backlog of 40,000 read at once
+    assert times.recent()[1] == 40_000
+    assert times.threshold_s() == 2.0 + 3 * (0.5 + 40_000 / 400), "its size at the pipeline's rate"
+    committed(root, log, 6, 112_000 + 60_000)
+    for batch in (7, 8):                                        # then batches of 20 s
+        planned(root, batch, 200_000 + batch * 30_000, 41_000 + batch)
+        committed(root, log, batch, 200_000 + batch * 30_000 + 20_000)
+    batches, waiting = times.recent()
+    assert [b.duration_s for b in batches] == [0.5] * 6 + [60.0, 20.0, 20.0] and waiting == 0
+    assert times.threshold_s() == 62.0, "the 95th percentile (rounded down) of 9: the second slowest, 20 s"
 
 
 def test_an_at_least_once_pipeline_has_the_floor(tmp_path):
@@ -65,7 +73,7 @@ def test_the_lag_sampler_exports_the_threshold_even_before_a_commit(tmp_path):
     assert sampler.sample().stall_threshold_s == 32.0, "nothing committed yet: the floor"
     committed(root, log, 0, 130_000)
     facts = sampler.sample()
-    assert facts.stall_threshold_s == 2.0 + 3 * 30.0 and facts.partitions[IN].records == 4
+    assert facts.stall_threshold_s == 2.0 + 3 * 30.0 and facts.partitions[IN].records == 4, "batch 0 alone"
 
 
 def test_a_one_shot_reading_waits_from_the_later_of_the_last_commit_and_the_oldest_unread_record():

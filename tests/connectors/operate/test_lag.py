@@ -135,3 +135,25 @@ def test_a_hung_source_leader_answers_from_the_ends_last_read_and_counts_as_fail
     labels = {"pipeline": "p", "exporter": "monitor"}
     assert registry.get_sample_value("kafka_eos_input_waiting_seconds", labels) == 60.0
     assert registry.get_sample_value("kafka_eos_probe_failures_total", {**labels, "probe": "lag"}) == 1
+
+
+def test_a_batch_committed_while_the_brokers_are_slow_to_answer_is_not_taken_for_waiting_input(tmp_path):
+    """Issue 64: with a broker down the ends' lookup may take its timeout (25 s here); the pipeline
+    commits batch 1 meanwhile. The commit and the position are read after the lookup, so the input
+    has not waited 25 s: a failover during which batches commit does not look like a stall."""
+    location = checkpoint(tmp_path / "ck", {0: {"0": 10, "1": 4}}, [0])
+    log = SinkLog(str(tmp_path / "log"), "p")
+    committed(log, 0, 100_000.0)
+    now = [100.0]
+
+    def slow_ends(_tps):
+        now[0] += 25.0                                        # the lookup waits out a dead broker
+        checkpoint(tmp_path / "ck", {1: {"0": 20, "1": 4}}, [1])
+        committed(log, 1, 124_000.0)                          # batch 1 committed meanwhile
+        return {A: 22, B: 4}
+    sampler = LagSampler(location, str(tmp_path / "log"), slow_ends, lambda starts: {A: (20, 124_500)},
+                         clock=lambda: now[0])
+    sampler.waits.observe(5, 100.0, 100.0)                    # input seen waiting at the last commit
+    facts = sampler.sample()
+    assert facts.committed_batch == 1 and facts.last_commit_s == 124.0
+    assert facts.waiting_s == 1.0 and facts.partitions[A] == PartitionLag(2, 0.5)
