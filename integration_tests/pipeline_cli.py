@@ -37,12 +37,13 @@ def _env(bootstrap: str, checkpoints: Path, env: dict[str, str] | None) -> dict[
             **(env or {})}
 
 
-def start_kafka_eos(args: list[str], bootstrap: str, checkpoints: Path, log: Path) -> subprocess.Popen:
+def start_kafka_eos(args: list[str], bootstrap: str, checkpoints: Path, log: Path,
+                    env: dict[str, str] | None = None) -> subprocess.Popen:
     """``kafka-eos <args>`` in the background as its own process group (``pipeline_runs.kill_group``
     kills it with its JVM), output to ``log``."""
     with open(log, "ab") as out:
         return subprocess.Popen([sys.executable, "-m", "kafka_eos.connectors.cli", *args],
-                                env=_env(bootstrap, checkpoints, None), cwd=REPO, stdout=out,
+                                env=_env(bootstrap, checkpoints, env), cwd=REPO, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
 

@@ -24,8 +24,8 @@ from integration_tests.test_late_records import SQL, late_pipeline, seed
 from integration_tests.test_late_records import topics as window_topics
 
 
-def verify(path: str, bootstrap: str, tmp_path, *more: str) -> tuple[int, dict]:
-    done = kafka_eos(["verify", path, "--json", *more], bootstrap, tmp_path, timeout=300)
+def verify(path: str, bootstrap: str, tmp_path, *more: str, env: dict[str, str] | None = None) -> tuple[int, dict]:
+    done = kafka_eos(["verify", path, "--json", *more], bootstrap, tmp_path, timeout=300, env=env)
     assert done.code in (0, 6, 7), done.log()  # verified, failed, cannot be verified: a report, not an error
     return done.code, json.loads(done.stdout)
 

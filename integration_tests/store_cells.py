@@ -1,0 +1,93 @@
+"""One store cell (issue 63): a YAML pipeline whose checkpoint (Spark's and kafka-eos's records) is
+on the store under test, run with `kafka-eos run` as users run it: killed after batch 1's decision
+and after batch 3's EndTxn round, each restart recovering; every order exactly once in the
+read_committed output, nothing of the aborted input transactions; `verify` passes every committed
+batch; `stop` holds a start, `resume` lets the next run go on, exactly once again."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from integration_tests.kafka_tools import unique
+from integration_tests.pipeline_cli import kafka_eos, start_kafka_eos
+from integration_tests.pipeline_runs import kill_group, wait_for
+import yaml
+
+from integration_tests.pipeline_cli import EXAMPLES
+from integration_tests.test_verify_recompute import verify
+from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
+from kafka_eos.txn.sink_log import SinkLogReader
+
+EXACT = {"duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
+KILLS = ("after_decision@1", "after_end_txns@3")
+
+
+@dataclass
+class Store:
+    """Where the cell's checkpoints go: ``checkpoints`` (a path or URI, given to the pipeline as
+    ``KAFKA_EOS_CHECKPOINTS``), the environment and Spark settings that reach it, and what
+    ``validate`` must say of it."""
+    checkpoints: str
+    env: dict[str, str] = field(default_factory=dict)
+    conf: list[str] = field(default_factory=list)
+    says: str = ""
+
+
+def pipeline_file(tmp_path: Path, topics: tuple[str, str], **sink_options: str) -> Path:
+    """orders-json.yaml at its defaults (transaction timeout, margin) on topics of its own, batches
+    of 100, a 1 s trigger, skip on bad input."""
+    doc = yaml.safe_load((EXAMPLES / "orders-json.yaml").read_text())
+    doc["source"]["topics"], doc["sink"]["topic"] = [topics[0]], topics[1]
+    doc["source"]["schema"]["file"] = str(EXAMPLES.parent / "schemas" / "order.avsc")
+    doc["source"]["max_offsets_per_trigger"] = 100
+    doc["sink"]["transactional_id_prefix"] = unique("store")
+    doc["sink"]["options"] = sink_options
+    doc["checkpoint"]["trigger"] = "1 second"
+    doc["errors"] = {"on_decode_error": "skip"}
+    path = tmp_path / "orders-store.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def run_cell(bootstrap: str, tmp_path: Path, store: Store) -> dict[str, int]:
+    env = {**store.env, "KAFKA_EOS_CHECKPOINTS": store.checkpoints}
+    topics = (unique("orders"), unique("priced"))
+    create_topics(bootstrap, {topics[0]: 3, topics[1]: 3})
+    first = produce_orders(bootstrap, topics[0], 600, aborted_every=200, aborted_size=5)
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    path = str(pipeline_file(tmp_path, topics, faultInjection=",".join(KILLS), faultInjectionDir=str(faults)))
+
+    def cli(args: list[str], timeout: float = 500):
+        return kafka_eos(args, bootstrap, tmp_path, timeout=timeout, env=env)
+
+    checked = cli(["validate", path], 120)
+    assert checked.code == 0, checked.log()
+    assert store.says in checked.stdout + checked.stderr, checked.log()
+    log = tmp_path / "run.log"
+    for point in KILLS:
+        run = start_kafka_eos(["run", path, "--once", *store.conf], bootstrap, tmp_path, log, env=env)
+        try:
+            wait_for((faults, point.split("@")[0] + ".*"), run, 300, log)
+        finally:
+            kill_group(run)
+    began = time.monotonic()
+    last = cli(["run", path, "--once", *store.conf])
+    assert last.code == 0, last.log()
+    recovered_s = time.monotonic() - began
+    assert order_report(bootstrap, {first.run: 600}, topics[1]) == EXACT | {"out": 600}, last.log()
+
+    code, report = verify(path, bootstrap, tmp_path, env=env)
+    assert code == 0 and report["per_batch"], report
+    stop = cli(["stop", path], 60)
+    assert stop.code == 0, stop.log()
+    held = cli(["run", path, "--once", *store.conf], 120)
+    assert held.code == 0 and "a stop was requested" in held.stderr, held.log()
+    assert cli(["resume", path], 60).code == 0
+    second = produce_orders(bootstrap, topics[0], 200, aborted_every=200, aborted_size=5)
+    again = cli(["run", path, "--once", *store.conf])
+    assert again.code == 0, again.log()
+    assert order_report(bootstrap, {first.run: 600, second.run: 200}, topics[1]) == EXACT | {"out": 800}, again.log()
+    batches = SinkLogReader(f"{store.checkpoints.rstrip('/')}/orders-json/kafka-eos-sink").batch_ids()
+    return {"ids": 800, "kills": len(KILLS), "batches": len(batches), "last_run_s": round(recovered_s)}
