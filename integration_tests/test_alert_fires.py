@@ -226,7 +226,9 @@ def test_a_frozen_and_a_dead_driver_page_within_a_minute_at_defaults_and_status_
        within 60 s, saying input waits and the driver does not answer; resumed (SIGCONT), the alert
        clears within 30 s;
     2. the driver killed (SIGKILL) and kept down: the alert fires within 60 s and status exits 1
-       within 60 s. A restart commits what waited: every order exactly once."""
+       within 60 s;
+    3. restarted, it commits what waited; then a backlog committed at once makes one batch far
+       longer than its usual ones: nothing is raised. Every order exactly once."""
     names = (unique("orders"), unique("priced"))
     create_topics(bootstrap, {names[0]: 3, names[1]: 3})
     driver_port, monitor_port, prometheus_port = free_port(), free_port(), free_port()
@@ -269,6 +271,11 @@ def test_a_frozen_and_a_dead_driver_page_within_a_minute_at_defaults_and_status_
         figures["killed: status exit 1"], text = checked.result(90)
         print(text)
         sent = feeder.stop()
+        run = start_kafka_eos(["run", str(path)], bootstrap, tmp_path, log)    # 3. restarted
+        wait_until(lambda: alert_state(prometheus_port, "KafkaEosNoBatchCommitted") is None, 300, "the restart commits")
+        figures.update(long_batch_pages_nothing(path, bootstrap, names[0], prometheus_port, log, sent))
+        stop = kafka_eos(["stop", str(path)], bootstrap, tmp_path, timeout=120)
+        assert stop.code == 0 and run.wait(180) == 0, stop.log() + tail(log)
     finally:
         feeder.stopping.set()
         status_checks.shutdown(wait=True, cancel_futures=True)
@@ -281,11 +288,52 @@ def test_a_frozen_and_a_dead_driver_page_within_a_minute_at_defaults_and_status_
         prometheus.wait(30)
     print(", ".join(f"{what} {seconds:.1f} s" for what, seconds in figures.items()))
     assert stopped == 128 + signal.SIGTERM and "kafka-eos monitor: stopped" in (tmp_path / "monitor.log").read_text()
-    again = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
-    assert again.code == 0, again.log() + tail(log)
-    [(run_id, orders)] = sent.items()
+    orders = sum(sent.values())
     assert order_report(bootstrap, sent, names[1]) == \
-        {"out": orders, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}, run_id
+        {"out": orders, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
+
+
+BACKLOG = 400_000
+
+
+def long_batch_pages_nothing(path: Path, bootstrap: str, topic: str, prometheus_port: int, log: Path,
+                             sent: dict[str, int]) -> dict[str, float]:
+    """A backlog of ``BACKLOG`` orders committed at once (one transaction): the running pipeline
+    reads it in one batch, far longer than its usual ones, and the backlog waits, from its commit
+    to the batch's, longer than the stall threshold they give (32 s); its planned size raises the
+    threshold, so KafkaEosNoBatchCommitted
+    is raised neither while the batch runs nor after. Adds the run to ``sent``; returns the batch's
+    duration, the longest input wait and the threshold exported meanwhile."""
+    before = committed_batches(path)
+    backlog = produce_orders(bootstrap, topic, BACKLOG, aborted_every=BACKLOG, aborted_size=1)
+    sent[backlog.run] = BACKLOG
+    produced, raised = time.monotonic(), {}
+    while not (committed_batches(path) > before and big_batch_ms(log)):
+        raised.update(alerts_raised(prometheus_port))
+        assert time.monotonic() - produced < 600, "the backlog batch did not commit within 600 s"
+        time.sleep(0.5)
+    for _ in range(10):                          # the next samples and evaluations after its commit
+        raised.update(alerts_raised(prometheus_port))
+        time.sleep(1)
+    since = f"[{int(time.monotonic() - produced) + 2}s]"
+    figures = {"backlog batch": (big_batch_ms(log) or 0) / 1000, "backlog produced to committed": time.monotonic() - produced,
+               "input waited during it": value(prometheus_port, 'max(max_over_time(kafka_eos_input_waiting_seconds'
+                                               '{exporter="monitor"}' + since + '))') or 0.0,
+               "stall threshold during it": value(prometheus_port, 'max(max_over_time(kafka_eos_stall_threshold_seconds'
+                                                  '{exporter="monitor"}' + since + '))') or 0.0}
+    assert "KafkaEosNoBatchCommitted" not in raised and "KafkaEosOutputHeldBack" not in raised, (raised, figures)
+    assert figures["backlog produced to committed"] > 34, f"input did not wait past the usual threshold: {figures}"
+    return figures
+
+
+def big_batch_ms(log: Path) -> float | None:
+    """The duration of the run's batch that read more than half the backlog (None: not committed yet)."""
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("kafka-eos orders-json batch ") and " in, " in line:
+            read = int(line.split(": ", 1)[1].split(" in,")[0])
+            if read > BACKLOG // 2:
+                return float(line.split(" batch ")[2].split(" ms")[0])
+    return None
 
 
 def alerts_raised(port: int) -> dict[str, str]:
@@ -329,6 +377,8 @@ def test_a_30_s_broker_failover_with_batches_committing_pages_nothing(tmp_path, 
                 raised.update(alerts_raised(prometheus_port))
                 time.sleep(0.5)
             during = committed_batches(path) - before
+            with urllib.request.urlopen(f"http://127.0.0.1:{monitor_port}/metrics", timeout=10) as answer:
+                (tmp_path / "monitor-metrics.txt").write_bytes(answer.read())
             cluster.start_node(victim)
             cluster.wait_ready(120)
             watch_until = time.monotonic() + 60

@@ -179,12 +179,12 @@ def gather(cfg: PipelineConfig, timeout_s: float = 10.0) -> Report:
         return report
     report.warnings = silent_brokers(cfg)
     try:
-        report.facts["source"] = _source(cfg, positions, timeout_s)
+        report.facts["source"] = source = _source(cfg, positions, timeout_s)
+        ends = {(r["topic"], r["partition"]): r["end"] for r in source["partitions"] if r["end"] is not None}
+        stalled = stall_check.gather(cfg, positions, ends, timeout_s)
     except KafkaLookupError as exc:
         report.unreachable = f"{exc} - fix: check that the brokers are up and reachable"
         return report
-    ends = {(r["topic"], r["partition"]): r["end"] for r in report.facts["source"]["partitions"] if r["end"] is not None}
-    stalled = stall_check.gather(cfg, positions, ends, timeout_s)
     report.facts["stall"] = stalled.document()
     report.attention += stall(stalled, time.time(), cfg.origin)
     opened = _open(sink, report) if sink is not None else None
