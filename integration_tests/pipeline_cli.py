@@ -47,6 +47,25 @@ def start_kafka_eos(args: list[str], bootstrap: str, checkpoints: Path, log: Pat
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
 
+def orders_pipeline(tmp_path: Path, topics: tuple[str, str], stem: str, batch: int, trigger: str,
+                    sink: dict | None = None) -> Path:
+    """orders-json.yaml on topics of its own (``source``, ``sink``): ``batch`` orders a batch, the
+    ``trigger``, skip on bad input, a transactional-id prefix of its own; ``sink`` settings over
+    the example's. Written as ``<tmp_path>/orders-<stem>.yaml``."""
+    import yaml
+    from integration_tests.kafka_tools import unique
+    doc = yaml.safe_load((EXAMPLES / "orders-json.yaml").read_text())
+    doc["source"]["topics"], doc["sink"]["topic"] = [topics[0]], topics[1]
+    doc["source"]["schema"]["file"] = str(EXAMPLES.parent / "schemas" / "order.avsc")
+    doc["source"]["max_offsets_per_trigger"] = batch
+    doc["sink"] = {**doc["sink"], "transactional_id_prefix": unique(stem), **(sink or {})}
+    doc["checkpoint"]["trigger"] = trigger
+    doc["errors"] = {"on_decode_error": "skip"}
+    path = tmp_path / f"orders-{stem}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
 def progress_lines(run: CliRun, pipeline: str) -> list[str]:
     return [l for l in run.stdout.splitlines() if l.startswith(f"kafka-eos {pipeline} batch ")]
 

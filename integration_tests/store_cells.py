@@ -10,11 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from integration_tests.kafka_tools import unique
-from integration_tests.pipeline_cli import kafka_eos, start_kafka_eos
+from integration_tests.pipeline_cli import kafka_eos, orders_pipeline, start_kafka_eos
 from integration_tests.pipeline_runs import kill_group, wait_for
-import yaml
-
-from integration_tests.pipeline_cli import EXAMPLES
 from integration_tests.test_verify_recompute import verify
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
 from kafka_eos.txn.sink_log import SinkLogReader
@@ -35,19 +32,8 @@ class Store:
 
 
 def pipeline_file(tmp_path: Path, topics: tuple[str, str], **sink_options: str) -> Path:
-    """orders-json.yaml at its defaults (transaction timeout, margin) on topics of its own, batches
-    of 100, a 1 s trigger, skip on bad input."""
-    doc = yaml.safe_load((EXAMPLES / "orders-json.yaml").read_text())
-    doc["source"]["topics"], doc["sink"]["topic"] = [topics[0]], topics[1]
-    doc["source"]["schema"]["file"] = str(EXAMPLES.parent / "schemas" / "order.avsc")
-    doc["source"]["max_offsets_per_trigger"] = 100
-    doc["sink"]["transactional_id_prefix"] = unique("store")
-    doc["sink"]["options"] = sink_options
-    doc["checkpoint"]["trigger"] = "1 second"
-    doc["errors"] = {"on_decode_error": "skip"}
-    path = tmp_path / "orders-store.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
+    """orders-json.yaml at its default timeouts on topics of its own, batches of 100, a 1 s trigger."""
+    return orders_pipeline(tmp_path, topics, "store", 100, "1 second", {"options": sink_options})
 
 
 def run_cell(bootstrap: str, tmp_path: Path, store: Store) -> dict[str, int]:

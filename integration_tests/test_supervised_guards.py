@@ -20,7 +20,7 @@ import yaml
 
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders, read_committed
 from integration_tests.kafka_tools import unique
-from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, start_kafka_eos
+from integration_tests.pipeline_cli import kafka_eos, orders_pipeline, start_kafka_eos
 from integration_tests.pipeline_runs import kill_group, wait_for
 from integration_tests.test_sink_topic_changes import delete_topic
 
@@ -31,19 +31,8 @@ REFUSED_START_S = 15  # bound on one refused start, Python's start and the file'
 
 def pipeline_file(tmp_path: Path, topics: tuple[str, str], **sink_options: str) -> Path:
     """orders-json.yaml on topics of its own: batches of 100, a 1 s trigger, skip on bad input."""
-    doc = yaml.safe_load((EXAMPLES / "orders-json.yaml").read_text())
-    doc["source"]["topics"], doc["sink"]["topic"] = [topics[0]], topics[1]
-    doc["source"]["schema"]["file"] = str(EXAMPLES.parent / "schemas" / "order.avsc")
-    doc["source"]["max_offsets_per_trigger"] = 100
-    doc["sink"]["transactional_id_prefix"] = unique("guards")
-    doc["sink"]["transaction_timeout_ms"] = TIMEOUT_MS
-    doc["sink"]["batch_margin_ms"] = 2000
-    doc["sink"]["options"] = sink_options
-    doc["checkpoint"]["trigger"] = "1 second"
-    doc["errors"] = {"on_decode_error": "skip"}
-    path = tmp_path / "orders-guards.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
+    return orders_pipeline(tmp_path, topics, "guards", 100, "1 second",
+                           {"transaction_timeout_ms": TIMEOUT_MS, "batch_margin_ms": 2000, "options": sink_options})
 
 
 def test_a_replay_mismatch_exits_5_and_restarts_do_not_retry_it(bootstrap, tmp_path):

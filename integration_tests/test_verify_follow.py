@@ -23,7 +23,7 @@ from kafka_eos.txn.follow_state import latest_state
 from kafka_eos.txn.sink_log import SinkLogReader, location_for
 from kafka_eos.txn.states import BatchState
 from integration_tests.kafka_tools import unique
-from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, start_kafka_eos
+from integration_tests.pipeline_cli import kafka_eos, orders_pipeline, start_kafka_eos
 from integration_tests.pipeline_runs import kill_group, tail, wait_for
 from integration_tests.test_alert_fires import (alert_state, cleared, fires, prometheus_binary, prometheus_config,  # noqa: F401
                                                 start_prometheus, value, wait_until)
@@ -35,17 +35,7 @@ FOLLOW_ROUND_S = 0.5
 
 def follow_pipeline(tmp_path: Path, source: str, sink: str, batch: int = 200, timeout_ms: int = 300_000) -> Path:
     """orders-json.yaml on topics of its own: Spark's default trigger (0 s), ``batch`` orders a batch."""
-    doc = yaml.safe_load((EXAMPLES / "orders-json.yaml").read_text())
-    doc["source"]["topics"], doc["sink"]["topic"] = [source], sink
-    doc["source"]["schema"]["file"] = str(EXAMPLES.parent / "schemas" / "order.avsc")
-    doc["source"]["max_offsets_per_trigger"] = batch
-    doc["sink"]["transactional_id_prefix"] = unique("follow")
-    doc["sink"]["transaction_timeout_ms"] = timeout_ms
-    doc["checkpoint"]["trigger"] = "0 seconds"
-    doc["errors"] = {"on_decode_error": "skip"}
-    path = tmp_path / "orders-follow.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
+    return orders_pipeline(tmp_path, (source, sink), "follow", batch, "0 seconds", {"transaction_timeout_ms": timeout_ms})
 
 
 def committed_batches(checkpoint: Path) -> list[int]:
