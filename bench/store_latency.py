@@ -7,8 +7,12 @@ batch's offset-log text). Stores, in interleaved rounds:
 - ``local``: this machine's disk (hard links: exclusive create);
 - ``fuse``: a bucket of moto's S3 server on loopback mounted with s3fs (no hard links: checked
   create, a rename that copies the object), what /dbfs and /Volumes are;
-- ``s3``: the same server through pyarrow's S3 client (``s3a://``: check, then one PUT).
-The S3 server is on loopback: the figures are the store protocol's own cost (requests, fsyncs,
+- ``s3``: the same server through pyarrow's S3 client (``s3a://``: check, then one PUT);
+- ``kafka``: what the same records would cost kept in Kafka (the design ARCHITECTURE.md weighs):
+  a compacted topic of one partition, a transactional producer (the fencing a Kafka store would
+  rest on), one transaction per record (the decision must be durable before its EndTxns), on a
+  local one-broker cluster; no prune (compaction's).
+The servers are on loopback: the figures are the store protocol's own cost (requests, fsyncs,
 copies), not a cloud's round trip, which adds per request.
 
     python -m bench.store_latency [--rounds 5] [--batches 40]
@@ -18,6 +22,7 @@ Writes ``bench/results/<date>-store-latency.json``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import tempfile
@@ -48,6 +53,30 @@ def commit_ms(location: str, batches: int) -> list[float]:
     return times
 
 
+def kafka_commit_ms(bootstrap: str, batches: int) -> list[float]:
+    """The decided and the committed record of each batch, each in its own transaction."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    topic = f"_store-bench-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a dropped client cancels its futures
+    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic, "linger.ms": 0})
+    producer.init_transactions(30)
+    times = []
+    for batch in range(batches):
+        hs = handles(batch, 2, 4)
+        decided = BatchRecord(batch, DECIDED, 2, hs, {h.sink_partition: "pending" for h in hs}, inputs=offsets_text(batch, 8))
+        committed = BatchRecord(batch, COMMITTED, 2, hs, {h.sink_partition: "committed" for h in hs},
+                                {"records": 4000.0}, seq=1, inputs=decided.inputs)
+        started = time.perf_counter()
+        for record in (decided, committed):
+            producer.begin_transaction()
+            producer.produce(topic, key=f"{batch}.{record.seq}".encode(), value=json.dumps(record.to_dict()).encode())
+            producer.commit_transaction(30)
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
 def summary(rounds: list[list[float]]) -> dict:
     medians = [statistics.median(r) for r in rounds]
     every = sorted(t for r in rounds for t in r)
@@ -65,10 +94,13 @@ def measure(rounds: int, batches: int) -> dict:
         where = {"local": lambda r: str(scratch / "local" / str(r)),
                  "fuse": lambda r: str(mount / str(r)),
                  "s3": lambda r: f"s3a://bench/s3/{r}?endpoint_override={endpoint}&scheme=http&region=us-east-1"}
-        times: dict[str, list[list[float]]] = {store: [] for store in where}
+        from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
+        bootstrap = stack.enter_context(LocalKafkaCluster()).bootstrap
+        times: dict[str, list[list[float]]] = {store: [] for store in [*where, "kafka"]}
         for r in range(rounds):
             for store, location in where.items():
                 times[store].append(commit_ms(location(r), batches))
+            times["kafka"].append(kafka_commit_ms(bootstrap, batches))
     return {"rounds": rounds, "load": os.getloadavg(), "stores": {s: summary(t) for s, t in times.items()}}
 
 
