@@ -59,8 +59,9 @@ def create_bucket(endpoint: str, bucket: str) -> None:
 
 
 @contextlib.contextmanager
-def fuse_mount(endpoint: str, bucket: str, where: Path) -> Iterator[Path]:
-    """``bucket`` of the S3 server at ``endpoint`` mounted with s3fs at ``where`` (unmounted after)."""
+def fuse_mount(endpoint: str, bucket: str, where: Path, *options: str) -> Iterator[Path]:
+    """``bucket`` of the S3 server at ``endpoint`` mounted with s3fs at ``where`` (unmounted after);
+    ``options``: more of s3fs's ``-o`` options (``ro``: a mount that refuses every write)."""
     s3fs = shutil.which("s3fs")
     assert s3fs, "s3fs is missing: apt-get install s3fs (.ci/run installs it)"
     where.mkdir(parents=True, exist_ok=True)
@@ -68,7 +69,8 @@ def fuse_mount(endpoint: str, bucket: str, where: Path) -> Iterator[Path]:
     secrets.write_text("testing:testing\n")
     secrets.chmod(0o600)
     subprocess.run([s3fs, bucket, str(where), "-o", f"passwd_file={secrets}", "-o", f"url=http://{endpoint}",
-                    "-o", "use_path_request_style", "-o", "nonempty"], check=True, timeout=60)
+                    "-o", "use_path_request_style", "-o", "nonempty", *(a for o in options for a in ("-o", o))],
+                   check=True, timeout=60)
     try:
         deadline = time.monotonic() + 30
         while not where.is_mount():
