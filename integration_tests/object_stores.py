@@ -31,7 +31,7 @@ def _wait_port(port: int, proc: subprocess.Popen, what: str, bound_s: float = 60
             return
         except OSError:
             if proc.poll() is not None:
-                raise AssertionError(f"{what} exited with {proc.returncode}")
+                raise AssertionError(f"{what} exited with {proc.returncode}") from None
             time.sleep(0.2)
     proc.kill()
     raise AssertionError(f"{what} did not answer within {bound_s} s")
