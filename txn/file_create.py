@@ -49,8 +49,11 @@ def create_file(root: Path, name: str, data: bytes) -> CreateMode:
     _write_synced(tmp, data)
     try:
         mode = _publish(root, tmp, target)
-    finally:
+    except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+    if mode is CreateMode.EXCLUSIVE:  # the link left the temp name; a rename took it (no lookup: a request on a mount)
+        tmp.unlink()
     _fsync_dir(root)
     return mode
 
