@@ -2,7 +2,8 @@
 
     threshold = trigger interval + max(FLOOR_S, FACTOR x expected)
     expected  = the QUANTILE of the last WINDOW batches' durations
-                + the records of the batch planned and not committed yet / the QUANTILE of their rates
+                + the records of the batch planned and not committed yet beyond the QUANTILE of
+                  theirs / the QUANTILE of their rates
 
 A batch's duration runs from its start (Spark's batch timestamp in the offset log) to its commit
 (``committed_at_ms`` of its sink-log record); its records are its offset ranges' sizes, its rate
@@ -58,13 +59,17 @@ class Batch:
 
 
 def expected_s(batches: Sequence[Batch], planned_records: int = 0) -> float:
-    """An upper bound of how long the planned batch takes, from the recent ``batches``."""
+    """An upper bound of how long the planned batch takes, from the recent ``batches``: their slow
+    batch, plus the records it has beyond their usual size at their rate (a batch of the usual size
+    gets no more: the slow batch covers it, and rates of small batches, made mostly of a batch's
+    fixed cost, would overstate it many times)."""
     recent = list(batches)[-WINDOW:]
     slow = quantile([b.duration_s for b in recent], QUANTILE)
     rates = [b.records / b.duration_s for b in recent if b.records > 0 and b.duration_s > 0]
-    if planned_records <= 0 or not rates:
+    beyond = planned_records - quantile([float(b.records) for b in recent], QUANTILE)
+    if beyond <= 0 or not rates:
         return slow
-    return slow + planned_records / quantile(rates, QUANTILE)
+    return slow + beyond / quantile(rates, QUANTILE)
 
 
 def stall_threshold_s(trigger_s: float, batches: Sequence[Batch], planned_records: int = 0) -> float:

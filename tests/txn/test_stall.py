@@ -43,13 +43,15 @@ def test_only_the_newest_window_counts():
 
 def test_a_batch_planned_larger_than_usual_gets_the_time_its_size_needs_at_the_pipelines_rate():
     usual = took(*[0.5] * 20, records=200)                      # 400 records/s, overhead and all
-    assert expected_s(usual, 200) == 0.5 + 0.5
+    assert expected_s(usual, 200) == 0.5, "a batch of the usual size: the slow batch covers it"
     assert stall_threshold_s(2.0, usual, 200) == 32.0, "a usual batch planned: the floor"
-    assert expected_s(usual, 20_000) == 0.5 + 50.0
-    assert stall_threshold_s(2.0, usual, 20_000) == 2.0 + 3 * 50.5, "a backlog of 20,000: 100 times a batch"
+    assert expected_s(usual, 20_200) == 0.5 + 50.0
+    assert stall_threshold_s(2.0, usual, 20_200) == 2.0 + 3 * 50.5, "a backlog of 20,000 more: 100 batches"
     assert stall_threshold_s(2.0, took(*[0.5] * 20), 20_000) == 32.0, "no records known: no rate"
+    warm = [Batch(30.0, 300)]                                   # only the warm-up batch: 10 records/s
+    assert expected_s(warm, 200) == 30.0, "its slow rate is not applied to a batch no larger"
     fast = took(*[2.0] * 19, records=20_000) + [Batch(0.001, 50_000)]
-    assert expected_s(fast, 100_000) == 2.0 + 10.0, "a freak rate alone does not set it"
+    assert expected_s(fast, 100_000) == 2.0 + 8.0, "a freak rate (or size) alone does not set it"
 
 
 def test_batches_need_both_times_and_durations_are_never_negative():

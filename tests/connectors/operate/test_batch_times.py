@@ -50,7 +50,7 @@ def test_batches_run_from_start_to_commit_and_give_the_threshold(tmp_path):
     committed(root, log, 5, 110_500)
     planned(root, 6, 112_000, 1_000 + 40_000)                   # a backlog of 40,000 read at once
     assert times.recent()[1] == 40_000
-    assert times.threshold_s() == 2.0 + 3 * (0.5 + 40_000 / 400), "its size at the pipeline's rate"
+    assert times.threshold_s() == 2.0 + 3 * (0.5 + 39_800 / 400), "its size beyond the usual at the pipeline's rate"
     committed(root, log, 6, 112_000 + 60_000)
     for batch in (7, 8):                                        # then batches of 20 s
         planned(root, batch, 200_000 + batch * 30_000, 41_000 + batch)
