@@ -21,9 +21,9 @@ Invariants:
   the pipeline's own rate: a batch's duration is at most a fixed part (bounded by the slow
   batch) plus its records at the engine's rate, which is at least the rates seen, so
   ``expected`` bounds it from above; 3 x that passes before it counts as a stall.
-- One slow batch alone never sets it (``quantile``): a query's first batch (the engine's warm-up)
-  or a restart's replay of a batch planned before the outage (its start is Spark's, kept from
-  the planning run) is left out of two or more.
+- One slow batch alone never sets it (``quantile``): a query's first batch (its start and the
+  engine's warm-up) or a restart's replay of a batch planned before the outage (its start is
+  Spark's, kept from the planning run) is left out; with one batch known, the floor holds.
 - Only batches with both times count, newest ``WINDOW`` of them; a duration is never negative
   (clocks of two hosts). With none known (no batch committed yet, an at-least-once sink with no
   sink log), the threshold is the trigger interval + ``FLOOR_S``.
@@ -43,13 +43,11 @@ WINDOW = 50        # recent batches looked at
 
 
 def quantile(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile of ``values`` by the nearest rank rounded down (0 for none): of two or
-    more, never the slowest alone, so one batch (a query's warm-up, a restart's replay whose
-    start was before the outage) never sets it."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered), max(1, math.floor(q * len(ordered)))) - 1]
+    """The ``q`` quantile of ``values`` by the nearest rank rounded down (0 for fewer than two):
+    never the largest alone, so one batch (a query's first, with its start and warm-up; a
+    restart's replay whose start was before the outage) never sets it."""
+    rank = math.floor(q * len(values))
+    return sorted(values)[rank - 1] if rank >= 1 else 0.0
 
 
 @dataclass(frozen=True)
@@ -67,9 +65,8 @@ def expected_s(batches: Sequence[Batch], planned_records: int = 0) -> float:
     slow = quantile([b.duration_s for b in recent], QUANTILE)
     rates = [b.records / b.duration_s for b in recent if b.records > 0 and b.duration_s > 0]
     beyond = planned_records - quantile([float(b.records) for b in recent], QUANTILE)
-    if beyond <= 0 or not rates:
-        return slow
-    return slow + beyond / quantile(rates, QUANTILE)
+    rate = quantile(rates, QUANTILE)
+    return slow + beyond / rate if beyond > 0 and rate > 0 else slow
 
 
 def stall_threshold_s(trigger_s: float, batches: Sequence[Batch], planned_records: int = 0) -> float:

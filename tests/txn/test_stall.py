@@ -12,7 +12,7 @@ def took(*seconds: float, records: int = 0) -> list[Batch]:
 
 def test_the_quantile_is_the_nearest_rank_rounded_down_never_the_slowest_of_several():
     assert quantile([], 0.95) == 0.0
-    assert quantile([3.0], 0.95) == 3.0, "one batch: it counts"
+    assert quantile([3.0], 0.95) == 0.0, "one batch alone sets nothing (a query's first: its start, its warm-up)"
     assert quantile([3.0, 12.5], 0.95) == 3.0
     assert quantile([float(n) for n in range(1, 101)], 0.95) == 95.0
     assert quantile([float(n) for n in range(1, 11)], 0.95) == 9.0, "few batches: the second slowest"
@@ -48,8 +48,10 @@ def test_a_batch_planned_larger_than_usual_gets_the_time_its_size_needs_at_the_p
     assert expected_s(usual, 20_200) == 0.5 + 50.0
     assert stall_threshold_s(2.0, usual, 20_200) == 2.0 + 3 * 50.5, "a backlog of 20,000 more: 100 batches"
     assert stall_threshold_s(2.0, took(*[0.5] * 20), 20_000) == 32.0, "no records known: no rate"
-    warm = [Batch(30.0, 300)]                                   # only the warm-up batch: 10 records/s
-    assert expected_s(warm, 200) == 30.0, "its slow rate is not applied to a batch no larger"
+    warm = [Batch(30.0, 300)]                                   # only the query's first batch
+    assert expected_s(warm, 200) == 0.0 and stall_threshold_s(20.0, warm, 200) == 50.0, "the floor"
+    slow_small = took(0.5, 0.5, 0.5, records=10)                # 20 records/s, mostly a batch's fixed cost
+    assert expected_s(slow_small, 10) == 0.5, "that rate is not applied to a batch no larger"
     fast = took(*[2.0] * 19, records=20_000) + [Batch(0.001, 50_000)]
     assert expected_s(fast, 100_000) == 2.0 + 8.0, "a freak rate (or size) alone does not set it"
 

@@ -73,7 +73,7 @@ def test_the_lag_sampler_exports_the_threshold_even_before_a_commit(tmp_path):
     assert sampler.sample().stall_threshold_s == 32.0, "nothing committed yet: the floor"
     committed(root, log, 0, 130_000)
     facts = sampler.sample()
-    assert facts.stall_threshold_s == 2.0 + 3 * 30.0 and facts.partitions[IN].records == 4, "batch 0 alone"
+    assert facts.stall_threshold_s == 32.0 and facts.partitions[IN].records == 4, "batch 0 (30 s) alone: the floor"
 
 
 def test_a_one_shot_reading_waits_from_the_later_of_the_last_commit_and_the_oldest_unread_record():
