@@ -4,7 +4,8 @@ A 1-minute windowed count per page (30-second watermark) runs ``--once`` on Rock
 the watermark closed is emitted exactly once with the count of its committed input, and the
 checkpoint records RocksDB with changelog files. Restarted with ``backend: hdfs`` it is refused
 before anything is written (checkpoint, sink log, output); restarted with no ``state`` key it goes
-on with RocksDB, the provider its checkpoint recorded, over new input, still every window once.
+on with RocksDB, the provider its checkpoint recorded, over new input, still every window once. A
+Spark setting of the session contradicting the file is refused before the query is built.
 """
 from __future__ import annotations
 
@@ -110,3 +111,18 @@ def test_rocksdb_windows_exactly_once_and_a_backend_change_is_refused(bootstrap,
     assert resumed.batches >= 1
     assert CheckpointReader(str(location)).latest_offsets().conf()[PROVIDER_CONF] == PROVIDERS[StateBackend.ROCKSDB]
     assert_every_window_once(bootstrap, sink, sent)
+
+
+def test_a_session_setting_contradicting_the_file_is_refused(bootstrap, spark, tmp_path):
+    """A --conf (here set in the session) naming another provider than state.backend: refused, exit 1."""
+    source, sink = unique("views"), unique("views-out")
+    create_topic(bootstrap, source)
+    spark.conf.set(PROVIDER_CONF, PROVIDERS[StateBackend.HDFS])
+    try:
+        with pytest.raises(PipelineFailed) as refused:
+            run_query(spark, pipeline(tmp_path, bootstrap, source, sink, unique("state"), "rocksdb"), once=True,
+                      emit=lambda _: None)
+    finally:
+        spark.conf.unset(PROVIDER_CONF)
+    assert f"the Spark session sets {PROVIDER_CONF}=" in str(refused.value) and refused.value.exit_code == 1
+    assert not (tmp_path / "cp" / "offsets").exists()
