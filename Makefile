@@ -102,7 +102,7 @@ chaos: setup engine images jvm-archive
 # The version matrix (issue 57): pyspark 4.0.x, 4.1.x and 4.2.x, each in build/matrix/venv-<version>,
 # installed once: the unit suite and the integration cells marked `matrix` (crash cell, windows with
 # late records, DLQ with run --once, a capped backlog across a driver kill, verify --recompute, the
-# demo, Spark Connect) on real brokers and Spark (integration_tests/matrix.py; results and figures in
+# demo, Spark Connect, a windowed count on RocksDB with a refused backend change) on real brokers and Spark (integration_tests/matrix.py; results and figures in
 # build/matrix/results.json). make test runs 4.3 whole. MATRIX_VERSIONS="4.1.4": one version.
 MATRIX_VERSIONS ?=
 matrix: setup jvm-archive

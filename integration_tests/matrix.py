@@ -7,7 +7,8 @@ runs) under ``build/matrix/venv-<version>``:
 2. the unit suite (``tests``);
 3. the integration cells marked ``matrix`` (``pytest -m matrix integration_tests``: the crash-matrix
    cell, a windowed pipeline with late records, the DLQ pipeline with ``run --once``, a backlog under
-   ``max_offsets_per_trigger`` across a driver kill, ``verify --recompute``, ``kafka-eos demo``),
+   ``max_offsets_per_trigger`` across a driver kill, ``verify --recompute``, ``kafka-eos demo``, a windowed
+   count on RocksDB and a refused backend change),
    on real brokers and real Spark;
 then one line per version, and ``build/matrix/results.json`` (passed, failed, seconds per step).
 Exits non-zero if any step of any version failed.

@@ -82,6 +82,7 @@ def written(location: Path, bootstrap: str, sink: str) -> tuple:
     return files, end_offsets(bootstrap, sink)
 
 
+@pytest.mark.matrix  # provider names, the offset log's record and changelog files on every pyspark 4.x
 def test_rocksdb_windows_exactly_once_and_a_backend_change_is_refused(bootstrap, spark, tmp_path):
     source, sink, prefix = unique("views"), unique("views-out"), unique("state")
     create_topic(bootstrap, source, partitions=2)
