@@ -26,9 +26,9 @@ from bench.common import load_avg, write_result
 from bench.method import round_ratios, summary
 from integration_tests.kafka_tools import create_topic, unique
 from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
-from kafka_eos.txn.kafka_committer import KafkaCommitter
-from kafka_eos.txn.kafka_writer import KafkaWriter
-from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.protocol.kafka_committer import KafkaCommitter
+from kafka_eos.txn.writer.kafka_writer import KafkaWriter
+from kafka_eos.txn.protocol.sink_config import SinkConfig
 
 PARTITIONS = 8
 ARROW_BATCH = 10_000  # rows per Arrow batch, as Spark hands them to the sink (maxRecordsPerBatch)

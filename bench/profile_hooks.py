@@ -93,7 +93,7 @@ def _patch_sink() -> None:
     if "sink" in _state().patched:
         return
     from kafka_eos import client_factory as cf
-    from kafka_eos.txn import kafka_writer as kw
+    from kafka_eos.txn.writer import kafka_writer as kw
     base = cf.Producer
 
     class TimedProducer(base):

@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 
 from bench.common import write_result
-from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.record_digest import DIGEST_FORMAT
-from kafka_eos.txn.sink_log import COMMITTED, DECIDED, KEEP_BATCHES, BatchRecord, SinkLog, SinkLogReader
-from kafka_eos.txn.sink_log_segments import (DEFAULT_EVIDENCE_RETENTION_MS, ROLLED_DELETES, SEGMENT_BATCHES,
+from kafka_eos.txn.protocol.handle import TxnHandle
+from kafka_eos.txn.writer.record_digest import DIGEST_FORMAT
+from kafka_eos.txn.log.sink_log import COMMITTED, DECIDED, KEEP_BATCHES, BatchRecord, SinkLog, SinkLogReader
+from kafka_eos.txn.log.sink_log_segments import (DEFAULT_EVIDENCE_RETENTION_MS, ROLLED_DELETES, SEGMENT_BATCHES,
                                              SEGMENTS_DIR, Segment)
 
 DAY_S = 86_400

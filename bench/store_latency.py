@@ -34,7 +34,7 @@ from pathlib import Path
 from bench.common import write_result
 from bench.sink_log_size import handles, offsets_text
 from integration_tests.object_stores import CREDENTIALS, create_bucket, fuse_mount, s3_server
-from kafka_eos.txn.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
+from kafka_eos.txn.log.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
 
 
 def commit_ms(location: str, batches: int) -> list[float]:

@@ -227,9 +227,9 @@ def one_run(bootstrap: str, brokers: tuple[int, ...], source: str, arm: str, max
             workdir: Path) -> dict:
     """One run of ``arm``: a fresh output topic and checkpoint; the pipeline, and its follower if any."""
     from integration_tests.kafka_tools import create_topic, unique
-    from kafka_eos.txn.follow_state import latest_state
-    from kafka_eos.txn.sink_log import SinkLogReader, location_for
-    from kafka_eos.txn.states import BatchState
+    from kafka_eos.txn.log.follow_state import latest_state
+    from kafka_eos.txn.log.sink_log import SinkLogReader, location_for
+    from kafka_eos.txn.protocol.states import BatchState
     directory = Path(tempfile.mkdtemp(prefix=f"{arm}-", dir=workdir))
     sink = create_topic(bootstrap, unique("vcost-out"), PARTITIONS)
     path = pipeline_file(directory, bootstrap, source, sink, max_offsets)

@@ -19,9 +19,9 @@ import pyarrow as pa
 
 from bench.common import load_avg
 from integration_tests.kafka_tools import committed_end_offsets, create_topic, unique
-from kafka_eos.txn.kafka_committer import KafkaCommitter
-from kafka_eos.txn.kafka_writer import KafkaWriter
-from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.protocol.kafka_committer import KafkaCommitter
+from kafka_eos.txn.writer.kafka_writer import KafkaWriter
+from kafka_eos.txn.protocol.sink_config import SinkConfig
 
 MODES = {"eos": True, "eos_alo": False}
 

@@ -1,7 +1,7 @@
 """Which expressions and plan shapes make a replayed batch differ from its first run (pure rules).
 
 The sink re-writes a lost sink partition from a replay of the same offsets, and that is exactly
-once only if the replay gives each sink partition the same rows (``txn/protocol.py`` step 2
+once only if the replay gives each sink partition the same rows (``txn/protocol/protocol.py`` step 2
 checks record counts, not the rows). This module decides, from names only, what breaks that:
 
 - refused: a non-deterministic expression (Spark's ``deterministic`` flag is false): ``rand``,

@@ -2,7 +2,7 @@
 table of the ACLs a pipeline's principal needs, per ``kafka-eos`` command (``ACLS``).
 
 Invariants:
-- Each cluster is asked once per pipeline, through ``kafka_eos.txn.broker_configs`` (reads
+- Each cluster is asked once per pipeline, through ``kafka_eos.txn.cluster.broker_configs`` (reads
   only): the exactly-once sink's cluster for its ``transaction.max.timeout.ms``, every other
   cluster for its metadata.
 - A cluster that does not answer within ``timeout_s`` is an UNREACHABLE violation (exit 2);
@@ -13,7 +13,7 @@ Invariants:
   (exit 3), ``kafka-eos status`` (``reachable``) reads its violation as the settings' fault
   (kind INVALID, an attention line). A DescribeConfigs the broker refuses as not authorized is
   UNAUTHORIZED, one that fails otherwise UNREACHABLE. Each violation names the YAML path of the cluster.
-- On a cluster that answered, the pipeline principal's ACLs are asked (``kafka_eos.txn.acl_checks``,
+- On a cluster that answered, the pipeline principal's ACLs are asked (``kafka_eos.txn.cluster.acl_checks``,
   what ``ACLS`` says ``validate`` asks: Read on the source topics and its named consumer group;
   Write on the sink, DLQ and late topics; for the exactly-once sink Write on the transactional-id
   prefix, probed with a real ``init_transactions`` whose answer also names IdempotentWrite if the
@@ -33,10 +33,10 @@ from kafka_eos.config.violations import INVALID, UNAUTHORIZED, UNREACHABLE, Cont
 from kafka_eos.oauth_tokens import token_problem
 from kafka_eos.offsets.acl_advice import MissingAcl
 from kafka_eos.secrets import reveal
-from kafka_eos.txn import acl_checks, broker_configs
-from kafka_eos.txn.broker_configs import (AuthenticationFailed, BrokerConfigError, ClusterUnreachable,
+from kafka_eos.txn.cluster import acl_checks, broker_configs
+from kafka_eos.txn.cluster.broker_configs import (AuthenticationFailed, BrokerConfigError, ClusterUnreachable,
                                           DescribeConfigsFailed, SettingsRefused)
-from kafka_eos.txn.prefix_claim import DEFAULT_CLAIM_TOPIC as CLAIM_TOPIC  # sink option prefixClaimTopic's default
+from kafka_eos.txn.topics.prefix_claim import DEFAULT_CLAIM_TOPIC as CLAIM_TOPIC  # sink option prefixClaimTopic's default
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from kafka_eos.config.state_backend import StateSpec
 from kafka_eos.secrets import Secret, Value, is_secret_key, reveal
 from kafka_eos.secrets import redacted as redacted_settings
 from kafka_eos.serde.formats import DataFormat, OnDecodeError, Registry
-from kafka_eos.txn.sink_log_segments import DEFAULT_EVIDENCE_RETENTION_MS
-from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_eos.txn.log.sink_log_segments import DEFAULT_EVIDENCE_RETENTION_MS
+from kafka_eos.txn.protocol.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
 FORMAT_VERSION = 1
 DEFAULT_METRICS_PORT = 9464      # the OpenTelemetry Prometheus exporter's port; docker/prometheus.yml scrapes it

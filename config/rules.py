@@ -19,7 +19,7 @@ from kafka_eos.config.spark_option_table import yaml_keys
 from kafka_eos.config.state_backend import state
 from kafka_eos.config.violations import Backstop, Context, Rule, Violation
 from kafka_eos.option_map import OptionMap
-from kafka_eos.txn.client_settings import ClientSettingsError, check_client_settings
+from kafka_eos.txn.cluster.client_settings import ClientSettingsError, check_client_settings
 
 SQL_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 # what makes Spark keep state across batches: an aggregation (GROUP BY, a time window), a

@@ -1,6 +1,6 @@
 """Rules that keep ``guarantee: exactly_once`` true: isolation, producer safety
-(``kafka_eos.txn.sink_config.producer_violations``, mapped to YAML paths), transaction
-timeouts (``kafka_eos.txn.timeouts.check_transaction_timeout``), the transactional-id prefix, the
+(``kafka_eos.txn.protocol.sink_config.producer_violations``, mapped to YAML paths), transaction
+timeouts (``kafka_eos.txn.protocol.timeouts.check_transaction_timeout``), the transactional-id prefix, the
 checkpoint and a transform a replay may not reproduce (``kafka_eos.config.determinism``). Rules
 that only matter for exactly-once return nothing for ``at_least_once``.
 """
@@ -14,9 +14,9 @@ from urllib.parse import urlparse
 from kafka_eos.config.determinism import sql_calls
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.violations import Context, Rule, Violation
-from kafka_eos.txn.sink_config import UNSET, ProducerViolation, producer_violations
-from kafka_eos.txn.sink_log import SinkLogReader, location_from_options
-from kafka_eos.txn.timeouts import SettingNames, check_transaction_timeout
+from kafka_eos.txn.protocol.sink_config import UNSET, ProducerViolation, producer_violations
+from kafka_eos.txn.log.sink_log import SinkLogReader, location_from_options
+from kafka_eos.txn.protocol.timeouts import SettingNames, check_transaction_timeout
 
 # the YAML key that sets what a refused producer setting would (SinkConfig field -> YAML path)
 _YAML_FOR = {"transactional_id_prefix": "sink.transactional_id_prefix",
@@ -43,7 +43,7 @@ def _producer_violation(v: ProducerViolation) -> Violation:
 
 
 def producer_safety(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
-    """``kafka_eos.txn.sink_config.producer_violations`` of the sink's client settings, at their YAML
+    """``kafka_eos.txn.protocol.sink_config.producer_violations`` of the sink's client settings, at their YAML
     paths (both guarantees: the at-least-once sink writes with the same idempotent producer)."""
     return [_producer_violation(v) for v in producer_violations(cfg.sink.kafka.client_conf())]
 
@@ -67,8 +67,8 @@ def transactional_id_prefix(cfg: PipelineConfig, ctx: Context) -> list[Violation
                           "from the name and checkpoint.location when both are set)",
                           "set checkpoint.location, or a name unique to this pipeline and kept across restarts, e.g. "
                           f"transactional_id_prefix: {cfg.name or 'orders-enricher'}")]
-    from kafka_eos.txn.errors import SinkConfigError
-    from kafka_eos.txn.transactional_ids import TransactionalIdFactory
+    from kafka_eos.txn.protocol.errors import SinkConfigError
+    from kafka_eos.txn.protocol.transactional_ids import TransactionalIdFactory
     try:
         TransactionalIdFactory(prefix)
     except SinkConfigError as exc:

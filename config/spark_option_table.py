@@ -17,10 +17,10 @@ from typing import Mapping
 
 from kafka_eos.config.spark_option import Kind, SparkOption
 from kafka_eos.kafka_clients import COMMIT_DEADLINE_MS, LOOKUP_DEADLINE_MS
-from kafka_eos.txn.prefix_claim import DEFAULT_CLAIM_TOPIC
-from kafka_eos.txn.sink_log_segments import DEFAULT_EVIDENCE_RETENTION_MS
-from kafka_eos.txn.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
-from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS
+from kafka_eos.txn.topics.prefix_claim import DEFAULT_CLAIM_TOPIC
+from kafka_eos.txn.log.sink_log_segments import DEFAULT_EVIDENCE_RETENTION_MS
+from kafka_eos.txn.protocol.timeouts import DEFAULT_BATCH_MARGIN_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_eos.txn.protocol.transactional_ids import DEFAULT_SLOTS
 
 
 def _source(name: str, kind: Kind, default, doc: str, yaml: str | None = None, **more) -> SparkOption:

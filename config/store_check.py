@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.violations import INVALID, Violation
-from kafka_eos.txn.sink_log import location_from_options
-from kafka_eos.txn.store_probe import StoreProbe, StoreUnusable, probe_store
+from kafka_eos.txn.log.sink_log import location_from_options
+from kafka_eos.txn.log.store_probe import StoreProbe, StoreUnusable, probe_store
 
 
 def records_location(cfg: PipelineConfig) -> tuple[str, str] | None:

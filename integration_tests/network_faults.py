@@ -296,6 +296,6 @@ def hung(cluster: LocalKafkaCluster, node_id: int) -> Iterator[None]:
 def transaction_coordinator(bootstrap: str, transactional_id: str) -> int:
     """The node id coordinating ``transactional_id`` (FindCoordinator)."""
     from kafka.protocol.metadata import CoordinatorType
-    from kafka_eos.txn.control_plane import control_plane
+    from kafka_eos.txn.cluster.control_plane import control_plane
     client = control_plane({"bootstrap.servers": bootstrap})
     return client._manager.run(client._find_coordinator_id, transactional_id, CoordinatorType.TRANSACTION)

@@ -77,7 +77,7 @@ def killed_at_then_finished(args: list[str], point: str, directory: Path, log: P
                             restart_master: str = "local[2,3]") -> list:
     """Run the job until fault ``point`` (``name@batch``) pauses it, kill it, run it again to the
     end (on ``restart_master``); the sink log's batch records of ``<directory>/checkpoint``, in order."""
-    from kafka_eos.txn.sink_log import SinkLogReader
+    from kafka_eos.txn.log.sink_log import SinkLogReader
     faults = directory / "faults"
     faults.mkdir(exist_ok=True)
     proc = start_job(args + ["--fault", point, "--fault-dir", str(faults)], log)

@@ -14,7 +14,7 @@ from integration_tests.pipeline_cli import kafka_eos, orders_pipeline, start_kaf
 from integration_tests.pipeline_runs import kill_group, wait_for
 from integration_tests.test_verify_recompute import verify
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
-from kafka_eos.txn.sink_log import SinkLogReader
+from kafka_eos.txn.log.sink_log import SinkLogReader
 
 EXACT = {"duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
 KILLS = ("after_decision@1", "after_end_txns@3")

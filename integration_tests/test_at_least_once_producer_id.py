@@ -7,8 +7,8 @@ import time
 import pyarrow as pa
 
 from integration_tests.kafka_tools import create_topic, unique
-from kafka_eos.txn.kafka_writer import KafkaWriter
-from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.writer.kafka_writer import KafkaWriter
+from kafka_eos.txn.protocol.sink_config import SinkConfig
 
 
 def test_an_at_least_once_write_does_not_wait_for_the_pid_timer(bootstrap, tmp_path):

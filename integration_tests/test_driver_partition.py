@@ -32,7 +32,7 @@ from integration_tests import network_faults as faults
 from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, unique
 from integration_tests.pipeline_runs import kill_group, seed_input, start_job, tail, wait_for
 from integration_tests.providers import local_broker
-from kafka_eos.txn.sink_log import SinkLogReader
+from kafka_eos.txn.log.sink_log import SinkLogReader
 
 IDS, BATCH = 3000, 1
 TIMEOUT_MS = 10_000          # the sink's transaction.timeout.ms

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 from integration_tests.kafka_tools import create_topic, read_all, unique
-from kafka_eos.txn.control_plane import control_plane
-from kafka_eos.txn.kafka_writer import KafkaWriter
-from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.cluster.control_plane import control_plane
+from kafka_eos.txn.writer.kafka_writer import KafkaWriter
+from kafka_eos.txn.protocol.sink_config import SinkConfig
 
 TASKS = 12
 

@@ -15,11 +15,11 @@ import sys
 import pytest
 
 from integration_tests.object_stores import CREDENTIALS, s3_server
-from kafka_eos.txn.errors import SinkLogConflictError, SinkLogError
-from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.log_store import LogStore, pyarrow_uri
-from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
-from kafka_eos.txn.sink_log import DECIDED, BatchRecord, SinkLog, SinkLogReader
+from kafka_eos.txn.protocol.errors import SinkLogConflictError, SinkLogError
+from kafka_eos.txn.protocol.handle import TxnHandle
+from kafka_eos.txn.log.log_store import LogStore, pyarrow_uri
+from kafka_eos.txn.protocol.protocol import TwoPhaseCommitProtocol
+from kafka_eos.txn.log.sink_log import DECIDED, BatchRecord, SinkLog, SinkLogReader
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +65,8 @@ def test_records_are_create_only_and_pinned_on_s3(location):
 
 _DECIDE_THEN_DIE = """
 import os, signal, sys
-from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.sink_log import DECIDED, BatchRecord, SinkLog
+from kafka_eos.txn.protocol.handle import TxnHandle
+from kafka_eos.txn.log.sink_log import DECIDED, BatchRecord, SinkLog
 handles = tuple(TxnHandle(sink_partition=k, transactional_id=f"p-{k}-0", producer_id=10 + k, producer_epoch=0,
                           records=4) for k in range(3))
 SinkLog(sys.argv[1], "p", "query-1").append(BatchRecord(5, DECIDED, 3, handles, {k: "pending" for k in range(3)}), None)

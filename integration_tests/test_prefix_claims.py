@@ -13,9 +13,9 @@ from integration_tests.kafka_tools import (assert_exactly_once, check_exactly_on
 from integration_tests.pipeline_runs import kill_group, seed_input, start_job, tail, wait_for
 from integration_tests.test_sink_e2e import run_query
 from kafka_eos.connectors.operate.retire import retire_sink
-from kafka_eos.txn.claim_topic import ClaimTopic
-from kafka_eos.txn.sink_log import SinkLogReader
-from kafka_eos.txn.sink_markers import read_id_scheme
+from kafka_eos.txn.topics.claim_topic import ClaimTopic
+from kafka_eos.txn.log.sink_log import SinkLogReader
+from kafka_eos.txn.log.sink_markers import read_id_scheme
 
 IDS = 2000
 

@@ -22,8 +22,8 @@ from integration_tests.kafka_tools import assert_exactly_once
 from integration_tests.pipeline_cli import kafka_eos, progress_lines
 from integration_tests.secured import (ETL_PASSWORD, check_exactly_once_as_admin, mtls_broker, secured_broker,
                                        secured_pipeline, seed_orders)
-from kafka_eos.txn.acl_checks import PROBE_SUFFIX
-from kafka_eos.txn.control_plane import control_plane
+from kafka_eos.txn.cluster.acl_checks import PROBE_SUFFIX
+from kafka_eos.txn.cluster.control_plane import control_plane
 
 __all__ = ["mtls_broker", "secured_broker"]
 KEYSTORE_PASSWORD = "keystore-Pw-5c1"

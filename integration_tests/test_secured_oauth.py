@@ -31,7 +31,7 @@ from kafka_eos.connectors.dev.oauth_server import OAuthClient, OAuthServer
 from kafka_eos.connectors.spark_harness import SMALL_CONF, python_env, spark_submit_binary
 from kafka_eos.oauth_tokens import ClientCredentialsTokens, _CachedTokens
 from kafka_eos.secrets import Secret
-from kafka_eos.txn.client_settings import kafka_python_settings
+from kafka_eos.txn.cluster.client_settings import kafka_python_settings
 
 CLIENT, CLIENT_SECRET = "etl-app", f"cs-{secrets.token_hex(12)}"
 LIFETIME_S = 30

@@ -11,9 +11,9 @@ import pytest
 from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, output_ids, unique
 from integration_tests.pipeline_runs import (kill_group, run_to_completion,
                                              seed_input, start_job, wait_for)
-from kafka_eos.txn.abort_tally import aborted_in
-from kafka_eos.txn.sink_log import SinkLogReader
-from kafka_eos.txn.start_sweeps import aborted_since
+from kafka_eos.txn.protocol.abort_tally import aborted_in
+from kafka_eos.txn.log.sink_log import SinkLogReader
+from kafka_eos.txn.log.start_sweeps import aborted_since
 
 IDS = 3000
 

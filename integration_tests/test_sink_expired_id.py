@@ -13,7 +13,7 @@ from integration_tests.kafka_tools import assert_exactly_once, check_exactly_onc
 from integration_tests.pipeline_runs import (kill_group, run_to_completion,
                                              seed_input, start_job, wait_for)
 from integration_tests.providers import local_broker
-from kafka_eos.txn.sink_log import SinkLogReader
+from kafka_eos.txn.log.sink_log import SinkLogReader
 
 IDS = 3000
 EXPIRY = ClusterSettings(transaction_max_timeout_ms=15_000, extra=(

@@ -13,9 +13,9 @@ from integration_tests.kafka_tools import (assert_exactly_once, check_exactly_on
                                            unique)
 from integration_tests.pipeline_runs import seed_input
 from integration_tests.test_txn_kafka import rows
-from kafka_eos.txn.kafka_writer import KafkaWriter
-from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.transactional_ids import owner_of
+from kafka_eos.txn.writer.kafka_writer import KafkaWriter
+from kafka_eos.txn.protocol.sink_config import SinkConfig
+from kafka_eos.txn.protocol.transactional_ids import owner_of
 
 IDS = 300
 

@@ -46,7 +46,7 @@ def test_non_deterministic_rewrite_of_a_lost_batch_is_exactly_once_or_refused(tm
         if rc == 0:
             assert_exactly_once(report)
             return
-        from kafka_eos.txn.sink_log import SinkLogReader
+        from kafka_eos.txn.log.sink_log import SinkLogReader
         text = log.read_text(errors="replace")
         assert "ReplayMismatchError" in text and "batch 1" in text, tail(log)
         assert "non-deterministic" in text, tail(log)

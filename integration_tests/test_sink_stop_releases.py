@@ -21,9 +21,9 @@ from integration_tests.kafka_tools import (assert_exactly_once, check_exactly_on
                                            wait_released)
 from integration_tests.pipeline_runs import seed_input
 from integration_tests.test_txn_kafka import config, ids_in, rows
-from kafka_eos.txn.kafka_writer import KafkaWriter
-from kafka_eos.txn.protocol import SWEEP_DELAY_S, TwoPhaseCommitProtocol
-from kafka_eos.txn.sink_log import DECIDED, BatchRecord, SinkLog
+from kafka_eos.txn.writer.kafka_writer import KafkaWriter
+from kafka_eos.txn.protocol.protocol import SWEEP_DELAY_S, TwoPhaseCommitProtocol
+from kafka_eos.txn.log.sink_log import DECIDED, BatchRecord, SinkLog
 
 IDS = 6000                            # the reported run: 4 records of ~8 KB among 6,000
 SHORT_IDS = 2000                      # `make test`'s case of the same kind

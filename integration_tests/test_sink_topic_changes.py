@@ -172,7 +172,7 @@ def test_describe_topics_answers_repeatedly_on_a_real_broker(bootstrap):
     """Each check's DescribeTopics names the topic's id and partitions, and an unknown topic as
     None, call after call (a client dropped before its answer fails it with _DESTROY)."""
     import gc
-    from kafka_eos.txn.topic_guard import describe_topics
+    from kafka_eos.txn.topics.topic_guard import describe_topics
     topic = create_topic(bootstrap, unique("ident"), partitions=3)
     for _ in range(5):
         found = describe_topics({"bootstrap.servers": bootstrap}, [topic, unique("absent")], 30.0)

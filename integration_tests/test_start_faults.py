@@ -24,10 +24,10 @@ import pytest
 from kafka_eos import client_factory
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
 from kafka_eos.kafka_clients import BOOTSTRAP_TRY_S
-from kafka_eos.txn.client_settings import kafka_python_settings
-from kafka_eos.txn.sink_log import DECIDED, PENDING, SinkLogReader
-from kafka_eos.txn.transaction_aborter import TransactionAborter
-from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
+from kafka_eos.txn.cluster.client_settings import kafka_python_settings
+from kafka_eos.txn.log.sink_log import DECIDED, PENDING, SinkLogReader
+from kafka_eos.txn.protocol.transaction_aborter import TransactionAborter
+from kafka_eos.txn.protocol.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
 from integration_tests import network_faults as faults
 from integration_tests.kafka_tools import (assert_exactly_once, check_exactly_once, create_topic, unique,
                                            wait_in_sync)

@@ -7,13 +7,13 @@ import pyarrow as pa
 import pytest
 
 from integration_tests.kafka_tools import committed_end_offsets, create_topic, read_all, unique
-from kafka_eos.txn.errors import TransactionLostError
-from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.kafka_committer import COMMITTED, LOST, KafkaCommitter
-from kafka_eos.txn.kafka_writer import KafkaWriter
-from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
-from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.transaction_aborter import TransactionAborter
+from kafka_eos.txn.protocol.errors import TransactionLostError
+from kafka_eos.txn.protocol.handle import TxnHandle
+from kafka_eos.txn.protocol.kafka_committer import COMMITTED, LOST, KafkaCommitter
+from kafka_eos.txn.writer.kafka_writer import KafkaWriter
+from kafka_eos.txn.protocol.protocol import TwoPhaseCommitProtocol
+from kafka_eos.txn.protocol.sink_config import SinkConfig
+from kafka_eos.txn.protocol.transaction_aborter import TransactionAborter
 
 
 def config(bootstrap: str, topic: str, tmp_path, **kw) -> SinkConfig:

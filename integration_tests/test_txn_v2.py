@@ -29,10 +29,10 @@ from integration_tests.test_txn_kafka import config
 from kafka_eos import client_factory
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError, broker_classpath, java_binary
 from kafka_eos.control_plane_client import END_TXN_MAX_VERSION
-from kafka_eos.txn.control_plane import control_plane
-from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.kafka_committer import ABORTED, COMMITTED, KafkaCommitter
-from kafka_eos.txn.transaction_aborter import TransactionAborter
+from kafka_eos.txn.cluster.control_plane import control_plane
+from kafka_eos.txn.protocol.handle import TxnHandle
+from kafka_eos.txn.protocol.kafka_committer import ABORTED, COMMITTED, KafkaCommitter
+from kafka_eos.txn.protocol.transaction_aborter import TransactionAborter
 
 ROUNDS = 2  # transactions the Java producer commits itself before the one it leaves open
 HOLDER = """

@@ -21,7 +21,7 @@ from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders, read_committed
-from kafka_eos.txn.record_partitioner import choose
+from kafka_eos.txn.writer.record_partitioner import choose
 from integration_tests.kafka_tools import create_topic, read_all, unique
 from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, start_kafka_eos
 from integration_tests.pipeline_runs import kill_group, kill_supervised_run, tail, wait_for

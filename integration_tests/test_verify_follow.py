@@ -19,9 +19,9 @@ from confluent_kafka import Producer
 
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
 from kafka_eos.connectors.operate.verify_follow import DELAY_BOUND_S
-from kafka_eos.txn.follow_state import latest_state
-from kafka_eos.txn.sink_log import SinkLogReader, location_for
-from kafka_eos.txn.states import BatchState
+from kafka_eos.txn.log.follow_state import latest_state
+from kafka_eos.txn.log.sink_log import SinkLogReader, location_for
+from kafka_eos.txn.protocol.states import BatchState
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_cli import kafka_eos, orders_pipeline, start_kafka_eos
 from integration_tests.pipeline_runs import kill_group, tail, wait_for

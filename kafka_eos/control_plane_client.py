@@ -4,7 +4,7 @@ transaction some other client (an executor's librdkafka producer) opened.
 Its connections go through ``kafka_eos.control_plane_bootstrap`` (every bootstrap broker in
 turn, one clear error when none answers). Only the class lives here (bottom layer, so
 ``kafka_eos.client_factory`` can build it); which librdkafka settings it carries and the
-one-client-per-settings cache stay in ``kafka_eos.txn.control_plane``. Enforced here: EndTxn is sent at most at version
+one-client-per-settings cache stay in ``kafka_eos.txn.cluster.control_plane``. Enforced here: EndTxn is sent at most at version
 ``END_TXN_MAX_VERSION`` (transactions v1, what librdkafka-opened transactions need).
 """
 from __future__ import annotations

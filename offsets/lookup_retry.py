@@ -30,7 +30,7 @@ from tenacity.stop import stop_base
 from kafka_eos import KafkaEosError, broker_reach
 from kafka_eos.client_factory import AdminFactory
 from kafka_eos.kafka_clients import BrokersUnreachable, PartialFailure, is_transient, request_s
-from kafka_eos.txn.auth_errors import AuthWatch, failure
+from kafka_eos.txn.cluster.auth_errors import AuthWatch, failure
 
 T = TypeVar("T")
 FAILED = (KafkaException, TimeoutError, FutureTimeout, ConnectionError)

@@ -13,9 +13,9 @@ from confluent_kafka import KafkaError, KafkaException
 from kafka_eos import client_factory
 from kafka_eos.client_factory import Noise, with_noise
 from kafka_eos.offsets.record_times import RecordTimes
-from kafka_eos.txn import acl_checks, broker_configs
-from kafka_eos.txn.claim_topic import ClaimClients, ClaimTopic
-from kafka_eos.txn.errors import PrefixClaimAccessError
+from kafka_eos.txn.cluster import acl_checks, broker_configs
+from kafka_eos.txn.topics.claim_topic import ClaimClients, ClaimTopic
+from kafka_eos.txn.protocol.errors import PrefixClaimAccessError
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("kafka_eos", "txn", "offsets", "serde", "config", "connectors")

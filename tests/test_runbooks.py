@@ -36,17 +36,17 @@ from kafka_eos.serde.arrow_types import SchemaError
 from kafka_eos.serde.avro_serde import WriterSchemaUnavailable
 from kafka_eos.serde.decode_errors import RecordDecodeError
 from kafka_eos.truststores import StoreProblem
-from kafka_eos.txn.broker_configs import (AuthenticationFailed, BrokerConfigError, ClusterUnreachable,
+from kafka_eos.txn.cluster.broker_configs import (AuthenticationFailed, BrokerConfigError, ClusterUnreachable,
                                           DescribeConfigsFailed, SettingsRefused)
-from kafka_eos.txn.broker_support import UnsupportedBrokerError
-from kafka_eos.txn.client_settings import ClientSettingsError
-from kafka_eos.txn.errors import (CheckpointRetiredError, OutputTopicChangedError, OutputTopicCheckError,
+from kafka_eos.txn.cluster.broker_support import UnsupportedBrokerError
+from kafka_eos.txn.cluster.client_settings import ClientSettingsError
+from kafka_eos.txn.protocol.errors import (CheckpointRetiredError, OutputTopicChangedError, OutputTopicCheckError,
                                   PrefixClaimAccessError, PrefixClaimedError, ReplayMismatchError, SinkConfigError,
                                   SinkLogConflictError, SinkLogError, TransactionLostError, TwoPhaseCommitError)
-from kafka_eos.txn.kafka_writer import KafkaWriteError, StaleAttemptError
-from kafka_eos.txn.loss_acceptance import NothingToAcceptError
-from kafka_eos.txn.output_scan import ScanError
-from kafka_eos.txn.states import StateTransitionError
+from kafka_eos.txn.writer.kafka_writer import KafkaWriteError, StaleAttemptError
+from kafka_eos.txn.protocol.loss_acceptance import NothingToAcceptError
+from kafka_eos.txn.audit.output_scan import ScanError
+from kafka_eos.txn.protocol.states import StateTransitionError
 
 PAGE = Path(__file__).resolve().parents[1] / runbooks.PAGE
 ACL = MissingAcl("User:etl", "topic", "in", "Read")

@@ -20,7 +20,7 @@ from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.connectors.source.options import SourceOptionError, parse_source_options
 from kafka_eos.secrets import (KNOWN_SECRET_KEYS, PUBLIC_KEYS, SECRET_MARKERS, Secret, is_secret_env_var,
                                is_secret_key, redacted, spark_redaction_conf)
-from kafka_eos.txn.errors import SinkConfigError
+from kafka_eos.txn.protocol.errors import SinkConfigError
 from tests.factories import ORDER_SCHEMA, load, valid, write
 
 # every known setting, and one made-up setting per marker (``x.password``, ``x.ssl.key.pem``, ...)

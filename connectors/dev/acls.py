@@ -19,7 +19,7 @@ from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, 
 from kafka_eos import client_factory
 from kafka_eos.client_factory import Noise
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError
-from kafka_eos.txn.prefix_claim import DEFAULT_CLAIM_TOPIC
+from kafka_eos.txn.topics.prefix_claim import DEFAULT_CLAIM_TOPIC
 
 SOURCE_GROUP_PREFIX = "spark-kafka-source"
 TIMEOUT_S = 30
@@ -57,7 +57,7 @@ def pipeline_acls(user: str, inputs: Iterable[str], outputs: Iterable[str], tran
     out += [_binding(user, ResourceType.GROUP, g, op) for g in groups for op in (read, describe)]
     out += [_binding(user, ResourceType.TRANSACTIONAL_ID, transactional_id_prefix, op, prefixed)
             for op in (write, describe)]
-    out += [_binding(user, ResourceType.TOPIC, DEFAULT_CLAIM_TOPIC, op)  # the prefix claims (txn/claim_topic.py)
+    out += [_binding(user, ResourceType.TOPIC, DEFAULT_CLAIM_TOPIC, op)  # the prefix claims (txn/topics/claim_topic.py)
             for op in (AclOperation.CREATE, read, write, describe)]
     out += [_binding(user, ResourceType.BROKER, "kafka-cluster", op)
             for op in (AclOperation.IDEMPOTENT_WRITE, AclOperation.DESCRIBE_CONFIGS)]

@@ -6,8 +6,8 @@ source offsets are. It refuses what ``accept_loss`` refuses, and a path with no 
 """
 from __future__ import annotations
 
-from kafka_eos.txn.loss_acceptance import ACCEPTED_PARTITIONS, ACCEPTED_RECORDS, NothingToAcceptError, accept_loss
-from kafka_eos.txn.sink_log import LOG_DIR, SinkLog, SinkLogReader, location_from_options
+from kafka_eos.txn.protocol.loss_acceptance import ACCEPTED_PARTITIONS, ACCEPTED_RECORDS, NothingToAcceptError, accept_loss
+from kafka_eos.txn.log.sink_log import LOG_DIR, SinkLog, SinkLogReader, location_from_options
 
 
 def sink_log_of_pipeline(path: str) -> str:

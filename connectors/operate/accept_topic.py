@@ -20,9 +20,9 @@ from typing import Callable, Collection, Mapping
 
 from kafka_eos.connectors.exit_codes import DONE, INVALID, UNREACHABLE
 from kafka_eos.connectors.sink.options import sink_config
-from kafka_eos.txn.output_topics import Change, OutputTopic, TopicChange, accept
-from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.topic_log import TopicLog
+from kafka_eos.txn.topics.output_topics import Change, OutputTopic, TopicChange, accept
+from kafka_eos.txn.protocol.sink_config import SinkConfig
+from kafka_eos.txn.log.topic_log import TopicLog
 
 Describe = Callable[[Collection[str]], Mapping[str, OutputTopic | None]]
 
@@ -47,7 +47,7 @@ def _fix(change: TopicChange, fixed_partitions: bool) -> str:
 
 def accept_topics(config: SinkConfig, describe: Describe | None = None) -> Accepted:
     """Accept the sink's changed or refused output topics (see the module)."""
-    from kafka_eos.txn.topic_guard import describe_topics
+    from kafka_eos.txn.topics.topic_guard import describe_topics
     topic_log = TopicLog.at(config.log_location)
     base = topic_log.latest()
     names = set(base.topics) | set(base.refused) | ({config.topic} if config.topic else set())

@@ -21,9 +21,9 @@ import json
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, OffsetEntry
 from kafka_eos.offsets import model
-from kafka_eos.txn.sink_log import SinkLogReader
-from kafka_eos.txn.stall import WINDOW, Batch, recent_batches, stall_threshold_s
-from kafka_eos.txn.states import BatchState
+from kafka_eos.txn.log.sink_log import SinkLogReader
+from kafka_eos.txn.log.stall import WINDOW, Batch, recent_batches, stall_threshold_s
+from kafka_eos.txn.protocol.states import BatchState
 
 
 def trigger_s(cfg: PipelineConfig) -> float:

@@ -36,8 +36,8 @@ from kafka_eos.connectors.source.options import parse_source_options
 from kafka_eos.offsets import model
 from kafka_eos.offsets.kafka_offsets import KafkaLookupError, KafkaOffsets
 from kafka_eos.offsets.record_times import RecordTimes
-from kafka_eos.txn.sink_log import SinkLogReader
-from kafka_eos.txn.states import BatchState
+from kafka_eos.txn.log.sink_log import SinkLogReader
+from kafka_eos.txn.protocol.states import BatchState
 
 Ends = Callable[[set[TopicPartition]], Mapping[TopicPartition, int]]
 Heads = Callable[[Mapping[TopicPartition, int]], Mapping[TopicPartition, Head | None]]

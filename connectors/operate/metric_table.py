@@ -79,7 +79,7 @@ METRICS = (
     Metric("kafka_eos_stall_threshold_seconds", "gauge", PE, "how long input may wait with no batch committed, "
            "or a transaction hold output back, before the pipeline counts as stalled: the trigger interval + the "
            "larger of 30 s and 3 x the 95th percentile of its last 50 batches' durations (start to commit), plus, "
-           "for a batch planned larger than usual, its records at the pipeline's rate (`txn/stall.py`); the "
+           "for a batch planned larger than usual, its records at the pipeline's rate (`txn/log/stall.py`); the "
            "threshold of KafkaEosNoBatchCommitted, KafkaEosOutputHeldBack and `kafka-eos status`", LAG),
     Metric("kafka_eos_batch_budget_seconds", "gauge", PE, "the trigger interval + `sink.batch_margin_ms`: the "
            "budget `transaction.timeout.ms` must exceed (the transaction-timeout rule); no alert uses it",

@@ -24,7 +24,7 @@ from kafka_eos.connectors.operate.metrics_server import MetricsServer
 from kafka_eos.connectors.operate.operator_probe import OperatorProbe
 from kafka_eos.connectors.operate.probe_gauges import ProbeGauges
 from kafka_eos.connectors.operate.probes import start_probes
-from kafka_eos.txn.abort_tally import ALL_REASONS as ABORT_REASONS
+from kafka_eos.txn.protocol.abort_tally import ALL_REASONS as ABORT_REASONS
 
 if TYPE_CHECKING:  # the monitor imports this package without Spark; the progress module needs it
     from kafka_eos.connectors.pipeline.progress import BatchReport

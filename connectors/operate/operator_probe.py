@@ -34,11 +34,11 @@ from typing import Callable, Generic, TypeVar
 from kafka_eos.config.model import DEFAULT_SAMPLE_INTERVAL_S, PipelineConfig
 from kafka_eos.connectors.pipeline.spark_options import late_topic
 from kafka_eos.offsets.kafka_offsets import KafkaOffsets
-from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.sink_status import last_decision, open_transactions, prefix_ids, still_open
-from kafka_eos.txn.follow_state import FollowLag, follow_lag
-from kafka_eos.txn.verify_runs import VerifyRun, runs_since
-from kafka_eos.txn.topic_guard import describe_topics
+from kafka_eos.txn.protocol.sink_config import SinkConfig
+from kafka_eos.txn.log.sink_status import last_decision, open_transactions, prefix_ids, still_open
+from kafka_eos.txn.log.follow_state import FollowLag, follow_lag
+from kafka_eos.txn.log.verify_runs import VerifyRun, runs_since
+from kafka_eos.txn.topics.topic_guard import describe_topics
 
 log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]

@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from kafka_eos.txn.record_partitioner import choose
-from kafka_eos.txn.record_set import RecordSet
+from kafka_eos.txn.writer.record_partitioner import choose
+from kafka_eos.txn.audit.record_set import RecordSet
 
 SETS_SCHEMA = StructType([StructField("topic", StringType(), False), StructField("partition", IntegerType(), True),
                           StructField("records", StringType(), False)])

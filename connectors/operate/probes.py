@@ -19,7 +19,7 @@ from kafka_eos.connectors.operate.operator_probe import OperatorProbe, OutputSam
 from kafka_eos.connectors.operate.probe_gauges import LAG, OUTPUT, ProbeGauges
 from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.sink.options import sink_config
-from kafka_eos.txn.stall import next_sample_in_s, stall_threshold_s
+from kafka_eos.txn.log.stall import next_sample_in_s, stall_threshold_s
 
 
 def sample_interval_s(cfg: PipelineConfig) -> int:

@@ -37,8 +37,8 @@ from kafka_eos.connectors.operate.output_sets import SETS_SCHEMA, Buckets, merge
 from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.connectors.source.replay import ReplaySpec
-from kafka_eos.txn.output_scan import compacted_topics
-from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.audit.output_scan import compacted_topics
+from kafka_eos.txn.protocol.sink_config import SinkConfig
 
 IDLE_LIMIT_S = 300.0  # no batch done for this long: the replay is taken as stuck
 POLL_S = 0.5
@@ -71,7 +71,7 @@ def _scratch(spark: Any, recorded: str, first: int, scratch: str) -> None:
 
 def output_counts(conf: dict[str, str], timeout_s: float = 10.0) -> dict[str, int]:
     """Every topic's partition count, as the sink's producer sees the cluster."""
-    from kafka_eos.txn.broker_configs import admin_client
+    from kafka_eos.txn.cluster.broker_configs import admin_client
     metadata = admin_client(conf).list_topics(timeout=timeout_s)
     return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
 

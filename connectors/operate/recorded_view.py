@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, parse_entry
-from kafka_eos.txn.log_store import LogReader
-from kafka_eos.txn.sink_log import SinkLogReader
+from kafka_eos.txn.log.log_store import LogReader
+from kafka_eos.txn.log.sink_log import SinkLogReader
 
 STATEFUL = ("the plan keeps state, and Spark keeps the state of its newest batches only "
             "(spark.sql.streaming.minBatchesToRetain: {held}); batches older than that can be verified "

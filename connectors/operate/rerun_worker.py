@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kafka_eos.txn.output_audit import UNVERIFIABLE, BatchVerdict, PartitionScan
-from kafka_eos.txn.recompute_audit import judge_recomputed
+from kafka_eos.txn.audit.output_audit import UNVERIFIABLE, BatchVerdict, PartitionScan
+from kafka_eos.txn.audit.recompute_audit import judge_recomputed
 
 _STOP = None
 

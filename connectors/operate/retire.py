@@ -21,12 +21,13 @@ from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.connectors.sink.prefix_owner import checkpoint_identity, claim_settings
 from kafka_eos.option_map import OptionMap
-from kafka_eos.txn import prefix_ownership, sink_markers
-from kafka_eos.txn.claim_topic import ClaimTopic
-from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
-from kafka_eos.txn.sink_status import DecisionState, last_decision
-from kafka_eos.txn.transaction_aborter import TransactionAborter
-from kafka_eos.txn.transactional_ids import owner_of
+from kafka_eos.txn.log import sink_markers
+from kafka_eos.txn.topics import prefix_ownership
+from kafka_eos.txn.topics.claim_topic import ClaimTopic
+from kafka_eos.txn.protocol.protocol import TwoPhaseCommitProtocol
+from kafka_eos.txn.log.sink_status import DecisionState, last_decision
+from kafka_eos.txn.protocol.transaction_aborter import TransactionAborter
+from kafka_eos.txn.protocol.transactional_ids import owner_of
 
 
 @dataclass

@@ -39,14 +39,14 @@ from kafka_eos.connectors.sink.prefix_owner import checkpoint_identity, claim_se
 from kafka_eos.connectors.source.options import parse_source_options
 from kafka_eos.offsets import model
 from kafka_eos.offsets.kafka_offsets import KafkaLookupError, KafkaOffsets
-from kafka_eos.txn import prefix_ownership
-from kafka_eos.txn.claim_topic import ClaimTopic
-from kafka_eos.txn.errors import SinkLogError
-from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.sink_markers import read_id_scheme
-from kafka_eos.txn.sink_status import Decision, OpenTransaction, last_decision, open_transactions, prefix_ids
-from kafka_eos.txn.follow_state import follow_lag
-from kafka_eos.txn.verify_runs import latest_run
+from kafka_eos.txn.topics import prefix_ownership
+from kafka_eos.txn.topics.claim_topic import ClaimTopic
+from kafka_eos.txn.protocol.errors import SinkLogError
+from kafka_eos.txn.protocol.sink_config import SinkConfig
+from kafka_eos.txn.log.sink_markers import read_id_scheme
+from kafka_eos.txn.log.sink_status import Decision, OpenTransaction, last_decision, open_transactions, prefix_ids
+from kafka_eos.txn.log.follow_state import follow_lag
+from kafka_eos.txn.log.verify_runs import latest_run
 
 FORMAT_VERSION = 1
 HEALTHY, ATTENTION, UNREACHABLE = 0, 1, 2

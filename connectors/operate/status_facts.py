@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafka_eos.txn.sink_status import Decision, DecisionState, OpenTransaction, still_open
-from kafka_eos.txn.follow_state import DELAY_BOUND_S, FollowLag
-from kafka_eos.txn.verify_runs import VerifyRun
+from kafka_eos.txn.log.sink_status import Decision, DecisionState, OpenTransaction, still_open
+from kafka_eos.txn.log.follow_state import DELAY_BOUND_S, FollowLag
+from kafka_eos.txn.log.verify_runs import VerifyRun
 
 if TYPE_CHECKING:
     from kafka_eos.connectors.operate.stall_check import StallFacts

@@ -21,14 +21,14 @@ from kafka_eos.config.model import PipelineConfig
 from kafka_eos.connectors.exit_codes import DONE, NOTHING_IN_RANGE, UNVERIFIABLE, VERIFY_FAILED
 from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.sink.options import sink_config
-from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.control_plane import control_plane
-from kafka_eos.txn.output_audit import FAILED, PASSED, BatchVerdict, committed_handles, judge, place_foreign
-from kafka_eos.txn.output_scan import bounds, compacted_topics, scan_partition
-from kafka_eos.txn.recompute_audit import judge_recomputed
-from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
-from kafka_eos.txn.states import BatchState, PartitionState
-from kafka_eos.txn.verify_runs import record_run
+from kafka_eos.txn.protocol.sink_config import SinkConfig
+from kafka_eos.txn.cluster.control_plane import control_plane
+from kafka_eos.txn.audit.output_audit import FAILED, PASSED, BatchVerdict, committed_handles, judge, place_foreign
+from kafka_eos.txn.audit.output_scan import bounds, compacted_topics, scan_partition
+from kafka_eos.txn.audit.recompute_audit import judge_recomputed
+from kafka_eos.txn.log.sink_log import BatchRecord, SinkLogReader
+from kafka_eos.txn.protocol.states import BatchState, PartitionState
+from kafka_eos.txn.log.verify_runs import record_run
 
 if TYPE_CHECKING:
     from kafka_eos.connectors.operate.recompute import Recomputed

@@ -26,15 +26,15 @@ from typing import Any, Callable
 
 from kafka_eos.connectors.operate.rerun_worker import Rerun, RerunWorker
 from kafka_eos.connectors.operate.verify import START_MARGIN_MS
-from kafka_eos.txn.control_plane import control_plane
-from kafka_eos.txn.follow_audit import GRACE_MS, Pending, judge_round, unanchor
-from kafka_eos.txn.follow_state import DELAY_BOUND_S, FollowState, latest_state, write_state  # noqa: F401
-from kafka_eos.txn.output_audit import PASSED, BatchVerdict, PartitionScan, committed_handles
-from kafka_eos.txn.output_scan import LATEST, bounds, compacted_topics, read_into
-from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.sink_log import SinkLogReader
-from kafka_eos.txn.states import BatchState, PartitionState
-from kafka_eos.txn.verify_runs import record_run
+from kafka_eos.txn.cluster.control_plane import control_plane
+from kafka_eos.txn.audit.follow_audit import GRACE_MS, Pending, judge_round, unanchor
+from kafka_eos.txn.log.follow_state import DELAY_BOUND_S, FollowState, latest_state, write_state  # noqa: F401
+from kafka_eos.txn.audit.output_audit import PASSED, BatchVerdict, PartitionScan, committed_handles
+from kafka_eos.txn.audit.output_scan import LATEST, bounds, compacted_topics, read_into
+from kafka_eos.txn.protocol.sink_config import SinkConfig
+from kafka_eos.txn.log.sink_log import SinkLogReader
+from kafka_eos.txn.protocol.states import BatchState, PartitionState
+from kafka_eos.txn.log.verify_runs import record_run
 
 DEFAULT_INTERVAL_S = 1.0
 DEFAULT_RECOMPUTE_EVERY = 100

@@ -41,7 +41,7 @@ from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.pipeline_shape import PipelineShape, recorded_shape, shape_of
 from kafka_eos.connectors.pipeline.progress import sink_log_location
 from kafka_eos.connectors.pipeline.spark_options import late_topic
-from kafka_eos.txn.sink_log import DECIDED, SinkLogReader
+from kafka_eos.txn.log.sink_log import DECIDED, SinkLogReader
 
 NEW_LOCATION = "start with a new checkpoint.location (and source.starting_offsets where the old one stopped)"
 SAVEPOINT_WAY = ("changing the state backend of a checkpoint needs a savepoint (kafka-eos savepoint, then run "

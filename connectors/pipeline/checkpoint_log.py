@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_eos.txn.log_store import LogReader
+from kafka_eos.txn.log.log_store import LogReader
 
 _BATCH = re.compile(r"[0-9]+")
 

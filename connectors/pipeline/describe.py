@@ -21,7 +21,7 @@ from kafka_eos.config.state_backend import PROVIDER_CONF
 from kafka_eos.config.state_backend import describe as describe_provider
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
 from kafka_eos.connectors.pipeline.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs
-from kafka_eos.txn.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
+from kafka_eos.txn.protocol.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
 
 
 def _schema(schema) -> str | None:

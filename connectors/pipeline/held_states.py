@@ -19,9 +19,9 @@ from kafka_eos.config.model import PipelineConfig
 from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.pipeline.stop_request import check_no_stop_request
 from kafka_eos.connectors.sink.options import sink_config
-from kafka_eos.txn.errors import OutputTopicChangedError
-from kafka_eos.txn.log_store import LogReader
-from kafka_eos.txn.topic_log import TopicLog
+from kafka_eos.txn.protocol.errors import OutputTopicChangedError
+from kafka_eos.txn.log.log_store import LogReader
+from kafka_eos.txn.log.topic_log import TopicLog
 
 
 def check_held(cfg: PipelineConfig) -> None:

@@ -33,7 +33,7 @@ from kafka_eos.connectors.pipeline.builder import scans_per_batch
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.option_map import OptionMap
 from kafka_eos.secrets import redacted
-from kafka_eos.txn.log_store import LogReader, LogStore
+from kafka_eos.txn.log.log_store import LogReader, LogStore
 
 FORMAT = 1
 RECORDS = "kafka-eos-pipeline"

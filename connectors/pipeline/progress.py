@@ -31,9 +31,9 @@ from kafka_eos.config.redact import Redactor
 from kafka_eos.connectors.pipeline.builder import passes_through, scans_per_batch
 from kafka_eos.connectors.pipeline.spark_options import late_topic, sink_options
 from kafka_eos.connectors.sink.options import sink_log_location as sink_options_log_location
-from kafka_eos.txn.abort_tally import QUERY_START, aborted_in
-from kafka_eos.txn.sink_log import BatchRecord, SinkLogReader
-from kafka_eos.txn.start_sweeps import aborted_since
+from kafka_eos.txn.protocol.abort_tally import QUERY_START, aborted_in
+from kafka_eos.txn.log.sink_log import BatchRecord, SinkLogReader
+from kafka_eos.txn.log.start_sweeps import aborted_since
 
 
 def sink_log_location(cfg: PipelineConfig) -> str:

@@ -17,10 +17,10 @@ from typing import Mapping
 from kafka_eos.config.spark_option import refuse_test_hooks
 from kafka_eos.config.spark_option_table import SINK_OPTIONS, sink_option
 from kafka_eos.option_map import OptionMap
-from kafka_eos.txn.errors import SinkConfigError
-from kafka_eos.txn.faults import FaultPlan
-from kafka_eos.txn.sink_config import ProducerViolation, SinkConfig, producer_violations
-from kafka_eos.txn.sink_log import location_from_options
+from kafka_eos.txn.protocol.errors import SinkConfigError
+from kafka_eos.txn.protocol.faults import FaultPlan
+from kafka_eos.txn.protocol.sink_config import ProducerViolation, SinkConfig, producer_violations
+from kafka_eos.txn.log.sink_log import location_from_options
 
 
 def _option_for(field: str) -> str:

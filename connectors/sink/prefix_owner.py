@@ -23,13 +23,14 @@ from urllib.parse import urlparse
 
 from kafka_eos.config.spark_option_table import sink_option
 from kafka_eos.option_map import OptionMap
-from kafka_eos.txn import prefix_ownership, sink_markers
-from kafka_eos.txn.claim_topic import ClaimTopic
-from kafka_eos.txn.errors import CheckpointRetiredError, SinkConfigError
-from kafka_eos.txn.prefix_claim import DEFAULT_CLAIM_TOPIC, Claim
-from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.transaction_aborter import TransactionAborter
-from kafka_eos.txn.transactional_ids import TransactionalIdFactory, owner_of
+from kafka_eos.txn.log import sink_markers
+from kafka_eos.txn.topics import prefix_ownership
+from kafka_eos.txn.topics.claim_topic import ClaimTopic
+from kafka_eos.txn.protocol.errors import CheckpointRetiredError, SinkConfigError
+from kafka_eos.txn.topics.prefix_claim import DEFAULT_CLAIM_TOPIC, Claim
+from kafka_eos.txn.protocol.sink_config import SinkConfig
+from kafka_eos.txn.protocol.transaction_aborter import TransactionAborter
+from kafka_eos.txn.protocol.transactional_ids import TransactionalIdFactory, owner_of
 
 log = logging.getLogger(__name__)
 

@@ -53,12 +53,12 @@ from kafka_eos.connectors.sink.sink_queries import SINK_QUERIES, SinkQueries
 from kafka_eos.connectors.sink.startup_checks import check_acls, check_brokers, check_schema, check_timeouts
 from kafka_eos.connectors.sink.stream_writer import KafkaEosStreamWriter
 from kafka_eos.option_map import OptionMap
-from kafka_eos.txn import sink_markers
-from kafka_eos.txn.client_settings import check_client_settings
-from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.sink_log import DECIDED, PENDING, BatchRecord, SinkLogReader, check_binding
-from kafka_eos.txn.start_sweeps import record_sweep
-from kafka_eos.txn.topic_guard import OutputTopicGuard
+from kafka_eos.txn.log import sink_markers
+from kafka_eos.txn.cluster.client_settings import check_client_settings
+from kafka_eos.txn.protocol.sink_config import SinkConfig
+from kafka_eos.txn.log.sink_log import DECIDED, PENDING, BatchRecord, SinkLogReader, check_binding
+from kafka_eos.txn.log.start_sweeps import record_sweep
+from kafka_eos.txn.topics.topic_guard import OutputTopicGuard
 
 log = logging.getLogger(__name__)
 TASK_WRITER_PLANNER = "pyspark.sql.worker.write_into_data_source"
@@ -99,7 +99,7 @@ def log_to_stderr(batches: bool) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
-    logging.getLogger("kafka_eos.txn.protocol").setLevel(logging.INFO if batches else logging.WARNING)
+    logging.getLogger("kafka_eos.txn.protocol.protocol").setLevel(logging.INFO if batches else logging.WARNING)
 
 
 @contextmanager

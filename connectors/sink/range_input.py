@@ -18,9 +18,9 @@ from pyspark.sql.types import StructType
 from kafka_eos.connectors.schema import is_range_schema
 from kafka_eos.connectors.source.options import SourceOptions, parse_source_options
 from kafka_eos.option_map import OptionMap
-from kafka_eos.txn.errors import SinkConfigError
-from kafka_eos.txn.records import Records
-from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.protocol.errors import SinkConfigError
+from kafka_eos.txn.writer.records import Records
+from kafka_eos.txn.protocol.sink_config import SinkConfig
 
 if TYPE_CHECKING:
     import pyarrow as pa

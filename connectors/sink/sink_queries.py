@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
-from kafka_eos.txn.faults import FaultPlan
-from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
-from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.protocol.faults import FaultPlan
+from kafka_eos.txn.protocol.protocol import TwoPhaseCommitProtocol
+from kafka_eos.txn.protocol.sink_config import SinkConfig
 
 Query = tuple[str | None, str]  # (query id of the checkpoint, sink log location)
 BuildProtocol = Callable[[SinkConfig, str | None, FaultPlan], TwoPhaseCommitProtocol]

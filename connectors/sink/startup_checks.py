@@ -9,18 +9,18 @@ task, before it opens a producer (Spark copies the session's settings into the t
 properties): the first batch fails with the message and nothing is written.
 
 The principal's ACLs (Write on the sink topic, Write on the transactional-id prefix and
-IdempotentWrite if the broker asks for it: ``kafka_eos.txn.acl_checks``) are asked once per
+IdempotentWrite if the broker asks for it: ``kafka_eos.txn.cluster.acl_checks``) are asked once per
 process and connection settings, at the query start's step 2, before recovery opens any
 transaction: a missing one fails the start with ``AclMissingError`` naming the ``kafka-acls``
 command to add it.
 
 Every live broker must be Kafka 3.7+ and offer the requests the driver sends
-(``kafka_eos.txn.broker_support``, ApiVersions; asked once per process and connection settings;
+(``kafka_eos.txn.cluster.broker_support``, ApiVersions; asked once per process and connection settings;
 a broker that does not answer, hung or cut off, does not stop the start: it is named in a warning
 and asked again at a later batch's start, no sooner than ``RECHECK_S``).
 
 The broker's ``transaction.max.timeout.ms`` is read once per process and connection settings
-(``kafka_eos.txn.broker_configs``, DescribeConfigs); a broker that cannot be asked fails the start.
+(``kafka_eos.txn.cluster.broker_configs``, DescribeConfigs); a broker that cannot be asked fails the start.
 """
 from __future__ import annotations
 
@@ -32,10 +32,10 @@ from typing import Callable
 
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
 
-from kafka_eos.txn import acl_checks, broker_configs, broker_support
-from kafka_eos.txn.errors import SinkConfigError
-from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.timeouts import check_transaction_timeout
+from kafka_eos.txn.cluster import acl_checks, broker_configs, broker_support
+from kafka_eos.txn.protocol.errors import SinkConfigError
+from kafka_eos.txn.protocol.sink_config import SinkConfig
+from kafka_eos.txn.protocol.timeouts import check_transaction_timeout
 
 log = logging.getLogger(__name__)
 

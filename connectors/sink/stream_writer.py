@@ -33,19 +33,19 @@ from kafka_eos.connectors.sink.row_batches import arrow_batches
 from kafka_eos.connectors.sink.startup_checks import check_speculation
 from kafka_eos.connectors.source.options import SourceOptions
 from kafka_eos.connectors.worker_gc import freeze_loaded
-from kafka_eos.txn.fault_injection import task_input
-from kafka_eos.txn.faults import FaultPlan
-from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.decision_guard import DecisionGuard
-from kafka_eos.txn.kafka_writer import KafkaWriter
-from kafka_eos.txn.log_store import LogReader
-from kafka_eos.txn.replay import ReplayPlan
-from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.protocol.fault_injection import task_input
+from kafka_eos.txn.protocol.faults import FaultPlan
+from kafka_eos.txn.protocol.handle import TxnHandle
+from kafka_eos.txn.protocol.decision_guard import DecisionGuard
+from kafka_eos.txn.writer.kafka_writer import KafkaWriter
+from kafka_eos.txn.log.log_store import LogReader
+from kafka_eos.txn.protocol.replay import ReplayPlan
+from kafka_eos.txn.protocol.sink_config import SinkConfig
 
 if TYPE_CHECKING:  # the driver's planner and commit runner need no pyarrow of ours
     import pyarrow as pa
 
-    from kafka_eos.txn.protocol import TwoPhaseCommitProtocol  # the driver's (and kafka-python's) alone
+    from kafka_eos.txn.protocol.protocol import TwoPhaseCommitProtocol  # the driver's (and kafka-python's) alone
 
 log = logging.getLogger(__name__)
 DRIVER_ONLY = ("_protocol", "_offset_log")

@@ -21,7 +21,7 @@ import logging
 from typing import TypeVar
 
 from kafka_eos import KafkaEosError
-from kafka_eos.txn.log_store import LogReader, LogStore
+from kafka_eos.txn.log.log_store import LogReader, LogStore
 
 log = logging.getLogger(__name__)
 MARKER = "kafka-eos-stop"

@@ -167,7 +167,7 @@ class ChaosRun:
 
     def coordinator(self) -> int:
         from kafka.protocol.metadata import CoordinatorType
-        from kafka_eos.txn.control_plane import control_plane
+        from kafka_eos.txn.cluster.control_plane import control_plane
         client = control_plane({"bootstrap.servers": self.bootstrap})
         try:
             return client._manager.run(client._find_coordinator_id, f"{self.prefix}-0-0", CoordinatorType.TRANSACTION)

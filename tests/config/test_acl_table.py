@@ -10,7 +10,7 @@ import pytest
 
 from kafka_eos.config import live
 from kafka_eos.offsets.acl_advice import MissingAcl
-from kafka_eos.txn import acl_checks, broker_configs
+from kafka_eos.txn.cluster import acl_checks, broker_configs
 from tests.factories import load, valid
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ from kafka_eos.config.model import KafkaCluster
 from kafka_eos.config.violations import (EXIT_INVALID, EXIT_UNAUTHORIZED, EXIT_UNREACHABLE, EXIT_VALID, INVALID,
                                          UNAUTHORIZED, UNREACHABLE, Violation, exit_code)
 from kafka_eos.offsets.acl_advice import MissingAcl
-from kafka_eos.txn import acl_checks, broker_configs
-from kafka_eos.txn.broker_configs import AuthenticationFailed, DescribeConfigsFailed
+from kafka_eos.txn.cluster import acl_checks, broker_configs
+from kafka_eos.txn.cluster.broker_configs import AuthenticationFailed, DescribeConfigsFailed
 from tests.factories import load, valid
 
 CLUSTER = KafkaCluster(bootstrap_servers="127.0.0.1:1")

@@ -1,4 +1,4 @@
-"""Live checks: what each failure of asking a broker (``kafka_eos.txn.broker_configs``) becomes."""
+"""Live checks: what each failure of asking a broker (``kafka_eos.txn.cluster.broker_configs``) becomes."""
 from __future__ import annotations
 
 import pytest
@@ -6,8 +6,8 @@ import pytest
 from kafka_eos.config import live
 from kafka_eos.config.model import KafkaCluster
 from kafka_eos.config.violations import INVALID, UNAUTHORIZED, UNREACHABLE
-from kafka_eos.txn import broker_configs
-from kafka_eos.txn.broker_configs import ClusterUnreachable, DescribeConfigsFailed, SettingsRefused
+from kafka_eos.txn.cluster import broker_configs
+from kafka_eos.txn.cluster.broker_configs import ClusterUnreachable, DescribeConfigsFailed, SettingsRefused
 
 CLUSTER = KafkaCluster(bootstrap_servers="127.0.0.1:1")
 
@@ -57,7 +57,7 @@ def test_the_live_context_carries_the_brokers_maximum(monkeypatch, tmp_path):
 
 def test_missing_acls_are_live_violations_naming_the_command(monkeypatch, tmp_path):
     from kafka_eos.offsets.acl_advice import MissingAcl
-    from kafka_eos.txn import acl_checks
+    from kafka_eos.txn.cluster import acl_checks
     from tests.factories import load, valid
     monkeypatch.setattr(broker_configs, "transaction_max_timeout_ms", lambda conf, timeout_s: 600_000)
     monkeypatch.setattr(acl_checks, "topics_missing", lambda conf, topics, op, t: [])

@@ -11,7 +11,7 @@ from kafka_eos.config import rules_safety
 from kafka_eos.config.loader import load_text
 from kafka_eos.config.rules import Context, check
 from kafka_eos.config.rules_safety import across_pipelines
-from kafka_eos.txn.sink_log import location_for
+from kafka_eos.txn.log.sink_log import location_for
 from tests.factories import load, paths, problems, valid
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from kafka_eos.config.violations import Context
 from kafka_eos.connectors.dev.tls import generate
-from kafka_eos.txn.client_settings import check_client_settings
+from kafka_eos.txn.cluster.client_settings import check_client_settings
 from tests.factories import problems, valid
 
 

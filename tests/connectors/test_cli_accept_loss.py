@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from kafka_eos.connectors.cli import main
-from kafka_eos.txn.kafka_committer import LOST
-from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
-from kafka_eos.txn.sink_log import SinkLog, SinkLogReader
+from kafka_eos.txn.protocol.kafka_committer import LOST
+from kafka_eos.txn.protocol.protocol import TwoPhaseCommitProtocol
+from kafka_eos.txn.log.sink_log import SinkLog, SinkLogReader
 from tests.factories import valid, write
 from tests.txn.fakes import FakeCommitter, NoAborter, handle
 

@@ -8,8 +8,8 @@ from kafka_eos.connectors.cli import main
 from kafka_eos.connectors.operate import status
 from kafka_eos.offsets.acl_advice import MissingAcl
 from kafka_eos.offsets.kafka_offsets import TopicAuthorizationError
-from kafka_eos.txn import acl_checks, broker_configs
-from kafka_eos.txn.broker_configs import AuthenticationFailed
+from kafka_eos.txn.cluster import acl_checks, broker_configs
+from kafka_eos.txn.cluster.broker_configs import AuthenticationFailed
 from tests.factories import valid, write
 
 PREFIX_ACL = "--operation Write --transactional-id t-eos --resource-pattern-type prefixed"

@@ -20,7 +20,7 @@ pyspark_own = [name for name in HEAVY if name in sys.modules]  # pyspark 4.1's r
 from kafka_eos.connectors.datasource import KafkaEosDataSource
 from kafka_eos.connectors.sink.query_start import QueryStart
 from kafka_eos.connectors.sink.stream_writer import KafkaEosStreamWriter
-from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
+from kafka_eos.txn.protocol.protocol import TwoPhaseCommitProtocol
 source = KafkaEosDataSource({"kafka.bootstrap.servers": "b:9092", "subscribe": "in"})
 schemas = [source.schema(), KafkaEosDataSource({"emit": "offsetRanges"}).schema()]
 print(json.dumps({name: name in sys.modules for name in HEAVY if name not in pyspark_own}))

@@ -15,7 +15,7 @@ EXECUTOR_MODULES = ["kafka_eos.connectors.datasource", "kafka_eos.connectors.sou
                     "kafka_eos.connectors.sink.stream_writer", "kafka_eos.serde.batch", "kafka_eos.serde.codecs",
                     "kafka_eos.connectors.pipeline.late_records", "confluent_kafka.schema_registry",
                     # what a sink task's writer imports when it writes (the write evidence, the partitioner)
-                    "kafka_eos.txn.write_evidence", "kafka_eos.txn.record_digest", "kafka_eos.txn.record_partitioner"]
+                    "kafka_eos.txn.writer.write_evidence", "kafka_eos.txn.writer.record_digest", "kafka_eos.txn.writer.record_partitioner"]
 SPARK = {"pyspark", "py4j", "kafka-eos"}    # Spark's own Python, and the zip itself
 OPTIONAL = {"zstandard"}                    # imported when present (kafka-python), needed by none
 PROBE = """

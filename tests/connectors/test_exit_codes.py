@@ -22,7 +22,7 @@ PACKAGES = ("kafka_eos.txn", "kafka_eos.offsets", "kafka_eos.serde", "kafka_eos.
 SPARK_TEXT = ("org.apache.spark.sql.streaming.StreamingQueryException: [STREAM_FAILED] Query [id = 1] terminated "
               "with exception: [PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR] Failed when Python streaming data source "
               "perform commit: Traceback (most recent call last):\n  File \"protocol.py\", line 140, in commit_batch\n"
-              "kafka_eos.txn.errors.{name}: batch 1 cannot be re-written exactly once: ... (runbook: "
+              "kafka_eos.txn.protocol.errors.{name}: batch 1 cannot be re-written exactly once: ... (runbook: "
               "docs/runbooks.md#{anchor})\n\tat org.apache.spark.sql.execution...")
 
 

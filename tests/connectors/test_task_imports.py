@@ -22,7 +22,7 @@ def test_a_task_side_module_does_not_import_kafka_python(module):
 
 
 def test_the_control_plane_still_loads_kafka_python_when_built():
-    code = ("import sys; from kafka_eos.txn.control_plane import control_plane; "
+    code = ("import sys; from kafka_eos.txn.cluster.control_plane import control_plane; "
             "from kafka_eos.oauth_tokens import _register_with_kafka_python; _register_with_kafka_python(); "
             "print('kafka.errors' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

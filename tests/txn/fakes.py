@@ -2,10 +2,10 @@
 an aborter that counts, and a protocol over a real sink log in a temporary directory."""
 from __future__ import annotations
 
-from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
-from kafka_eos.txn.sink_log import BatchRecord, SinkLog
-from kafka_eos.txn.states import EndTxnOutcome
+from kafka_eos.txn.protocol.handle import TxnHandle
+from kafka_eos.txn.protocol.protocol import TwoPhaseCommitProtocol
+from kafka_eos.txn.log.sink_log import BatchRecord, SinkLog
+from kafka_eos.txn.protocol.states import EndTxnOutcome
 
 
 def handle(k: int, records: int = 5, epoch: int = 0, slot: int = 0, topic: str | None = None) -> TxnHandle:

@@ -12,8 +12,8 @@ import time
 import pyarrow as pa
 import pytest
 
-from kafka_eos.txn.kafka_writer import KafkaWriter
-from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.writer.kafka_writer import KafkaWriter
+from kafka_eos.txn.protocol.sink_config import SinkConfig
 
 
 class IdempotentProducer:
@@ -94,7 +94,7 @@ def test_a_failed_metadata_request_leaves_the_write_to_the_flush(tmp_path, produ
 
 
 def test_the_wait_is_bounded_and_asks_for_no_topic_list():
-    from kafka_eos.txn.producer_stats import LatestStats, await_producer_id
+    from kafka_eos.txn.writer.producer_stats import LatestStats, await_producer_id
     class NeverAssigned(IdempotentProducer):
         def list_topics(self, topic=None, timeout=-1):
             self.metadata_topics.append(topic)

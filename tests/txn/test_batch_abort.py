@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import logging
 
-from kafka_eos.txn.protocol import SWEEP_DELAY_S, TwoPhaseCommitProtocol
-from kafka_eos.txn.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
-from kafka_eos.txn.transaction_aborter import TransactionAborter
-from kafka_eos.txn.transactional_ids import ATTEMPT_IDS, TransactionalIdFactory
+from kafka_eos.txn.protocol.protocol import SWEEP_DELAY_S, TwoPhaseCommitProtocol
+from kafka_eos.txn.log.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
+from kafka_eos.txn.protocol.transaction_aborter import TransactionAborter
+from kafka_eos.txn.protocol.transactional_ids import ATTEMPT_IDS, TransactionalIdFactory
 from tests.txn.fakes import handle
 
 

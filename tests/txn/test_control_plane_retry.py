@@ -9,11 +9,11 @@ import logging
 import kafka.errors as Errors
 import pytest
 
-from kafka_eos.txn.errors import TwoPhaseCommitError
-from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.kafka_committer import ABORTED, COMMITTED, LOST, KafkaCommitter
-from kafka_eos.txn.transaction_aborter import TransactionAborter
-from kafka_eos.txn.transactional_ids import TransactionalIdFactory
+from kafka_eos.txn.protocol.errors import TwoPhaseCommitError
+from kafka_eos.txn.protocol.handle import TxnHandle
+from kafka_eos.txn.protocol.kafka_committer import ABORTED, COMMITTED, LOST, KafkaCommitter
+from kafka_eos.txn.protocol.transaction_aborter import TransactionAborter
+from kafka_eos.txn.protocol.transactional_ids import TransactionalIdFactory
 from tests.txn.fakes import handle
 
 

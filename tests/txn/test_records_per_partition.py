@@ -1,5 +1,5 @@
 """The per-partition record counts of a pre-committed handle come from librdkafka's statistics."""
-from kafka_eos.txn.producer_stats import records_per_partition
+from kafka_eos.txn.writer.producer_stats import records_per_partition
 
 
 def test_a_retried_produce_request_is_not_counted_twice():

@@ -8,9 +8,9 @@ import time
 import pyarrow as pa
 import pytest
 
-from kafka_eos.txn.flush import TransactionFailed, abort_own, client_wait_s, delivery_failure, flush_checked
-from kafka_eos.txn.kafka_writer import KafkaWriteError, KafkaWriter
-from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.writer.flush import TransactionFailed, abort_own, client_wait_s, delivery_failure, flush_checked
+from kafka_eos.txn.writer.kafka_writer import KafkaWriteError, KafkaWriter
+from kafka_eos.txn.protocol.sink_config import SinkConfig
 
 
 class FakeError:
@@ -170,7 +170,7 @@ def test_a_successful_write_is_not_aborted(tmp_path, producers):
 
 
 def test_a_batch_decided_during_the_flush_aborts_the_attempts_own_transaction(tmp_path, producers):
-    from kafka_eos.txn.kafka_writer import StaleAttemptError
+    from kafka_eos.txn.writer.kafka_writer import StaleAttemptError
     answers = iter([False, True, True])  # not decided before init_transactions; decided after the flush
     writer = writer_of(tmp_path, 4, 0, decided=lambda: next(answers))
     with pytest.raises(StaleAttemptError, match="after flush"):

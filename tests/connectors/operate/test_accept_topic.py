@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from kafka_eos.connectors.operate.accept_topic import accept_sink_topics
-from kafka_eos.txn.errors import OutputTopicChangedError
-from kafka_eos.txn.output_topics import OutputTopic
-from kafka_eos.txn.topic_guard import OutputTopicGuard
-from kafka_eos.txn.topic_log import TopicLog
+from kafka_eos.txn.protocol.errors import OutputTopicChangedError
+from kafka_eos.txn.topics.output_topics import OutputTopic
+from kafka_eos.txn.topics.topic_guard import OutputTopicGuard
+from kafka_eos.txn.log.topic_log import TopicLog
 
 OUT = OutputTopic("out", "id-a", 3)
 

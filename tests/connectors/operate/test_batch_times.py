@@ -11,7 +11,7 @@ from kafka_eos.connectors.operate.lag import PartitionLag
 from kafka_eos.connectors.operate.lag_sampler import LagSampler
 from kafka_eos.connectors.operate.stall_check import StallFacts, input_waiting_s
 from kafka_eos.connectors.operate.status_facts import stall
-from kafka_eos.txn.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
+from kafka_eos.txn.log.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
 
 IN = ("in", 0)
 

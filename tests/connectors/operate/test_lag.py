@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kafka_eos.connectors.operate.lag import CommitClock, PartitionLag, WaitClock, records_behind, source_lag
 from kafka_eos.connectors.operate.lag_sampler import LagSampler, committed_position, last_commit_s
-from kafka_eos.txn.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
+from kafka_eos.txn.log.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
 
 A, B = ("in", 0), ("in", 1)
 

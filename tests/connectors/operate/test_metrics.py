@@ -33,7 +33,7 @@ def test_reports_become_counters_histogram_and_gauges():
 
 
 def test_the_aborts_a_committed_record_reports_become_a_counter_by_reason():
-    from kafka_eos.txn.sink_log import COMMITTED, BatchRecord
+    from kafka_eos.txn.log.sink_log import COMMITTED, BatchRecord
     metrics = PrometheusMetrics("p", 0)
     try:
         got = scrape(metrics.port)

@@ -9,7 +9,7 @@ import pytest
 
 from kafka_eos.connectors.operate.lag import LagFacts, PartitionLag
 from kafka_eos.connectors.operate.metrics import METRICS, PrometheusMetrics, render_reference
-from kafka_eos.txn.follow_state import FollowLag
+from kafka_eos.txn.log.follow_state import FollowLag
 from kafka_eos.connectors.operate.operator_probe import HeldClock, OperatorProbe, OutputFacts, output_topics
 from kafka_eos.connectors.pipeline.progress import BatchReport
 from tests.connectors.operate.test_metrics import scrape
@@ -143,7 +143,7 @@ def test_sample_interval_is_a_whole_number_of_seconds_from_one(tmp_path):
 
 def test_verify_runs_become_a_counter_by_outcome_and_the_newest_verified_batch(tmp_path):
     from kafka_eos.connectors.operate.operator_probe import OutputSampler
-    from kafka_eos.txn.verify_runs import record_run, runs_since
+    from kafka_eos.txn.log.verify_runs import record_run, runs_since
     log = str(tmp_path / "log")
     record_run(log, {"verified": [1, 2]}, 2, None, at_ms=1_000)  # before the run started: not counted
     sampler = OutputSampler.__new__(OutputSampler)  # only its verify-run reading, no cluster

@@ -6,8 +6,8 @@ import random
 import pyarrow as pa
 
 from kafka_eos.connectors.operate.output_sets import add_batch, merge_rows, sets_fn
-from kafka_eos.txn.record_set import RecordSet
-from kafka_eos.txn.write_evidence import TaskEvidence
+from kafka_eos.txn.audit.record_set import RecordSet
+from kafka_eos.txn.writer.write_evidence import TaskEvidence
 
 
 def test_keyed_rows_go_to_the_partition_the_sink_chooses_and_keyless_ones_to_their_topic():
@@ -36,7 +36,7 @@ def test_a_topic_column_and_a_partition_column_win_as_in_the_sink():
 
 
 def _murmur_of(key: bytes, count: int) -> int:
-    from kafka_eos.txn.record_partitioner import choose
+    from kafka_eos.txn.writer.record_partitioner import choose
     chosen = choose(pa.array([key], pa.binary()), count, "murmur2")
     assert chosen is not None
     return int(chosen[0])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kafka_eos.connectors.operate.recompute import replay_batches
 from kafka_eos.connectors.operate.recorded_view import plan
-from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.protocol.sink_config import SinkConfig
 
 
 def test_a_replay_is_refused_in_a_spark_connect_session_and_says_why():

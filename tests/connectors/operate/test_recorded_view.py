@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from kafka_eos.connectors.operate.recorded_view import build, plan
-from kafka_eos.txn import sink_log_segments
-from kafka_eos.txn.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
+from kafka_eos.txn.log import sink_log_segments
+from kafka_eos.txn.log.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
 from tests.txn.fakes import append_path, handle
 
 

@@ -5,7 +5,7 @@ import json
 
 from kafka_eos.connectors.operate import status
 from kafka_eos.connectors.operate.status_facts import attention, decision_facts
-from kafka_eos.txn.sink_status import Decision, DecisionState, OpenTransaction, PendingTransaction
+from kafka_eos.txn.log.sink_status import Decision, DecisionState, OpenTransaction, PendingTransaction
 from tests.factories import load, valid
 
 PENDING = PendingTransaction(1, "t-eos-1-1", 101, 3, 7)
@@ -121,7 +121,7 @@ def test_a_silent_broker_is_a_warning_not_the_pipelines_health(tmp_path):
 
 def test_the_last_verify_run_is_shown_and_a_failed_batch_needs_attention():
     from kafka_eos.connectors.operate.status_facts import verify_facts
-    from kafka_eos.txn.verify_runs import VerifyRun
+    from kafka_eos.txn.log.verify_runs import VerifyRun
     assert verify_facts(None, "p.yaml") == (None, [])
     good, none = verify_facts(VerifyRun(1_000, {"verified": [1, 2]}, 2, None), "p.yaml")
     assert good == {"at_ms": 1_000, "newest_verified_batch": 2, "batches": {"verified": 2}, "first_problem": None}
@@ -133,7 +133,7 @@ def test_the_last_verify_run_is_shown_and_a_failed_batch_needs_attention():
 
 def test_status_names_a_follower_behind_its_bound_and_batches_aged_out():
     from kafka_eos.connectors.operate.status_facts import verify_facts
-    from kafka_eos.txn.follow_state import FollowLag
+    from kafka_eos.txn.log.follow_state import FollowLag
     facts, lines = verify_facts(None, "p.yaml", FollowLag(40, 75.0, 3, 11, 1_700_000_000_000))
     assert facts["follow"]["verified_through"] == 11 and facts["follow"]["aged_out"] == 3
     assert "batch 12 was committed 75 s ago" in lines[0] and "#verify-behind" in lines[0]

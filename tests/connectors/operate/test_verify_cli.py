@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from kafka_eos.connectors.operate.verify import VerifyReport, parse_batches, render, since_ms_of
-from kafka_eos.txn.output_audit import FAILED, PASSED, UNVERIFIABLE, BatchVerdict
+from kafka_eos.txn.audit.output_audit import FAILED, PASSED, UNVERIFIABLE, BatchVerdict
 
 
 def test_batch_ranges_and_times():

@@ -9,10 +9,10 @@ from kafka_eos.connectors.pipeline.held_states import check_held
 from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.pipeline.stop import StopRequested, request_stop, withdraw_stop
 from kafka_eos.connectors.sink.options import sink_config
-from kafka_eos.txn.errors import OutputTopicChangedError
-from kafka_eos.txn.output_topics import OutputTopic
-from kafka_eos.txn.topic_guard import OutputTopicGuard
-from kafka_eos.txn.topic_log import TopicLog
+from kafka_eos.txn.protocol.errors import OutputTopicChangedError
+from kafka_eos.txn.topics.output_topics import OutputTopic
+from kafka_eos.txn.topics.topic_guard import OutputTopicGuard
+from kafka_eos.txn.log.topic_log import TopicLog
 from tests.factories import loaded
 
 OUT = OutputTopic("out", "id-a", 3)

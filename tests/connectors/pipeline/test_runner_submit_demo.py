@@ -93,7 +93,7 @@ def test_zip_holds_the_packages_without_bytecode(tmp_path):
     with zipfile.ZipFile(build_zip(tmp_path)) as archive:
         names = archive.namelist()
     assert {"kafka_eos/__init__.py", "kafka_eos/secrets.py", "kafka_eos/connectors/__init__.py",
-            "kafka_eos/txn/protocol.py", "kafka_eos/offsets/__init__.py", "kafka_eos/serde/batch.py",
+            "kafka_eos/txn/protocol/protocol.py", "kafka_eos/offsets/__init__.py", "kafka_eos/serde/batch.py",
             "kafka_eos/config/pipelines/orders-json.yaml", "kafka_eos/connectors/pipeline/entry.py"} <= set(names)
     assert not [n for n in names if n.endswith(".pyc") or "__pycache__" in n]
     assert not [n for n in names if not n.startswith("kafka_eos/")], "only the kafka_eos namespace ships"
@@ -127,7 +127,7 @@ def test_zip_imports_without_the_checkout(tmp_path):
     import sys
     archive = build_zip(tmp_path)
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import kafka_eos.connectors.sink.stream_writer, "
-            "kafka_eos.connectors.source.stream_reader, kafka_eos.txn.protocol as p; print(p.__file__)")
+            "kafka_eos.connectors.source.stream_reader, kafka_eos.txn.protocol.protocol as p; print(p.__file__)")
     out = subprocess.run([sys.executable, "-S", "-c", code, str(archive)], capture_output=True, text=True,
                          cwd=tmp_path, env={"PYTHONPATH": ":".join(p for p in sys.path if "site-packages" in p)})
     assert out.returncode == 0, out.stderr
@@ -164,7 +164,7 @@ def test_demo_orders_and_counts():
 def test_pipelines_turn_the_sinks_own_batch_line_off(tmp_path):
     from kafka_eos.connectors.pipeline.builder import writer_options
     from kafka_eos.connectors.sink.options import batch_log
-    from kafka_eos.txn.errors import SinkConfigError
+    from kafka_eos.txn.protocol.errors import SinkConfigError
     options = writer_options(config(tmp_path, "dlq"), once=True)
     assert batch_log(options) is False and options["trigger.interval.ms"] == "0"
     assert batch_log({}) is True and batch_log({"BatchLog": "TRUE"}) is True
@@ -209,7 +209,7 @@ def test_the_first_report_carries_what_this_runs_query_start_aborted_once(tmp_pa
     through the record beside the sink log, from the run's start on, once."""
     from kafka_eos.config.redact import Redactor
     from kafka_eos.connectors.pipeline.progress import ProgressReporter, sink_log_location
-    from kafka_eos.txn.start_sweeps import record_sweep
+    from kafka_eos.txn.log.start_sweeps import record_sweep
     cfg = config(tmp_path, "fail")
     record_sweep(sink_log_location(cfg), 5, at_ms=1_000)   # an earlier run's start
     record_sweep(sink_log_location(cfg), 2, at_ms=3_000)   # this run's

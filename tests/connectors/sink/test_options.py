@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_eos.connectors.sink.options import sink_config
-from kafka_eos.txn.errors import SinkConfigError
+from kafka_eos.txn.protocol.errors import SinkConfigError
 
 BASE = {"kafka.bootstrap.servers": "b:9092", "transactional.id.prefix": "q1", "checkpointLocation": "/ck"}
 
@@ -48,7 +48,7 @@ def test_at_least_once_producers_have_no_transaction():
 
 
 def test_sink_config_itself_refuses_what_it_would_override():
-    from kafka_eos.txn.sink_config import SinkConfig, producer_violations
+    from kafka_eos.txn.protocol.sink_config import SinkConfig, producer_violations
     conf = {"bootstrap.servers": "b:9092", "acks": "1", "enable.idempotence": "false", "transactional.id": "t",
             "transaction.timeout.ms": "5", "isolation.level": "read_committed", "request.required.acks": "0"}
     found = {v.key: v for v in producer_violations(conf)}

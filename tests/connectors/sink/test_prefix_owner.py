@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from kafka_eos.connectors.sink import prefix_owner
-from kafka_eos.txn import sink_markers
-from kafka_eos.txn.errors import CheckpointRetiredError, SinkConfigError
-from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.transactional_ids import owner_of
+from kafka_eos.txn.log import sink_markers
+from kafka_eos.txn.protocol.errors import CheckpointRetiredError, SinkConfigError
+from kafka_eos.txn.protocol.sink_config import SinkConfig
+from kafka_eos.txn.protocol.transactional_ids import owner_of
 
 
 def config(tmp_path, **kw) -> SinkConfig:

@@ -11,14 +11,14 @@ from pyspark.sql.types import StringType, StructField, StructType
 from kafka_eos.connectors.sink.query_start import (QueryStart, WriterRole, keep_at_start, release_sink,
                                                    writer_role)
 from kafka_eos.connectors.sink.sink_queries import SinkQueries
-from kafka_eos.txn import sink_markers
-from kafka_eos.txn.errors import OutputTopicChangedError
-from kafka_eos.txn.faults import FaultPlan
-from kafka_eos.txn.handle import TxnHandle
-from kafka_eos.txn.protocol import TwoPhaseCommitProtocol
-from kafka_eos.txn.replay import ReplayPlan
-from kafka_eos.txn.sink_config import SinkConfig
-from kafka_eos.txn.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
+from kafka_eos.txn.log import sink_markers
+from kafka_eos.txn.protocol.errors import OutputTopicChangedError
+from kafka_eos.txn.protocol.faults import FaultPlan
+from kafka_eos.txn.protocol.handle import TxnHandle
+from kafka_eos.txn.protocol.protocol import TwoPhaseCommitProtocol
+from kafka_eos.txn.protocol.replay import ReplayPlan
+from kafka_eos.txn.protocol.sink_config import SinkConfig
+from kafka_eos.txn.log.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
 
 SCHEMA = StructType([StructField("value", StringType())])
 PLANNER = "/venv/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip/pyspark/daemon.py"
@@ -157,7 +157,7 @@ def test_release_sweeps_the_ids_its_sink_log_recorded(tmp_path):
 
 
 def test_a_refused_client_setting_stops_the_start_before_any_cluster_call(tmp_path):
-    from kafka_eos.txn.client_settings import ClientSettingsError
+    from kafka_eos.txn.cluster.client_settings import ClientSettingsError
     called = []
     jks = tmp_path / "client.jks"
     jks.write_bytes(b"\xfe\xed\xfe\xed" + b"\0" * 32)

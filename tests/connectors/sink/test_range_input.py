@@ -5,8 +5,8 @@ import pytest
 
 from kafka_eos.connectors.schema import RANGE_SCHEMA, source_schema
 from kafka_eos.connectors.sink.range_input import read_options
-from kafka_eos.txn.errors import SinkConfigError
-from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.protocol.errors import SinkConfigError
+from kafka_eos.txn.protocol.sink_config import SinkConfig
 
 SOURCE = {"source.kafka.bootstrap.servers": "k1:9092", "source.subscribe": "in", "source.includeHeaders": "true",
           "source.kafka.sasl.password": "hunter2"}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_eos.txn.errors import SinkConfigError
+from kafka_eos.txn.protocol.errors import SinkConfigError
 
 
 def test_speculation_is_refused_with_the_setting_named():
@@ -20,8 +20,8 @@ def test_a_silent_broker_is_named_asked_again_later_and_the_others_not_again(cap
     import logging
 
     from kafka_eos.connectors.sink import startup_checks
-    from kafka_eos.txn.broker_support import BrokerCheck
-    from kafka_eos.txn.sink_config import SinkConfig
+    from kafka_eos.txn.cluster.broker_support import BrokerCheck
+    from kafka_eos.txn.protocol.sink_config import SinkConfig
     config = SinkConfig(producer_conf={"bootstrap.servers": "silent-test:1"}, transactional_id_prefix="p",
                         log_location="/unused")
     asked, clock = [], [1000.0]
@@ -47,8 +47,8 @@ def test_a_silent_broker_is_named_asked_again_later_and_the_others_not_again(cap
 
 def test_a_check_with_every_broker_answering_is_asked_once():
     from kafka_eos.connectors.sink import startup_checks
-    from kafka_eos.txn.broker_support import BrokerCheck
-    from kafka_eos.txn.sink_config import SinkConfig
+    from kafka_eos.txn.cluster.broker_support import BrokerCheck
+    from kafka_eos.txn.protocol.sink_config import SinkConfig
     config = SinkConfig(producer_conf={"bootstrap.servers": "all-answer-test:1"}, transactional_id_prefix="p",
                         log_location="/unused")
     asked = []

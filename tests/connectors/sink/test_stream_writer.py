@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from kafka_eos.connectors.sink.stream_writer import KafkaEosStreamWriter, SinkCommitMessage
-from kafka_eos.txn.faults import FaultPlan
-from kafka_eos.txn.replay import ReplayPlan
-from kafka_eos.txn.sink_config import SinkConfig
+from kafka_eos.txn.protocol.faults import FaultPlan
+from kafka_eos.txn.protocol.replay import ReplayPlan
+from kafka_eos.txn.protocol.sink_config import SinkConfig
 from tests.txn.fakes import handle
 
 

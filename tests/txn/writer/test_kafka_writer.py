@@ -1,0 +1,121 @@
+"""KafkaWriter: the attempt's id; a stale attempt writes nothing (no producer is built)."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from kafka_eos.txn.writer.kafka_writer import KafkaWriter, StaleAttemptError
+from kafka_eos.txn.protocol.sink_config import SinkConfig
+
+
+def _config(tmp_path) -> SinkConfig:
+    return SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
+                      log_location=str(tmp_path / "log"), topic="t")
+
+
+def test_the_writer_uses_the_attempts_id(tmp_path):
+    assert KafkaWriter(_config(tmp_path), 3, 2, attempt=1).transactional_id == "p-2-3"
+
+
+def test_a_stale_attempt_writes_nothing(tmp_path):
+    writer = KafkaWriter(_config(tmp_path), 1, 0, decided=lambda: True)
+    rows = pa.record_batch({"value": ["a", "b"]})
+    with pytest.raises(StaleAttemptError, match="batch 1 was decided without this task attempt"):
+        writer.write([rows])                              # raised before any producer exists
+    assert writer._producer is None
+
+
+def test_records_a_task_read_go_to_the_sink_topic_with_their_headers(tmp_path):
+    from kafka_eos.txn.writer.records import Records
+    records = Records(keys=[b"k", None], values=[b"v1", b"v2"], headers=[[("h", b"1")], None])
+    writer = KafkaWriter(_config(tmp_path), 0, 0)
+    topics, partitions = writer._topics(records), writer._partitions(records)
+    keys, values, headers = writer._columns(records)
+    assert (topics, keys, values, partitions, headers) == (["t", "t"], [b"k", None], [b"v1", b"v2"], None,
+                                                           [[("h", b"1")], None])
+
+
+def test_arrow_headers_become_name_value_pairs(tmp_path):
+    header = pa.struct([("key", pa.string()), ("value", pa.binary())])
+    rows = pa.record_batch({"value": ["a", "b"], "headers": pa.array([[{"key": "h", "value": b"1"}], []],
+                                                                       pa.list_(header))})
+    headers = KafkaWriter(_config(tmp_path), 0, 0)._columns(rows)[2]
+    assert headers == [[("h", b"1")], None]
+
+
+class _Err:
+    def __init__(self, name: str, text: str) -> None:
+        self._name, self._text = name, text
+
+    def name(self) -> str:
+        return self._name
+
+    def str(self) -> str:
+        return self._text
+
+
+class _Msg:
+    def __init__(self, key: bytes, size: int) -> None:
+        self._key, self._value = key, b"x" * size
+
+    def topic(self) -> str:
+        return "out"
+
+    def partition(self) -> int:
+        return 2
+
+    def key(self) -> bytes:
+        return self._key
+
+    def value(self) -> bytes:
+        return self._value
+
+
+class _Producer:
+    """Serves the failed record's own delivery report at the first poll, as librdkafka may after
+    the reports of the records it purged because of it."""
+
+    def __init__(self, deliver) -> None:
+        self.deliver = deliver
+
+    def poll(self, timeout: float) -> int:
+        if self.deliver:
+            self.deliver(), setattr(self, "deliver", None)
+        return 0
+
+
+def test_the_failed_record_is_named_though_purged_records_were_reported_first(tmp_path):
+    """The report of a 2 KB-limited topic under load (issue 47's run on 3 workers): 30 records
+    purged (_PURGE_QUEUE) were reported before the one the broker refused (MSG_SIZE_TOO_LARGE); the
+    error named 3 purged records only and not the cause, nor its fix (max.message.bytes)."""
+    writer = KafkaWriter(_config(tmp_path), 0, 2)
+    for i in range(30):
+        writer._delivered(_Err("_PURGE_QUEUE", "Local: Purged in queue"), _Msg(b"%d" % i, 4))
+    too_large = _Err("MSG_SIZE_TOO_LARGE", "Broker: Message size too large")
+    writer._producer = _Producer(lambda: writer._delivered(too_large, _Msg(b"big", 8000)))
+    reason = writer._failure()
+    assert reason is not None and reason.startswith("record to out[2] (key=b'big', 8003 bytes) failed: Broker: "
+                                                    "Message size too large (MSG_SIZE_TOO_LARGE)"), reason
+    assert "max.message.bytes" in reason and reason.count("_PURGE_QUEUE") == 2, reason
+
+
+class _TxnProducer:
+    def __init__(self, settings: dict) -> None:
+        self.settings, self.calls = settings, []
+
+    def init_transactions(self, timeout: float) -> None:
+        self.calls.append("init_transactions")
+
+    def begin_transaction(self) -> None:
+        self.calls.append("begin_transaction")
+
+
+@pytest.mark.parametrize("write_evidence", [True, False])
+def test_write_evidence_false_keeps_the_transaction_and_records_no_evidence(tmp_path, write_evidence):
+    from dataclasses import replace
+    config = replace(_config(tmp_path), write_evidence=write_evidence)
+    writer = KafkaWriter(config, 0, 0)
+    writer._new_producer = _TxnProducer  # type: ignore[method-assign]
+    producer = writer._open("t")
+    assert producer.calls == ["init_transactions", "begin_transaction"]
+    assert (writer._evidence is not None) is write_evidence

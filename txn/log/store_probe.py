@@ -1,0 +1,77 @@
+"""Whether a location can hold kafka-eos's own records, asked before any batch runs.
+
+Invariants this module enforces:
+- ``probe_store`` does what the sink log does, in order, on a record of its own (a hidden name
+  no reader lists): create it, read it back byte for byte, create it again (which must be
+  refused: records are create-only), delete it, see it gone. The first step that fails is
+  named with the location and the error; nothing else is left behind (the probe record is
+  deleted whenever it was created).
+- The answer says how the store makes records create-only (``LogStore.create_mode``) and how
+  long the round trip took, for ``validate`` and the start to report.
+"""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Callable, TypeVar
+
+from kafka_eos.txn.log.log_store import LogStore
+
+PROBE_FORMAT = 1
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class StoreProbe:
+    location: str
+    create_mode: str
+    round_trip_ms: float
+
+
+class StoreUnusable(Exception):
+    """The location cannot hold the records: ``step`` failed with ``reason``."""
+
+    def __init__(self, location: str, step: str, reason: str) -> None:
+        super().__init__(f"{location}: {step} failed: {reason}")
+        self.location, self.step, self.reason = location, step, reason
+
+
+def probe_store(location: str) -> StoreProbe:
+    """Create, read back, re-create (refused), delete a probe record at ``location``; ``StoreUnusable`` else."""
+    started = time.monotonic()
+    store = _step(location, "creating the location", lambda: LogStore(location))
+    name = f"_probe-{uuid.uuid4().hex}.json"
+    data = json.dumps({"v": PROBE_FORMAT, "probe": name}).encode()
+    _step(location, "creating a record", lambda: store.create_bytes(name, data))
+    try:
+        back = _step(location, "reading the record back", lambda: store.read_bytes(name))
+        if back != data:
+            raise StoreUnusable(location, "reading the record back", f"read {back!r}, wrote {data!r}")
+        _refused_again(store, name, data)
+    finally:
+        _step(location, "deleting the record", lambda: store.delete(name))
+    if _step(location, "reading after the delete", lambda: store.exists(name)):
+        raise StoreUnusable(location, "deleting the record", "it is still there after the delete")
+    return StoreProbe(location, store.create_mode, (time.monotonic() - started) * 1000)
+
+
+def _refused_again(store: LogStore, name: str, data: bytes) -> None:
+    try:
+        store.create_bytes(name, data)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise StoreUnusable(store.location, "creating the record a second time", f"{type(exc).__name__}: {exc}") from exc
+    raise StoreUnusable(store.location, "creating the record a second time",
+                        "the store replaced it instead of refusing: records would not be create-only")
+
+
+def _step(location: str, step: str, call: Callable[[], T]) -> T:
+    try:
+        return call()
+    except StoreUnusable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every store error (OSError, pyarrow's) names the step
+        raise StoreUnusable(location, step, f"{type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,2 @@
+"""txn/writer: a write task's side: the Kafka writer, flush, partitioner, records, write evidence,
+digests, producer statistics."""

@@ -1,0 +1,308 @@
+"""KafkaWriter: one task's rows in one Kafka transaction, pre-committed (Flink's KafkaWriter).
+
+Steps for task attempt a of (batch N, sink partition k):
+  1. nothing to write          -> no producer, no transaction, empty handle;
+  2. guard: if a decision newer than the one this batch was planned after is in the sink log,
+     batch N is decided without us: write nothing (``StaleAttemptError``);
+  3. init_transactions on id(k, N, a) -> fences older users of that id and aborts their txn
+     (at-least-once: no transaction; ``producer_stats.await_producer_id`` instead);
+     attempts of one task have distinct ids (``TransactionalIdFactory``), so they never fence
+     each other; the driver commits the handle of the attempt that finished first;
+  4. begin, produce every row (exactly-once: each row's partition chosen and its Arrow batch grouped
+     by partition first, ``write_evidence``); ``_precommit``: ``_flush`` until the leaders acknowledged every
+     record, in short steps that stop at a failed delivery or transaction (``flush.flush_checked``),
+     within ``flush.client_wait_s`` (the one wait of init_transactions and flush);
+  5. guard again: decided meanwhile -> abort our own transaction (nothing open holds back
+     read_committed readers) and raise ``StaleAttemptError``;
+  6. ``_next_stats``: librdkafka's first statistics after the flush (at most ``STATS_WAIT_S``);
+     ``_handle``: records per partition, producer id + epoch (``eos`` object), the evidence's
+     digests (kept only if its counts are librdkafka's) -> the handle;
+  7. drop the producer WITHOUT aborting: the transaction stays Ongoing until the driver ends it.
+A failure anywhere after the producer opened (a delivery error, a failed transaction, ``produce``
+or the input rows raising, e.g. an upstream UDF) stops the task at once: it purges its queue and
+aborts its own transaction (bounded by ``flush.ABORT_WAIT_S``, best effort) before the error
+propagates, a ``KafkaWriteError`` naming topic[partition], the key and the fix for a failed
+record. What it could not abort, the driver's sweep of the batch's ids ends. The task's retry
+writes under the next attempt's id.
+
+Remaining window (stated honestly): the guard is a check, not a lock. A straggler of batch N
+that passes step 2 and is then paused (GC, SIGSTOP) until batch N+2 has pre-committed on the
+same id can still fence N+2's transaction in step 3: the driver then finds it lost
+(``TransactionLostError``), the query stops and the restart re-writes those partitions (no loss,
+no duplicate, but a stop). Between step 5 and step 7 a straggler's transaction can stay open
+until the driver's lingering cleanup after the next batch, or ``transaction.timeout.ms``.
+More slots would only move the fenced batch from N+2 to N+slots; the window is the time between
+the guard's read and ``init_transactions``, so the default stays at two slots.
+The guard needs executors to read the sink log (as Spark's state store reads the checkpoint);
+a failed read fails the task, which Spark retries.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeAlias
+
+from confluent_kafka import KafkaException, Producer
+
+from kafka_eos import client_factory
+from kafka_eos.client_factory import ProducerFactory
+
+from kafka_eos import KafkaEosError
+from kafka_eos.txn.writer.flush import (FAILED_TXN_STATES, TransactionFailed, abort_own, client_wait_s,
+                                 delivery_failure, flush_checked, txn_state)
+from kafka_eos.txn.protocol.handle import TxnHandle
+from kafka_eos.txn.writer.records import Records
+from kafka_eos.txn.writer.producer_stats import (STATS_INTERVAL_MS, LatestStats, await_producer_id, next_stats,
+                                          records_per_partition)
+from kafka_eos.txn.protocol.sink_config import SinkConfig
+
+if TYPE_CHECKING:  # rows arrive as Arrow batches; this module itself needs no pyarrow
+    import pyarrow as pa
+
+    from kafka_eos.txn.writer.write_evidence import TaskEvidence
+
+log = logging.getLogger(__name__)
+Rows: TypeAlias = "pa.RecordBatch | Records"  # Arrow rows of the query, or records the task read itself
+STATS_WAIT_S = 10.0  # pre-commit waits this long at most for statistics newer than the flush
+CAUSE_WAIT_S = 2.0   # purged records seen: how long their cause's own delivery report is awaited
+PURGED = ("_PURGE_QUEUE", "_PURGE_INFLIGHT")  # librdkafka's codes of records it dropped, not their cause
+
+
+class KafkaWriteError(KafkaEosError, RuntimeError):
+    """A record could not be written; the message names it and the fix."""
+
+
+class StaleAttemptError(KafkaWriteError):
+    """This task attempt's batch was decided without it (a zombie or straggling attempt); it
+    wrote nothing that stays open. Spark ignores the failure of a task whose job is done."""
+
+
+def _never() -> bool:
+    return False
+
+
+class KafkaWriter:
+    def __init__(self, config: SinkConfig, batch_id: int, sink_partition: int, attempt: int = 0,
+                 decided: Callable[[], bool] = _never, new_producer: ProducerFactory = client_factory.producer) -> None:
+        self.config, self.batch_id, self.sink_partition = config, batch_id, sink_partition
+        self._new_producer = new_producer
+        self.transactional_id = config.ids.id_for(sink_partition, batch_id, attempt)
+        self._decided = decided
+        self._client_wait_s = client_wait_s(config.transaction_timeout_ms)  # init_transactions, flush
+        self._producer: Producer | None = None
+        self._stats = LatestStats()
+        self._errors: list[str] = []  # failed records, the cause first (``_delivered``)
+        self._purged: list[str] = []  # records librdkafka purged because of a failure (a few named)
+        self._records = 0
+        self._evidence: "TaskEvidence | None" = None  # created with the producer (its partitioner)
+
+    def write(self, batches: Iterable[Rows]) -> TxnHandle:
+        try:
+            for batch in batches:
+                if batch.num_rows:
+                    self._produce_batch(batch)
+            if self._producer is None:
+                return TxnHandle.empty(self.sink_partition)
+            return self._precommit(self._producer)
+        except BaseException as exc:
+            reason = self._failure() if self._producer is not None else None
+            self._abandon()
+            if reason and not isinstance(exc, KafkaWriteError):
+                raise self._failed(reason) from exc
+            raise
+
+    def _abandon(self) -> None:
+        """Purge and abort this task's own transaction (bounded, best effort); drop the producer."""
+        producer, self._producer = self._producer, None
+        if producer is None:
+            return
+        not_ended = abort_own(producer, self.config.exactly_once)
+        if not_ended:
+            log.warning("kafka-eos: %s: the failed task could not abort its transaction (%s); the driver's "
+                        "sweep ends it, or the broker at transaction.timeout.ms", self.transactional_id, not_ended)
+
+    def _failure(self) -> str | None:
+        """Why this task's transaction failed (delivery or fatal errors, its state), or None. Purged
+        records alone are not the cause: their failure's own report is awaited (``CAUSE_WAIT_S``)."""
+        if self._purged and not self._errors and self._producer is not None:
+            self._await_cause(self._producer)
+        if not self._errors and self._producer is not None and self.config.exactly_once:
+            state = txn_state(self._stats.latest)
+            if state in FAILED_TXN_STATES:
+                self._producer.poll(0.2)  # serve the failed records' delivery reports
+                return self._first_errors() or f"the producer's transaction is {state}"
+        return self._first_errors() or None
+
+    def _await_cause(self, producer: Producer) -> None:
+        deadline = time.monotonic() + CAUSE_WAIT_S
+        while not self._errors and time.monotonic() < deadline:
+            producer.poll(0.1)
+
+    def _first_errors(self) -> str:
+        """The first failed records: the cause, then the first records purged because of it."""
+        return "; ".join((self._errors + self._purged)[:3])
+
+    def _failed(self, reason: str) -> KafkaWriteError:
+        return KafkaWriteError(f"{self.transactional_id} (batch {self.batch_id}): {reason}. The task stopped and "
+                               "aborted its transaction; once fixed, a restart resumes exactly once")
+
+    def _raise_if_failed(self) -> None:
+        reason = self._failure()
+        if reason:
+            raise self._failed(reason)
+
+    # -- steps 2-4 -----------------------------------------------------------------------
+    def _open(self, topic: str | None) -> Producer:
+        settings = self.config.producer_settings(self.transactional_id)
+        # Only failed deliveries are reported (per-record callbacks cost a quarter of the
+        # write time); per-partition counts come from the statistics at pre-commit.
+        settings.update({"statistics.interval.ms": STATS_INTERVAL_MS, "stats_cb": self._stats,
+                         "on_delivery": self._delivered, "delivery.report.only.error": True,
+                         "error_cb": self._error})
+        self._check_not_decided("before init_transactions")
+        producer = self._new_producer(settings)
+        if self.config.exactly_once:  # evidence only here: at-least-once has no transaction to attribute records to
+            self._evidence = self._new_evidence(settings, producer) if self.config.write_evidence else None
+            producer.init_transactions(self._client_wait_s)
+            producer.begin_transaction()
+        else:  # without this, librdkafka's 500 ms PID timer holds every record back (producer_stats)
+            await_producer_id(producer, self._stats, topic)
+        return producer
+
+    def _produce_batch(self, batch: Rows) -> None:
+        if not isinstance(batch, Records) and "value" not in batch.schema.names:  # before the producer opens
+            raise KafkaWriteError("the sink needs a 'value' column (string or binary); "
+                                  f"got columns {batch.schema.names}: select or alias one as 'value'")
+        topics, partitions = self._topics(batch), self._partitions(batch)
+        placed = partitions or [-1] * batch.num_rows
+        if self._producer is None:
+            self._producer = self._open(topics[0])
+        if self._evidence is not None:  # the rows may come back grouped by partition (write_evidence)
+            batch, topics, placed = self._evidence.place(batch, topics, partitions)
+        keys, values, headers = self._columns(batch)
+        produce, poll = self._producer.produce, self._producer.poll
+        for row in range(batch.num_rows):
+            topic = topics[row]
+            if topic is None:
+                raise KafkaWriteError(
+                    f"row {row} of batch {self.batch_id} (key={keys[row]!r:.60}) has no topic: set the sink "
+                    "option 'topic' or give every row a non-null 'topic' column")
+            args = (topic, values[row], keys[row], placed[row])
+            extra: dict[str, Any] = {"headers": headers[row]} if headers and headers[row] else {}
+            while True:
+                try:
+                    produce(*args, **extra)  # headers by keyword: positional order varies by release
+                    break
+                except BufferError:  # the queue drains, unless the transaction failed
+                    poll(0.05)
+                    self._raise_if_failed()
+        self._records += batch.num_rows
+        poll(0)
+        self._raise_if_failed()
+
+    @staticmethod
+    def _new_evidence(settings: dict, producer: Any) -> "TaskEvidence":
+        from kafka_eos.txn.writer.write_evidence import TaskEvidence, partition_counts  # Arrow: tasks only
+        return TaskEvidence(settings.get("partitioner", ""), partition_counts(producer))
+
+    def _topics(self, batch: Rows) -> list:
+        """Each row's topic: the sink's option, else the row's 'topic' column (as in Spark's Kafka sink)."""
+        if isinstance(batch, Records) or self.config.topic or "topic" not in batch.schema.names:
+            return [self.config.topic] * batch.num_rows
+        return batch.column("topic").to_pylist()
+
+    def _partitions(self, batch: Rows) -> list[int] | None:
+        """Each row's 'partition' column (-1 for null), or None without one."""
+        if isinstance(batch, Records) or "partition" not in batch.schema.names:
+            return None
+        return [-1 if p is None else p for p in batch.column("partition").to_pylist()]
+
+    def _columns(self, batch: Rows) -> tuple[list, list, list | None]:
+        """keys, values, headers as (name, value) pairs (or None)."""
+        n = batch.num_rows
+        if isinstance(batch, Records):  # a task's own read of Kafka
+            return batch.keys, batch.values, batch.headers
+        names = batch.schema.names
+
+        def column(name: str) -> list | None:
+            return batch.column(name).to_pylist() if name in names else None
+
+        headers = column("headers")
+        if headers is not None:
+            headers = [[(h["key"], h["value"]) for h in row] if row else None for row in headers]
+        return column("key") or [None] * n, batch.column("value").to_pylist(), headers
+
+    def _delivered(self, err, msg) -> None:
+        """A failed record: a purged one (the queue librdkafka empties once the transaction failed,
+        often reported before the record that failed it) is kept apart, so the cause is never
+        crowded out of the first 20."""
+        if err is None:
+            return
+        failures = self._purged if err.name() in PURGED else self._errors
+        if len(failures) < 20:
+            size = len(msg.value() or b"") + len(msg.key() or b"")
+            failures.append(delivery_failure(msg.topic(), msg.partition(), msg.key(), size, err.name(), err.str()))
+
+    def _error(self, err) -> None:
+        if err.fatal():
+            self._errors.append(f"fatal producer error: {err.str()}")
+
+    def _check_not_decided(self, when: str) -> None:
+        if self._decided():
+            raise StaleAttemptError(
+                f"{self.transactional_id}: batch {self.batch_id} was decided without this task attempt "
+                f"(found {when}); it writes nothing. A zombie or straggling attempt, nothing to fix.")
+
+    # -- pre-commit: steps 4 (end) to 7 -------------------------------------------------
+    def _precommit(self, producer: Producer) -> TxnHandle:
+        started = time.monotonic()
+        self._flush(producer)                                                         # step 4
+        self._abort_if_decided()                                                      # step 5
+        stats = self._next_stats(producer)
+        handle = self._handle(stats, round((time.monotonic() - started) * 1000, 1))   # step 6
+        self._producer = None  # step 7: dropped without abort; the transaction stays Ongoing
+        return handle
+
+    def _flush(self, producer: Producer) -> None:
+        """Every record acknowledged, else ``KafkaWriteError``: the first failed records (delivery
+        errors, a failed transaction) as soon as seen, or what is still unacknowledged at the deadline."""
+        try:
+            remaining = flush_checked(producer.flush, self._failure, self._client_wait_s)
+        except TransactionFailed as failed:
+            raise self._failed(str(failed)) from None
+        if remaining:
+            raise self._failed(f"{remaining} records unacknowledged after {self._client_wait_s:.0f} s")
+
+    def _abort_if_decided(self) -> None:
+        """Decided meanwhile: abort this attempt's own transaction, then ``StaleAttemptError``."""
+        if self.config.exactly_once and self._decided():
+            self._abandon()
+            self._check_not_decided("after flush (its transaction is aborted)")
+
+    def _next_stats(self, producer: Producer) -> dict:
+        """The first librdkafka statistics emitted after the flush (within ``STATS_WAIT_S``), parsed."""
+        latest = next_stats(producer, self._stats, STATS_WAIT_S)
+        return json.loads(latest) if latest else {}
+
+    def _handle(self, stats: dict, precommit_ms: float) -> TxnHandle:
+        """The handle: records per partition; with transactions, the producer id and epoch of the
+        Ongoing transaction (``KafkaException`` if librdkafka gives none, ``KafkaWriteError`` if the
+        transaction is no longer open)."""
+        partitions = records_per_partition(stats)
+        if not self.config.exactly_once:  # at-least-once: flushed is final, nothing to commit
+            return TxnHandle(sink_partition=self.sink_partition, records=self._records, partitions=partitions,
+                             precommit_ms=precommit_ms)
+        eos = stats.get("eos", {})
+        if eos.get("producer_id", -1) < 0:
+            raise KafkaException(f"{self.transactional_id}: librdkafka statistics gave no producer id/epoch")
+        if eos.get("txn_state") not in ("InTransaction", "BeginCommit"):
+            raise KafkaWriteError(f"{self.transactional_id}: transaction is {eos.get('txn_state')} after flush "
+                                  "(a record failed); the task fails and its retry fences this attempt")
+        digests = self._evidence.checked_digests(partitions, self.transactional_id) if self._evidence else {}
+        from kafka_eos.txn.writer.record_digest import DIGEST_FORMAT
+        return TxnHandle(sink_partition=self.sink_partition, transactional_id=self.transactional_id,
+                         producer_id=eos["producer_id"], producer_epoch=eos["producer_epoch"],
+                         records=self._records, partitions=partitions, precommit_ms=precommit_ms,
+                         digests=digests, digest_format=DIGEST_FORMAT if digests else "")
+
