@@ -73,10 +73,12 @@ def behind(got: dict[str, float], topic: str) -> dict[str, float]:
 
 
 def open_transaction(bootstrap: str, transactional_id: str, topic: str, partition: int):
-    """A producer with one record in an open transaction on ``topic``/``partition`` (abort it)."""
+    """A producer with one record in an open transaction on ``topic``/``partition`` (abort it). Its
+    timeout outlasts a loaded machine's run (a CI run at a load of 12 reached the abort after the
+    broker had ended a 120 s transaction: the abort was fenced)."""
     from confluent_kafka import Producer
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
-                         "transaction.timeout.ms": 120_000})
+                         "transaction.timeout.ms": 600_000})
     producer.init_transactions(30)
     producer.begin_transaction()
     producer.produce(topic, b"held", partition=partition)
