@@ -21,6 +21,7 @@ Each restart then commits what the dead driver left and every order comes out ex
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -31,6 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
@@ -219,6 +221,52 @@ def committed_batches(path: Path) -> int:
     return len([p for p in (path.parent / "orders-json" / "commits").glob("[0-9]*") if p.name.isdigit()])
 
 
+@dataclasses.dataclass
+class Rig:
+    """Issue 64's pipeline running beside its monitor and a Prometheus (``issue_64_rig``)."""
+    names: tuple[str, str]
+    path: Path
+    prometheus_port: int
+    feeder: "OrderFeeder"
+    run: subprocess.Popen
+    log: Path
+    monitor_exit: int | None = None
+
+
+@contextlib.contextmanager
+def issue_64_rig(bootstrap: str, tmp_path: Path, prometheus_binary: str) -> Iterator[Rig]:
+    """Issue 64's pipeline (defaults but `trigger: 2 seconds`) run by `kafka-eos run`, its monitor,
+    a Prometheus scraping both and evaluating the shipped rules every 2 s, orders arriving at 100/s;
+    yielded once 5 batches are committed and the monitor has seen a commit. Ended: the feeder, the
+    run (resumed first if frozen), the monitor (SIGTERM; its exit code in ``monitor_exit``), Prometheus."""
+    names = (unique("orders"), unique("priced"))
+    create_topics(bootstrap, {names[0]: 3, names[1]: 3})
+    driver_port, monitor_port, prometheus_port = free_port(), free_port(), free_port()
+    path = default_pipeline(tmp_path, names, driver_port)
+    prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, driver_port, monitor_port, "2s"),
+                                  tmp_path, prometheus_port)
+    monitor = start_kafka_eos(["monitor", str(path), "--port", str(monitor_port)], bootstrap, tmp_path,
+                              tmp_path / "monitor.log")
+    feeder = OrderFeeder(bootstrap, names[0])
+    feeder.start()
+    log = tmp_path / "run.log"
+    rig = Rig(names, path, prometheus_port, feeder, start_kafka_eos(["run", str(path)], bootstrap, tmp_path, log), log)
+    try:
+        wait_until(lambda: committed_batches(path) >= 5, 300, "5 batches committed")
+        wait_until(lambda: value(prometheus_port, 'max(kafka_eos_last_commit_timestamp_seconds{exporter="monitor"})')
+                   and value(prometheus_port, 'up{job="kafka-eos"}') == 1, 60, "the monitor saw a commit")
+        yield rig
+    finally:
+        feeder.stopping.set()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(rig.run.pid, signal.SIGCONT)
+        kill_group(rig.run)
+        monitor.send_signal(signal.SIGTERM)
+        rig.monitor_exit = monitor.wait(30)
+        prometheus.terminate()
+        prometheus.wait(30)
+
+
 def test_a_frozen_and_a_dead_driver_page_within_a_minute_at_defaults_and_status_needs_attention(
         bootstrap, tmp_path, prometheus_binary):
     """Issue 64's run: defaults but `trigger: 2 seconds`, 100 records/s, scrape and evaluation every
@@ -231,64 +279,44 @@ def test_a_frozen_and_a_dead_driver_page_within_a_minute_at_defaults_and_status_
        within 60 s;
     3. restarted, it commits what waited: every order exactly once. (A long healthy batch that
        pages nothing: ``test_a_long_healthy_backlog_batch_pages_nothing``, make chaos.)"""
-    names = (unique("orders"), unique("priced"))
-    create_topics(bootstrap, {names[0]: 3, names[1]: 3})
-    driver_port, monitor_port, prometheus_port = free_port(), free_port(), free_port()
-    path = default_pipeline(tmp_path, names, driver_port)
-    prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, driver_port, monitor_port, "2s"),
-                                  tmp_path, prometheus_port)
-    monitor = start_kafka_eos(["monitor", str(path), "--port", str(monitor_port)], bootstrap, tmp_path,
-                              tmp_path / "monitor.log")
-    feeder = OrderFeeder(bootstrap, names[0])
-    feeder.start()
-    log = tmp_path / "run.log"
-    run = start_kafka_eos(["run", str(path)], bootstrap, tmp_path, log)
     status_checks = ThreadPoolExecutor(1)
     figures: dict[str, float] = {}
     threshold = 'max(kafka_eos_stall_threshold_seconds{exporter="monitor"})'
-    try:
-        wait_until(lambda: committed_batches(path) >= 5, 300, "5 batches committed")
-        wait_until(lambda: value(prometheus_port, 'max(kafka_eos_last_commit_timestamp_seconds{exporter="monitor"})')
-                   and value(prometheus_port, 'up{job="kafka-eos"}') == 1, 60, "the monitor saw a commit")
-        assert alert_state(prometheus_port, "KafkaEosNoBatchCommitted") is None
-        os.killpg(run.pid, signal.SIGSTOP)                     # 1. the driver frozen
-        frozen = time.monotonic()
-        checked: Future = status_checks.submit(status_needs_attention, path, bootstrap, tmp_path, frozen, 60)
-        figures["frozen: NoBatchCommitted fired"] = fires(prometheus_port, "KafkaEosNoBatchCommitted", frozen, 60)
-        figures["frozen: status exit 1"], text = checked.result(90)
-        print(text)
-        assert "does not answer" in text, text
-        figures["stall threshold"] = value(prometheus_port, threshold) or 0.0
-        assert figures["stall threshold"] == pytest.approx(32.0, abs=1.0), "2 s + the 30 s floor"
-        assert value(prometheus_port, 'count(kafka_eos_offsets_behind{exporter="driver"})') is None, "frozen"
-        os.killpg(run.pid, signal.SIGCONT)
-        resumed = time.monotonic()
-        figures["frozen: cleared after SIGCONT"] = cleared(prometheus_port, "KafkaEosNoBatchCommitted", resumed, 30)
-        before = committed_batches(path)
-        wait_until(lambda: committed_batches(path) >= before + 3, 60, "3 more batches")
-        kill_group(run)                                        # 2. the driver killed and kept down
-        killed = time.monotonic()
-        checked = status_checks.submit(status_needs_attention, path, bootstrap, tmp_path, killed, 60)
-        figures["killed: NoBatchCommitted fired"] = fires(prometheus_port, "KafkaEosNoBatchCommitted", killed, 60)
-        figures["killed: status exit 1"], text = checked.result(90)
-        print(text)
-        sent = feeder.stop()
-    finally:
-        feeder.stopping.set()
-        status_checks.shutdown(wait=True, cancel_futures=True)
-        with contextlib.suppress(ProcessLookupError):
+    with issue_64_rig(bootstrap, tmp_path, prometheus_binary) as rig:
+        path, prometheus_port, run = rig.path, rig.prometheus_port, rig.run
+        try:
+            assert alert_state(prometheus_port, "KafkaEosNoBatchCommitted") is None
+            os.killpg(run.pid, signal.SIGSTOP)                     # 1. the driver frozen
+            frozen = time.monotonic()
+            checked: Future = status_checks.submit(status_needs_attention, path, bootstrap, tmp_path, frozen, 60)
+            figures["frozen: NoBatchCommitted fired"] = fires(prometheus_port, "KafkaEosNoBatchCommitted", frozen, 60)
+            figures["frozen: status exit 1"], text = checked.result(90)
+            print(text)
+            assert "does not answer" in text, text
+            figures["stall threshold"] = value(prometheus_port, threshold) or 0.0
+            assert figures["stall threshold"] == pytest.approx(32.0, abs=1.0), "2 s + the 30 s floor"
+            assert value(prometheus_port, 'count(kafka_eos_offsets_behind{exporter="driver"})') is None, "frozen"
             os.killpg(run.pid, signal.SIGCONT)
-        kill_group(run)
-        monitor.send_signal(signal.SIGTERM)
-        stopped = monitor.wait(30)
-        prometheus.terminate()
-        prometheus.wait(30)
+            resumed = time.monotonic()
+            figures["frozen: cleared after SIGCONT"] = cleared(prometheus_port, "KafkaEosNoBatchCommitted", resumed, 30)
+            before = committed_batches(path)
+            wait_until(lambda: committed_batches(path) >= before + 3, 60, "3 more batches")
+            kill_group(run)                                        # 2. the driver killed and kept down
+            killed = time.monotonic()
+            checked = status_checks.submit(status_needs_attention, path, bootstrap, tmp_path, killed, 60)
+            figures["killed: NoBatchCommitted fired"] = fires(prometheus_port, "KafkaEosNoBatchCommitted", killed, 60)
+            figures["killed: status exit 1"], text = checked.result(90)
+            print(text)
+            sent = rig.feeder.stop()
+        finally:
+            status_checks.shutdown(wait=True, cancel_futures=True)
     print(", ".join(f"{what} {seconds:.1f} s" for what, seconds in figures.items()))
-    assert stopped == 128 + signal.SIGTERM and "kafka-eos monitor: stopped" in (tmp_path / "monitor.log").read_text()
+    assert rig.monitor_exit == 128 + signal.SIGTERM and "kafka-eos monitor: stopped" in \
+        (tmp_path / "monitor.log").read_text()
     again = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)    # 3. restarted: commits what waited
-    assert again.code == 0, again.log() + tail(log)
+    assert again.code == 0, again.log() + tail(rig.log)
     orders = sum(sent.values())
-    assert order_report(bootstrap, sent, names[1]) == \
+    assert order_report(bootstrap, sent, rig.names[1]) == \
         {"out": orders, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
 
 
@@ -298,35 +326,13 @@ def test_a_long_healthy_backlog_batch_pages_nothing(bootstrap, tmp_path, prometh
     every 2 s, the shipped rules verbatim) running its usual batches; then a backlog committed at
     once makes one batch far longer than they are: nothing is raised (``long_batch_pages_nothing``).
     Every order exactly once after `kafka-eos stop`."""
-    names = (unique("orders"), unique("priced"))
-    create_topics(bootstrap, {names[0]: 3, names[1]: 3})
-    driver_port, monitor_port, prometheus_port = free_port(), free_port(), free_port()
-    path = default_pipeline(tmp_path, names, driver_port)
-    prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, driver_port, monitor_port, "2s"),
-                                  tmp_path, prometheus_port)
-    monitor = start_kafka_eos(["monitor", str(path), "--port", str(monitor_port)], bootstrap, tmp_path,
-                              tmp_path / "monitor.log")
-    feeder = OrderFeeder(bootstrap, names[0])
-    feeder.start()
-    log = tmp_path / "run.log"
-    run = start_kafka_eos(["run", str(path)], bootstrap, tmp_path, log)
-    try:
-        wait_until(lambda: committed_batches(path) >= 5, 300, "5 batches committed")
-        wait_until(lambda: value(prometheus_port, 'max(kafka_eos_last_commit_timestamp_seconds{exporter="monitor"})'),
-                   60, "the monitor saw a commit")
-        sent = feeder.stop()
-        figures = long_batch_pages_nothing(path, bootstrap, names[0], prometheus_port, log, sent)
-        stop = kafka_eos(["stop", str(path)], bootstrap, tmp_path, timeout=120)
-        assert stop.code == 0 and run.wait(180) == 0, stop.log() + tail(log)
-    finally:
-        feeder.stopping.set()
-        kill_group(run)
-        monitor.send_signal(signal.SIGTERM)
-        monitor.wait(30)
-        prometheus.terminate()
-        prometheus.wait(30)
+    with issue_64_rig(bootstrap, tmp_path, prometheus_binary) as rig:
+        sent = rig.feeder.stop()
+        figures = long_batch_pages_nothing(rig.path, bootstrap, rig.names[0], rig.prometheus_port, rig.log, sent)
+        stop = kafka_eos(["stop", str(rig.path)], bootstrap, tmp_path, timeout=120)
+        assert stop.code == 0 and rig.run.wait(180) == 0, stop.log() + tail(rig.log)
     print(", ".join(f"{what} {seconds:.1f} s" for what, seconds in figures.items()))
-    assert order_report(bootstrap, sent, names[1]) == \
+    assert order_report(bootstrap, sent, rig.names[1]) == \
         {"out": sum(sent.values()), "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
 
 
