@@ -227,6 +227,7 @@ class Rig:
     names: tuple[str, str]
     path: Path
     prometheus_port: int
+    monitor_port: int
     feeder: "OrderFeeder"
     run: subprocess.Popen
     log: Path
@@ -250,7 +251,8 @@ def issue_64_rig(bootstrap: str, tmp_path: Path, prometheus_binary: str) -> Iter
     feeder = OrderFeeder(bootstrap, names[0])
     feeder.start()
     log = tmp_path / "run.log"
-    rig = Rig(names, path, prometheus_port, feeder, start_kafka_eos(["run", str(path)], bootstrap, tmp_path, log), log)
+    rig = Rig(names, path, prometheus_port, monitor_port, feeder,
+              start_kafka_eos(["run", str(path)], bootstrap, tmp_path, log), log)
     try:
         wait_until(lambda: committed_batches(path) >= 5, 300, "5 batches committed")
         wait_until(lambda: value(prometheus_port, 'max(kafka_eos_last_commit_timestamp_seconds{exporter="monitor"})')
@@ -400,25 +402,11 @@ def test_a_30_s_broker_failover_with_batches_committing_pages_nothing(tmp_path, 
     committing, and neither KafkaEosNoBatchCommitted nor KafkaEosOutputHeldBack is raised (pending
     or firing) from the kill until 60 s after the restart. The longest wait for a commit and the
     stall threshold are printed; every order comes out exactly once."""
+    raised: dict[str, str] = {}
     with local_broker(ClusterSettings(nodes=3, heap="384m")) as broker:
         cluster, bootstrap = broker.cluster, broker.bootstrap
-        names = (unique("orders"), unique("priced"))
-        create_topics(bootstrap, {names[0]: 3, names[1]: 3})
-        driver_port, monitor_port, prometheus_port = free_port(), free_port(), free_port()
-        path = default_pipeline(tmp_path, names, driver_port)
-        prometheus = start_prometheus(prometheus_binary, prometheus_config(tmp_path, driver_port, monitor_port, "2s"),
-                                      tmp_path, prometheus_port)
-        monitor = start_kafka_eos(["monitor", str(path), "--port", str(monitor_port)], bootstrap, tmp_path,
-                                  tmp_path / "monitor.log")
-        feeder = OrderFeeder(bootstrap, names[0])
-        feeder.start()
-        log = tmp_path / "run.log"
-        run = start_kafka_eos(["run", str(path)], bootstrap, tmp_path, log)
-        raised: dict[str, str] = {}
-        try:
-            wait_until(lambda: committed_batches(path) >= 5, 300, "5 batches committed")
-            wait_until(lambda: value(prometheus_port, 'max(kafka_eos_last_commit_timestamp_seconds{exporter="monitor"})'),
-                       60, "the monitor saw a commit")
+        with issue_64_rig(bootstrap, tmp_path, prometheus_binary) as rig:
+            path, prometheus_port = rig.path, rig.prometheus_port
             before = committed_batches(path)
             victim = cluster.nodes[0].node_id
             cluster.stop_node(victim, kill=True)
@@ -428,7 +416,7 @@ def test_a_30_s_broker_failover_with_batches_committing_pages_nothing(tmp_path, 
                 raised.update(alerts_raised(prometheus_port))
                 time.sleep(0.5)
             during = committed_batches(path) - before
-            with urllib.request.urlopen(f"http://127.0.0.1:{monitor_port}/metrics", timeout=10) as answer:
+            with urllib.request.urlopen(f"http://127.0.0.1:{rig.monitor_port}/metrics", timeout=10) as answer:
                 (tmp_path / "monitor-metrics.txt").write_bytes(answer.read())
             cluster.start_node(victim)
             cluster.wait_ready(120)
@@ -439,23 +427,16 @@ def test_a_30_s_broker_failover_with_batches_committing_pages_nothing(tmp_path, 
             longest = value(prometheus_port, 'max(max_over_time(kafka_eos_input_waiting_seconds[5m]))')
             threshold = value(prometheus_port, 'max(kafka_eos_stall_threshold_seconds)')
             after = committed_batches(path) - before
-            sent = feeder.stop()
-        finally:
-            feeder.stopping.set()
-            kill_group(run)
-            monitor.send_signal(signal.SIGTERM)
-            monitor.wait(30)
-            prometheus.terminate()
-            prometheus.wait(30)
+            sent = rig.feeder.stop()
         print(f"broker {victim} down 30 s: {during} batches committed while it was down, {after} until 60 s after "
               f"its restart; longest input wait {longest} s, stall threshold {threshold} s; alerts raised: {raised}")
-        assert during > 0, f"no batch committed while the broker was down:\n{tail(log)}"
+        assert during > 0, f"no batch committed while the broker was down:\n{tail(rig.log)}"
         assert "KafkaEosNoBatchCommitted" not in raised and "KafkaEosOutputHeldBack" not in raised, raised
         assert not [name for name in raised if name not in ("KafkaEosProbeFailing",)], raised
         again = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path)
-        assert again.code == 0, again.log() + tail(log)
+        assert again.code == 0, again.log() + tail(rig.log)
         [orders] = sent.values()
-        assert order_report(bootstrap, sent, names[1]) == \
+        assert order_report(bootstrap, sent, rig.names[1]) == \
             {"out": orders, "duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
 
 
