@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.violations import INVALID, Violation
+from kafka_eos.option_map import OptionMap
 from kafka_eos.txn.log.sink_log import location_from_options
 from kafka_eos.txn.log.store_probe import StoreProbe, StoreUnusable, probe_store
 
@@ -20,7 +21,7 @@ def records_location(cfg: PipelineConfig) -> tuple[str, str] | None:
         return None
     options = {k: str(v) for k, v in cfg.sink.options}
     location = location_from_options({**options, "checkpointLocation": cfg.checkpoint.location})
-    own = any(k.lower() == "sinkloglocation" for k in options)
+    own = bool(OptionMap.of(options).get("sinkLogLocation"))  # the option lookup location_from_options makes
     return ("sink.options.sinkLogLocation" if own else "checkpoint.location", str(location))
 
 
