@@ -60,8 +60,14 @@ TIMING = --junitxml=build/test-results/$(1).xml --timing-summary=20
 TEST_WORKERS ?= 3
 test: setup engine images
 	$(MAKE) --no-print-directory -j2 lint jvm-archive  # side by side: mypy and the archive builds
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not chaos" --ignore=integration_tests/test_compose.py \
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not chaos and not long" --ignore=integration_tests/test_compose.py \
 		$(call TIMING,test)
+
+# The end-to-end scenarios of minutes each (marked `long`: make test's short case of a kind whose
+# longer cases are in make chaos, a user's first run, ten automatic restarts, the alerts at their
+# defaults): CI runs them after make test, on the same workers (.ci/run).
+long: setup engine images jvm-archive
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "long and not chaos" integration_tests $(call TIMING,long)
 
 # The suite's Spark drivers and brokers map class-data archives of their classes, built once into
 # build/jvm (integration_tests/fast_jvms.py; ~40 s, then a spark-submit's driver takes ~5 core-s

@@ -5,7 +5,8 @@ runs) under ``build/matrix/venv-<version>``:
 1. the environment: kafka-eos editable with its test and bench extras, and ``pyspark[connect]==<version>``
    (installed once; a stamp names what was installed);
 2. the unit suite (``tests``);
-3. the integration cells marked ``matrix`` (``pytest -m matrix integration_tests``: the crash-matrix
+3. the integration cells marked ``matrix`` (``pytest -m matrix integration_tests``, on 3 workers a module each
+   as make test's: their processes mostly wait on brokers and Spark's start; the crash-matrix
    cell, a windowed pipeline with late records, the DLQ pipeline with ``run --once``, a backlog under
    ``max_offsets_per_trigger`` across a driver kill, ``verify --recompute``, ``kafka-eos demo``, a windowed
    count on RocksDB and a refused backend change),
@@ -72,7 +73,8 @@ def figures(junit: Path) -> dict[str, dict[str, str]]:
 def run(version: str) -> dict:
     home = venv(version)
     return {"unit": pytest(home, ["-n", "2", "tests"], f"matrix-{version}-unit"),
-            "matrix": pytest(home, ["-m", "matrix", "integration_tests"], f"matrix-{version}")}
+            "matrix": pytest(home, ["-n", "3", "--dist", "loadfile", "-m", "matrix", "integration_tests"],
+                             f"matrix-{version}")}
 
 
 def main(versions: list[str]) -> int:

@@ -269,6 +269,7 @@ def issue_64_rig(bootstrap: str, tmp_path: Path, prometheus_binary: str) -> Iter
         prometheus.wait(30)
 
 
+@pytest.mark.long  # minutes: make long (CI, after make test)
 def test_a_frozen_and_a_dead_driver_page_within_a_minute_at_defaults_and_status_needs_attention(
         bootstrap, tmp_path, prometheus_binary):
     """Issue 64's run: defaults but `trigger: 2 seconds`, 100 records/s, scrape and evaluation every

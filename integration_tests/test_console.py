@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 import yaml
 
 from kafka_eos.connectors.demo_data import create_topics, produce_orders
@@ -38,6 +39,7 @@ def users_driver_env(archives: Path, homes: Path) -> dict[str, str]:
             "KAFKA_EOS_SPARK_HOME_CACHE": str(homes)}
 
 
+@pytest.mark.long  # minutes: make long (CI, after make test)
 def test_run_is_quiet_by_default_and_verbose_shows_spark(bootstrap, tmp_path):
     archives, homes = tmp_path / "jvm", tmp_path / "spark-homes"
     path, source, sink = tiny_pipeline(tmp_path, "quiet")

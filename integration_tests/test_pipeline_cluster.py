@@ -36,6 +36,7 @@ def test_json_example_through_spark_submit_on_a_standalone_cluster(bootstrap, tm
 
 
 @pytest.mark.matrix
+@pytest.mark.long  # minutes: make long (CI, after make test); make matrix on every other 4.x
 def test_demo_prints_an_exactly_once_count(bootstrap, tmp_path):
     """The demo starts its own broker; ``bootstrap`` only keeps the suite's broker order stable."""
     run = kafka_eos(["demo", "--records", "20000", "--poison", "4"], bootstrap, tmp_path, timeout=400)

@@ -119,6 +119,7 @@ def stopped_line(run: Run, pipeline: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes: make long (CI, after make test)
 def test_stop_with_input_arriving_then_restart_exactly_once(bootstrap, tmp_path, pipeline):
     """1. SIGTERM while batches run and input arrives; 2. a restart stopped by `kafka-eos stop`
     from another process; 3. a backlog of small batches and no trigger interval: Spark plans the

@@ -42,6 +42,7 @@ def example(bootstrap: str, partitions: int = 2) -> tuple[dict, str, str, str]:
     return doc, source, sink, dlq
 
 
+@pytest.mark.long  # minutes: make long (CI, after make test)
 def test_validate_against_checkpoint_before_a_restart(bootstrap, tmp_path):
     doc, source, sink, dlq = example(bootstrap)
     first = produce_orders(bootstrap, source, 800, aborted_every=400, aborted_size=10)

@@ -54,6 +54,7 @@ def test_a_stalled_run_cannot_overwrite_the_decision_of_a_run_that_took_over(boo
     assert rc_a != 0 and "took over" in log_a.read_text(errors="replace"), tail(log_a)
 
 
+@pytest.mark.long  # minutes: make long (CI, after make test)
 def test_a_new_checkpoint_with_an_old_sink_log_is_refused_before_anything_is_written(bootstrap, names, tmp_path):
     sink_log = str(tmp_path / "shared-sink-log")
     run_to_completion(job_args(bootstrap, names, tmp_path / "ck1", "--sink-log-location", sink_log),

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from integration_tests.kafka_tools import assert_exactly_once, check_exactly_once, unique
 from integration_tests.pipeline_runs import killed_at_then_finished, seed_input
 
@@ -14,6 +16,7 @@ IDS = 3000
 PARTITIONS = 6
 
 
+@pytest.mark.long  # minutes: make long (CI, after make test)
 def test_default_tasks_are_the_slots_and_a_replay_keeps_the_recorded_ones(bootstrap, tmp_path):
     names = {"input": unique("in"), "output": unique("out"), "prefix": unique("groups")}
     seed_input(bootstrap, names["input"], IDS, partitions=PARTITIONS)

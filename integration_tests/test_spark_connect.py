@@ -82,6 +82,7 @@ def server(tmp_path_factory):
 
 
 @pytest.mark.matrix
+@pytest.mark.long  # minutes: make long (CI, after make test); make matrix on every other 4.x
 def test_run_remote_example_exactly_once(server: ConnectServer, bootstrap: str, tmp_path: Path):
     """``kafka-eos run --remote``: the shipped orders-json example, aborted input and poison records."""
     create_topics(bootstrap, ORDER_TOPICS)

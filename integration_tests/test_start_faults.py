@@ -238,6 +238,7 @@ HUNG_COORDINATOR = StartFault("hung", coordinator, faults.hung)
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes: make long (CI, after make test)
 def test_a_query_starts_and_restarts_with_a_broker_hung(tmp_path):
     """The two stops of issue 44: the first broker of bootstrap.servers hung before the query
     starts (it never started: the control plane's bootstrap picked a listed broker at random and

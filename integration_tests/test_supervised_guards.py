@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders, read_committed
@@ -73,6 +74,7 @@ def refused(run, why: str) -> None:
     assert run.code == 5 and why in run.stderr, run.log()
 
 
+@pytest.mark.long  # minutes: make long (CI, after make test)
 def test_a_recreated_output_topic_stays_refused_across_ten_automatic_restarts(bootstrap, tmp_path):
     topics = (unique("orders"), unique("priced"))
     create_topics(bootstrap, {topics[0]: 3, topics[1]: 3})

@@ -51,6 +51,7 @@ def _status(path: str, bootstrap: str, tmp_path) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.long  # minutes: make long (CI, after make test)
 def test_verify_passes_a_run_then_names_deleted_and_foreign_records(bootstrap, tmp_path):
     names = {"in": unique("v-orders"), "out": unique("v-priced"), "dlq": unique("v-dlq")}
     create_topics(bootstrap, {names["in"]: 3, names["out"]: 3, names["dlq"]: 1})

@@ -13,6 +13,7 @@ SEED = int(os.environ.get("CHAOS_SEED", "11"))
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes: make long (CI, after make test)
 def test_short_chaos_run_is_exactly_once(tmp_path, iptables):
     """CI's run, make test's case of each fault kind on a running query (issue 47) in one job: 3
     brokers and one fault of each kind (the plan takes every kind once first): the driver and a
