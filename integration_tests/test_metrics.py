@@ -138,7 +138,7 @@ def test_metrics_from_the_file_through_spark_submit_with_the_flag_over_its_port(
     assert opened[f"kafka_eos_output_held_back_records{held}"] >= 1, opened
     assert opened[f"kafka_eos_open_transactions{{{p}}}"] >= 1, opened
     assert opened[f"kafka_eos_oldest_open_transaction_seconds{{{p}}}"] >= 2, opened
-    assert opened[f"kafka_eos_oldest_open_transaction_timeout_seconds{{{p}}}"] == 120, opened
+    assert opened[f"kafka_eos_oldest_open_transaction_timeout_seconds{{{p}}}"] == 600, opened
     assert opened[f'kafka_eos_decision_state{{{p},state="committed"}}'] == 1, opened
     assert opened[f'kafka_eos_probe_failures_total{{{p},probe="output"}}'] == 0, opened
     assert opened[f'kafka_eos_probe_failures_total{{{p},probe="lag"}}'] == 0, opened
