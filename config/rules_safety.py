@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import cast
-from urllib.parse import urlparse
 
 from kafka_eos.config.determinism import sql_calls
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.violations import Context, Rule, Violation
 from kafka_eos.txn.protocol.sink_config import UNSET, ProducerViolation, producer_violations
+from kafka_eos.txn.log.log_store import local_path
 from kafka_eos.txn.log.sink_log import SinkLogReader, location_from_options
 from kafka_eos.txn.protocol.timeouts import SettingNames, check_transaction_timeout
 
@@ -76,15 +76,6 @@ def transactional_id_prefix(cfg: PipelineConfig, ctx: Context) -> list[Violation
     return []
 
 
-def is_local(location: str) -> bool:
-    scheme = urlparse(location).scheme
-    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
-
-
-def local_path(location: str) -> Path:
-    return Path(urlparse(location).path if location.startswith("file:") else location).expanduser()
-
-
 def _writable(path: Path) -> str | None:
     """Why ``path`` cannot hold a checkpoint (None when it can); creates nothing."""
     if path.exists():
@@ -114,9 +105,13 @@ def checkpoint(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     if not location:
         return [Violation("checkpoint.location", "the checkpoint location is missing",
                           "set checkpoint.location: a directory kept across restarts (hdfs://, s3a:// or a local path)")]
-    if not is_local(location):
-        return []
+    if location.startswith("~"):
+        return [Violation("checkpoint.location", f"{location!r} starts with '~', which neither Spark nor kafka-eos "
+                          "expands: the checkpoint would be a folder named '~' in the working directory",
+                          "write the home directory out (an absolute path), or use ${HOME}")]
     path = local_path(location)
+    if path is None:
+        return []
     problem = _writable(path)
     if problem:
         return [Violation("checkpoint.location", problem, "choose a directory this user can write, or fix its permissions")]

@@ -16,11 +16,11 @@ import yaml
 
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
-from kafka_eos.config.rules_safety import is_local, local_path
 from kafka_eos.config.state_backend import PROVIDER_CONF
 from kafka_eos.config.state_backend import describe as describe_provider
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
 from kafka_eos.connectors.pipeline.spark_options import sink_options, sink_select_exprs, source_options, trigger_kwargs
+from kafka_eos.txn.log.log_store import local_path
 from kafka_eos.txn.protocol.transactional_ids import DEFAULT_SLOTS, TransactionalIdFactory
 
 
@@ -80,9 +80,10 @@ def plan(cfg: PipelineConfig) -> dict[str, Any]:
 def checkpoint_offsets(cfg: PipelineConfig) -> dict[str, Any] | None:
     """Where a restart resumes: the end offsets of the last committed batch (local checkpoints)."""
     location = cfg.checkpoint.location
-    if not location or not is_local(location):
+    path = local_path(location) if location else None
+    if path is None:
         return None
-    reader = CheckpointReader(str(local_path(location)))
+    reader = CheckpointReader(str(path))
     planned, committed = reader.offset_batches(), reader.commit_batches()
     if not planned:
         return None

@@ -160,6 +160,28 @@ def test_checkpoint_in_read_only_directory(tmp_path, monkeypatch):
     assert paths(problems(tmp_path, data)) == ["checkpoint.location"]
 
 
+def test_a_checkpoint_under_a_tilde_is_refused_since_nothing_expands_it(tmp_path):
+    """Spark's checkpoint (Hadoop's Path) and the sink log take ``~/ck`` as a folder named ``~`` in the
+    working directory; the rule once checked ``$HOME/ck`` instead, a directory nothing writes."""
+    data = valid(tmp_path)
+    data["checkpoint"]["location"] = "~/checkpoints/orders"
+    found = problems(tmp_path, data)
+    assert paths(found) == ["checkpoint.location"] and "folder named '~'" in found[0].message, found
+    assert "${HOME}" in found[0].fix
+
+
+def test_a_dbfs_checkpoint_is_checked_at_its_fuse_path(tmp_path, monkeypatch):
+    """``dbfs:/x`` is where the sink log writes, ``/dbfs/x``: the rule checks that path (one owner:
+    ``log_store.local_path``), not nothing as for a remote URI."""
+    real_access = os.access
+    monkeypatch.setattr(rules_safety.os, "access",
+                        lambda path, mode: False if str(path) == "/" else real_access(path, mode))
+    data = valid(tmp_path)
+    data["checkpoint"]["location"] = "dbfs:/checkpoints/orders"
+    found = problems(tmp_path, data)
+    assert paths(found) == ["checkpoint.location"] and "/dbfs/checkpoints/orders" in found[0].message, found
+
+
 def test_remote_checkpoints_are_only_checked_for_presence(tmp_path):
     data = valid(tmp_path)
     data["checkpoint"]["location"] = "s3a://bucket/does/not/exist"

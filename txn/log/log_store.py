@@ -21,6 +21,7 @@ Invariants this module enforces:
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 from urllib.parse import urlparse
@@ -42,9 +43,10 @@ def pyarrow_uri(location: str) -> str:
 def local_path(location: str) -> Path | None:
     """The file-system path of ``location``, or None for a remote store (pyarrow's).
     ``dbfs:/x`` is ``/dbfs/x``, the FUSE path Databricks mounts on its clusters (pyarrow has no
-    ``dbfs`` file system)."""
+    ``dbfs`` file system). ``~`` is not expanded (Spark's checkpoint does not expand it either).
+    The one answer to "is this location a path" (the checkpoint rule and ``describe`` ask it too)."""
     parsed = urlparse(location)
-    if parsed.scheme == "":
+    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):  # C:\\x: a drive, not a scheme
         return Path(location)
     if parsed.scheme == "file":
         return Path(parsed.path)
