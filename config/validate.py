@@ -81,7 +81,7 @@ def _store(cfg: PipelineConfig, report: Report) -> list[Violation]:
     where a second writer is not excluded by the store itself."""
     from kafka_eos.config.store_check import store_problems
     problems, probe = store_problems(cfg)
-    if probe is not None and probe.create_mode.startswith("checked"):
+    if probe is not None and not probe.exclusive:
         report.warnings.append(f"{probe.location}: records are create-only by {probe.create_mode}; run one "
                                "driver per checkpoint (as Spark's own checkpoint there requires)")
     return [replace(v, file=cfg.origin) for v in problems]

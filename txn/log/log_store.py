@@ -27,7 +27,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from kafka_eos.txn.protocol.errors import SinkLogError
-from kafka_eos.txn.log.file_create import create_file, create_mode
+from kafka_eos.txn.log.file_create import CreateMode, create_file, create_mode
 
 _S3_ALIASES = ("s3a://", "s3n://")
 
@@ -143,6 +143,12 @@ class LogStore(LogReader):
         if self._s3:
             return "checked (S3: check, then one PUT of the whole object)"
         return "checked (check, then move)"
+
+    @property
+    def exclusive(self) -> bool:
+        """Whether the store itself refuses a create that races another writer's (a hard link does;
+        a check before a rename or a PUT does not: then one driver per location is the user's to keep)."""
+        return self._local and create_mode(self._root) is CreateMode.EXCLUSIVE
 
     def create(self, name: str, text: str) -> None:
         """Create ``name`` with ``text``; ``FileExistsError`` if it exists (never overwrite)."""

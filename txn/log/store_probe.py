@@ -6,8 +6,9 @@ Invariants this module enforces:
   refused: records are create-only), delete it, see it gone. The first step that fails is
   named with the location and the error; nothing else is left behind (the probe record is
   deleted whenever it was created).
-- The answer says how the store makes records create-only (``LogStore.create_mode``) and how
-  long the round trip took, for ``validate`` and the start to report.
+- The answer says how the store makes records create-only (``LogStore.create_mode``), whether
+  it excludes a second writer itself (``LogStore.exclusive``) and how long the round trip took,
+  for ``validate`` and the start to report.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ T = TypeVar("T")
 class StoreProbe:
     location: str
     create_mode: str
+    exclusive: bool  # the store refuses a racing writer's create itself (LogStore.exclusive)
     round_trip_ms: float
 
 
@@ -54,7 +56,7 @@ def probe_store(location: str) -> StoreProbe:
         _step(location, "deleting the record", lambda: store.delete(name))
     if _step(location, "reading after the delete", lambda: store.exists(name)):
         raise StoreUnusable(location, "deleting the record", "it is still there after the delete")
-    return StoreProbe(location, store.create_mode, (time.monotonic() - started) * 1000)
+    return StoreProbe(location, store.create_mode, store.exclusive, (time.monotonic() - started) * 1000)
 
 
 def _refused_again(store: LogStore, name: str, data: bytes) -> None:

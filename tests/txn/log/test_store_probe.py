@@ -12,7 +12,7 @@ from kafka_eos.txn.log.store_probe import StoreUnusable, probe_store
 
 def test_a_writable_location_passes_and_keeps_nothing(tmp_path):
     probe = probe_store(str(tmp_path / "sink"))
-    assert probe.create_mode.startswith("exclusive")
+    assert probe.create_mode.startswith("exclusive") and probe.exclusive
     assert probe.round_trip_ms > 0
     assert os.listdir(tmp_path / "sink") == []
 
