@@ -61,6 +61,21 @@ class ProducerFencedError(TwoPhaseCommitError):
     attempt) took over the transactional id."""
 
 
+class StoreFencedError(ProducerFencedError):
+    """Another writer of the same role (a second driver of the pipeline, a second operator
+    command or follower) opened kafka-eos's record store topic and fenced this one: this writer
+    wrote nothing more, and every later write of it raises this error too."""
+
+    @classmethod
+    def of_writer(cls, topic: str, role: str, transactional_id: str, name: str) -> "StoreFencedError":
+        return cls(
+            f"kafka-eos's record store topic {topic!r}: another {role} of this pipeline (transactional.id "
+            f"{transactional_id!r}) opened the store after this one and fenced it, so record {name!r} was not "
+            f"written and this {role} writes nothing more. Two {role}s of one pipeline ran at once (for a "
+            "driver: a second run of the query on the same checkpoint). Fix: run one at a time; stop this one "
+            "(the newer one goes on), or stop the newer one and restart this one.")
+
+
 class SinkLogError(TwoPhaseCommitError):
     """The sink log is unreadable, of an unknown format version, or belongs to another prefix."""
 
