@@ -8,9 +8,9 @@ batch's offset-log text). Stores, in interleaved rounds:
 - ``fuse``: a bucket of moto's S3 server on loopback mounted with s3fs (no hard links: checked
   create, a rename that copies the object), what /dbfs and /Volumes are;
 - ``s3``: the same server through pyarrow's S3 client (``s3a://``: check, then one PUT);
-- ``kafka``: what the same records would cost kept in Kafka (the design ARCHITECTURE.md weighs):
-  a compacted topic of one partition, a transactional producer (the fencing a Kafka store would
-  rest on), one transaction per record (the decision must be durable before its EndTxns), on a
+- ``kafka``: the same two records created in kafka-eos's Kafka record store
+  (``txn/log/kafka_store.py``: a compacted topic of one partition, a transactional producer per
+  writer role, one transaction per record: the decision must be durable before its EndTxns), on a
   local one-broker cluster; no prune (compaction's).
 The servers are on loopback: the figures are the store protocol's own cost (requests, fsyncs,
 copies), not a cloud's round trip, which adds per request.
@@ -22,7 +22,6 @@ Writes ``bench/results/<date>-store-latency.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -34,7 +33,8 @@ from pathlib import Path
 from bench.common import write_result
 from bench.sink_log_size import handles, offsets_text
 from integration_tests.object_stores import CREDENTIALS, create_bucket, fuse_mount, s3_server
-from kafka_eos.txn.log.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
+from kafka_eos.txn.log.kafka_store import KafkaStore, KafkaWriter, StoreRole
+from kafka_eos.txn.log.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog, record_name
 
 
 def commit_ms(location: str, batches: int) -> list[float]:
@@ -54,26 +54,24 @@ def commit_ms(location: str, batches: int) -> list[float]:
 
 
 def kafka_commit_ms(bootstrap: str, batches: int) -> list[float]:
-    """The decided and the committed record of each batch, each in its own transaction."""
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-    topic = f"_store-bench-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a dropped client cancels its futures
-    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[topic].result(30)
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic, "linger.ms": 0})
-    producer.init_transactions(30)
-    times = []
-    for batch in range(batches):
-        hs = handles(batch, 2, 4)
-        decided = BatchRecord(batch, DECIDED, 2, hs, {h.sink_partition: "pending" for h in hs}, inputs=offsets_text(batch, 8))
-        committed = BatchRecord(batch, COMMITTED, 2, hs, {h.sink_partition: "committed" for h in hs},
-                                {"records": 4000.0}, seq=1, inputs=decided.inputs)
-        started = time.perf_counter()
-        for record in (decided, committed):
-            producer.begin_transaction()
-            producer.produce(topic, key=f"{batch}.{record.seq}".encode(), value=json.dumps(record.to_dict()).encode())
-            producer.commit_transaction(30)
-        times.append((time.perf_counter() - started) * 1000)
+    """The decided and the committed record of each batch created in kafka-eos's Kafka record
+    store (``txn/log/kafka_store.py``): the create-only check on its view, one transaction each,
+    the record readable when create returns."""
+    writer = KafkaWriter.open({"bootstrap.servers": bootstrap}, f"bench-{uuid.uuid4().hex[:8]}", StoreRole.DRIVER)
+    store, times = KafkaStore(writer, "kafka-eos-sink"), []
+    try:
+        for batch in range(batches):
+            hs = handles(batch, 2, 4)
+            decided = BatchRecord(batch, DECIDED, 2, hs, {h.sink_partition: "pending" for h in hs},
+                                  inputs=offsets_text(batch, 8))
+            committed = BatchRecord(batch, COMMITTED, 2, hs, {h.sink_partition: "committed" for h in hs},
+                                    {"records": 4000.0}, seq=1, inputs=decided.inputs)
+            started = time.perf_counter()
+            for record in (decided, committed):
+                store.create(record_name(record.batch_id, record.seq), record.to_json())
+            times.append((time.perf_counter() - started) * 1000)
+    finally:
+        writer.close()
     return times
 
 

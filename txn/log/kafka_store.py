@@ -216,6 +216,11 @@ class KafkaStore(KafkaReader, LogStore):
     def create_mode(self) -> str:
         return MODE
 
+    @property
+    def exclusive(self) -> bool:
+        """Kafka fences a second writer of the role: no other create of it races this one's."""
+        return True
+
     def create_bytes(self, name: str, data: bytes) -> None:
         """Create ``name`` with ``data``; ``FileExistsError`` if it exists (never overwrite)."""
         key = record_key(self.folder, name)

@@ -119,6 +119,7 @@ def test_the_store_creates_only_what_its_fresh_view_does_not_hold():
     writer = FakeWriter()
     store = KafkaStore(writer, "ck/sink")
     assert isinstance(store, LogStore) and store.create_mode == MODE and store.location == "kafka:t/ck/sink"
+    assert store.exclusive
     store.create("1.json", '{"v": 1}')
     with pytest.raises(FileExistsError, match="kafka:t/ck/sink/1.json"):
         store.create_bytes("1.json", b"other")
@@ -154,3 +155,12 @@ def test_a_reader_refreshes_unless_its_view_is_younger_than_max_age():
     reader.names()
     reader.exists("1.json")
     assert tail.refreshes == 1
+
+
+@pytest.mark.parametrize("kafka, files", [(KafkaReader, LogReader), (KafkaStore, LogStore)])
+def test_every_method_of_the_file_store_has_a_kafka_one(kafka, files):
+    """Only ``read`` and ``create`` are inherited (they call ``read_bytes`` / ``create_bytes``): a
+    method added to the file store fails here until the Kafka store has its own."""
+    inherited = {name for name in dir(files) if not name.startswith("_")
+                 and getattr(kafka, name) is getattr(files, name)}
+    assert inherited <= {"read", "create"}
