@@ -87,11 +87,14 @@ class KafkaWriter:
     Every ``KafkaStore`` of the role in this process shares it (a second one would fence the first)."""
 
     def __init__(self, topic: str, role: StoreRole, txn_id: str, new_producer: Callable[[], Producer],
-                 tail: TopicTail) -> None:
-        self.topic, self.role, self.transactional_id, self.tail = topic, role, txn_id, tail
+                 open_view: Callable[[], TopicTail]) -> None:
+        """Fenced in first (an older writer of the role is fenced, its open transaction aborted),
+        then the view is read: nothing of an older writer can follow what this one read."""
+        self.topic, self.role, self.transactional_id = topic, role, txn_id
         self._new_producer = new_producer
         self._producer = self._fenced_in()
         self._fenced = False
+        self.tail = open_view()
 
     def _fenced_in(self) -> Producer:
         """A new producer of this role's id: ``init_transactions`` fences every older one."""
@@ -108,7 +111,8 @@ class KafkaWriter:
         txn_id = transactional_id(prefix, role)
         settings = {**data_settings(connection_settings(conf)), "transactional.id": txn_id,
                     "enable.idempotence": "true", "acks": "all", "linger.ms": "0", "message.max.bytes": str(BATCH_BYTES)}
-        return cls(topic, role, txn_id, lambda: clients.producer(settings), open_tail(conf, topic, clients, OPEN_S))
+        return cls(topic, role, txn_id, lambda: clients.producer(settings),
+                   lambda: open_tail(conf, topic, clients, OPEN_S))
 
     def close(self) -> None:
         self.tail.close()
