@@ -192,6 +192,7 @@ def _sink(s: Section, base_dir: Path) -> SinkSpec:
         key_column=s.str("key_column", "key"),
         value_column=s.str("value_column", "value") or "value",
         headers_column=s.str("headers_column"),
+        partition_column=s.str("partition_column"),
         format=s.choice("format", DataFormat, DataFormat.BYTES),
         schema=_schema(s.optional_section("schema"), base_dir),
         transactional_id_prefix=s.str("transactional_id_prefix"),

@@ -133,6 +133,7 @@ class SinkSpec:
     key_column: str | None = "key"
     value_column: str = "value"
     headers_column: str | None = None
+    partition_column: str | None = None         # each row's output partition (an integer column)
     format: DataFormat = DataFormat.BYTES
     schema: SchemaRef | None = None
     transactional_id_prefix: str | None = None

@@ -36,7 +36,8 @@ from typing import Callable, cast
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import col, expr
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
-from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+from pyspark.sql.types import (BinaryType, ByteType, IntegerType, LongType, ShortType, StringType, StructField,
+                               StructType)
 
 from kafka_eos import KafkaEosError
 from kafka_eos import connectors
@@ -77,7 +78,7 @@ def passes_through(cfg: PipelineConfig) -> bool:
     return (s.format is DataFormat.BYTES and s.key_format is DataFormat.BYTES and k.format is DataFormat.BYTES
             and not t.sql and not t.steps and t.watermark is None and scans_per_batch(cfg) == 1
             and bool(k.topic) and not k.topic_column and k.key_column == "key" and k.value_column == "value"
-            and k.headers_column == ("headers" if s.include_headers else None)
+            and k.headers_column == ("headers" if s.include_headers else None) and not k.partition_column
             and "emit" not in OptionMap({k: str(v) for k, v in s.options}))
 
 
@@ -154,7 +155,8 @@ def check_columns(df: DataFrame, cfg: PipelineConfig) -> None:
     """The transform's result has what ``sink`` names (before Spark's less specific errors)."""
     fields, s = {f.name: f.dataType for f in df.schema.fields}, cfg.sink
     wanted = [("sink.value_column", s.value_column), ("sink.key_column", s.key_column),
-              ("sink.topic_column", s.topic_column), ("sink.headers_column", s.headers_column)]
+              ("sink.topic_column", s.topic_column), ("sink.headers_column", s.headers_column),
+              ("sink.partition_column", s.partition_column)]
     for key, name in wanted:
         if name and name not in fields:
             raise PipelineBuildError(
@@ -164,10 +166,14 @@ def check_columns(df: DataFrame, cfg: PipelineConfig) -> None:
         raise PipelineBuildError(
             f"sink.key_column: column {s.key_column!r} is {fields[s.key_column].simpleString()}; "
             f"fix: CAST(... AS STRING) AS {s.key_column} in transform (Kafka keys are string or binary)")
+    if s.partition_column and not isinstance(fields[s.partition_column], (ByteType, ShortType, IntegerType, LongType)):
+        raise PipelineBuildError(
+            f"sink.partition_column: column {s.partition_column!r} is {fields[s.partition_column].simpleString()}; "
+            f"fix: an integer expression AS {s.partition_column} in transform (a partition of the output topic)")
 
 
 def encode(df: DataFrame, cfg: PipelineConfig, serde: ValueSerde) -> DataFrame:
-    """The sink columns (key, value[, topic][, headers]) with ``value`` encoded to binary."""
+    """The sink columns (key, value[, topic][, headers][, partition]) with ``value`` encoded to binary."""
     check_columns(df, cfg)
     selected = df.selectExpr(*sink_select_exprs(cfg))
     schema = StructType([StructField(f.name, BinaryType(), True) if f.name == "value" else f

@@ -99,7 +99,8 @@ def _transform_parts(cfg: PipelineConfig) -> Any:
 def _sink_parts(cfg: PipelineConfig) -> Any:
     k = cfg.sink
     return {"cluster": k.kafka.redacted(), "topic": k.topic, "topic_column": k.topic_column,
-            "columns": [k.key_column, k.value_column, k.headers_column], "format": k.format.value,
+            "columns": [k.key_column, k.value_column, k.headers_column] + ([k.partition_column] if k.partition_column
+                                                                           else []), "format": k.format.value,
             "schema": _schema(k.schema), "options": redacted(dict(k.options)),
             "timeouts": [k.transaction_timeout_ms, k.batch_margin_ms],
             "guarantee": cfg.guarantee.value, "trigger": str(cfg.checkpoint.trigger)}

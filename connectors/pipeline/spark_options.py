@@ -106,7 +106,7 @@ def _literal(text: str) -> str:
 
 def sink_select_exprs(cfg: PipelineConfig) -> list[str]:
     """``selectExpr`` arguments turning the transform's result into the sink's columns
-    (key, value[, topic][, headers]); the value is still to be encoded to the sink format."""
+    (key, value[, topic][, headers][, partition]); the value is still to be encoded to the sink format."""
     s = cfg.sink
     exprs = [f"{_ident(s.value_column)} AS value"]
     if s.key_column:
@@ -117,4 +117,6 @@ def sink_select_exprs(cfg: PipelineConfig) -> list[str]:
         exprs.append(f"{_literal(s.topic)} AS topic")
     if s.headers_column:
         exprs.append(f"{_ident(s.headers_column)} AS headers")
+    if s.partition_column:
+        exprs.append(f"CAST({_ident(s.partition_column)} AS INT) AS partition")
     return exprs

@@ -30,6 +30,8 @@ _FIXES = {
     "TOPIC_AUTHORIZATION_FAILED": "grant the sink's principal WRITE on topic {topic}",
     "UNKNOWN_TOPIC_OR_PART": "create topic {topic} or fix the sink's topic",
     "RECORD_LIST_TOO_LARGE": "raise the topic's max.message.bytes or lower the producer's batch.size",
+    "_UNKNOWN_PARTITION": "give the row a partition topic {topic} has (the sink's 'partition' column, YAML "
+                          "sink.partition_column), or add partitions to {topic}",
 }
 
 
@@ -54,6 +56,13 @@ def delivery_failure(topic: str, partition: int, key: bytes | None, size: int, c
     fix = _FIXES.get(code_name, "see the broker log for topic {topic}").format(topic=topic)
     return (f"record to {topic}[{partition}] (key={key!r:.60}, {size} bytes) failed: {text} "
             f"({code_name}); fix: {fix}")
+
+
+def produce_refused(exc: Exception, topic: str, partition: int, key: bytes | None, value: bytes | None) -> str:
+    """A record librdkafka refused at produce() (not at delivery), named with the fix."""
+    error = exc.args[0] if exc.args else None
+    code, text = (error.name(), error.str()) if hasattr(error, "name") else (type(exc).__name__, str(exc))
+    return delivery_failure(topic, partition, key, len(value or b""), code, text)
 
 
 def flush_checked(flush: Callable[[float], int], failure: Callable[[], str | None], timeout_s: float,

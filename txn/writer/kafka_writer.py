@@ -50,7 +50,7 @@ from kafka_eos.client_factory import ProducerFactory
 
 from kafka_eos import KafkaEosError
 from kafka_eos.txn.writer.flush import (FAILED_TXN_STATES, TransactionFailed, abort_own, client_wait_s,
-                                 delivery_failure, flush_checked, txn_state)
+                                 delivery_failure, flush_checked, produce_refused, txn_state)
 from kafka_eos.txn.protocol.handle import TxnHandle
 from kafka_eos.txn.writer.records import Records
 from kafka_eos.txn.writer.producer_stats import (STATS_INTERVAL_MS, LatestStats, await_producer_id, next_stats,
@@ -197,6 +197,8 @@ class KafkaWriter:
                 except BufferError:  # the queue drains, unless the transaction failed
                     poll(0.05)
                     self._raise_if_failed()
+                except KafkaException as exc:  # e.g. a partition the topic does not have
+                    raise KafkaWriteError(produce_refused(exc, topic, placed[row], keys[row], values[row])) from exc
         self._records += batch.num_rows
         poll(0)
         self._raise_if_failed()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_eos.connectors.pipeline.pipeline_shape import (FORMAT, PipelineShape, ShapeRecordError, record_shape,
-                                                          recorded_shape, records_location, shape_of)
+from kafka_eos.connectors.pipeline.pipeline_shape import (FORMAT, PipelineShape, ShapeRecordError, _sink_parts,
+                                                          record_shape, recorded_shape, records_location, shape_of)
 from tests.connectors.pipeline.test_runner_submit_demo import write_offsets
 from tests.factories import loaded
 
@@ -38,6 +38,14 @@ def test_the_record_is_versioned_and_holds_the_shape(tmp_path):
     data = json.loads((Path(records_location(cfg.checkpoint.location)) / "0.json").read_text())
     assert data["v"] == FORMAT and data["scans"] == 2 and data["stateful"] is False
     assert data["min_partitions"] is None and len(data["transform"]) == 16
+
+
+def test_a_partition_column_is_part_of_the_sink_and_unset_keeps_the_recorded_shapes(tmp_path):
+    """Checkpoints recorded before sink.partition_column existed keep their sink fingerprint."""
+    plain = shape_of(config(tmp_path))
+    placed = shape_of(config(tmp_path, lambda d: d["sink"].update(partition_column="p")))
+    assert plain.sink != placed.sink and plain.transform == placed.transform
+    assert _sink_parts(config(tmp_path))["columns"] == ["key", "value", None]
 
 
 def test_the_record_holds_no_secret_not_even_hashed(tmp_path):

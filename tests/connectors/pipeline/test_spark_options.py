@@ -68,6 +68,12 @@ def test_custom_columns_are_quoted(tmp_path):
         "`order id` AS key", "`payload` AS value", "`dest` AS topic", "`hs` AS headers"]
 
 
+def test_a_partition_column_becomes_the_sinks_partition_as_an_int(tmp_path):
+    cfg = cfg_of(tmp_path, lambda d: d["sink"].update(partition_column="shard no"))
+    assert sink_select_exprs(cfg)[-1] == "CAST(`shard no` AS INT) AS partition"
+    assert not [e for e in sink_select_exprs(cfg_of(tmp_path)) if "partition" in e]
+
+
 def test_trigger_kwargs(tmp_path):
     assert trigger_kwargs(cfg_of(tmp_path)) == {"processingTime": "10000 milliseconds"}
     now = cfg_of(tmp_path, lambda d: d["checkpoint"].update(trigger="available_now"))

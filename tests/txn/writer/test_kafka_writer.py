@@ -119,3 +119,15 @@ def test_write_evidence_false_keeps_the_transaction_and_records_no_evidence(tmp_
     producer = writer._open("t")
     assert producer.calls == ["init_transactions", "begin_transaction"]
     assert (writer._evidence is not None) is write_evidence
+
+
+def test_a_partition_the_topic_lacks_is_named_with_its_fix():
+    """librdkafka refuses such a record at produce() with a bare KafkaException (Local: Unknown
+    partition); the sink's error names topic[partition], the key and the partition column."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from kafka_eos.txn.writer.flush import produce_refused
+    refused = KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, "Unable to produce message: Local: Unknown partition"))
+    reason = produce_refused(refused, "out", 7, b"k1", b"v")
+    assert reason.startswith("record to out[7] (key=b'k1', 1 bytes) failed: Unable to produce message"), reason
+    assert "(_UNKNOWN_PARTITION)" in reason and "sink.partition_column" in reason, reason
