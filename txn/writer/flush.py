@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Callable
+from typing import Any, Callable
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def delivery_failure(topic: str, partition: int, key: bytes | None, size: int, c
 
 def produce_refused(exc: Exception, topic: str, partition: int, key: bytes | None, value: bytes | None) -> str:
     """A record librdkafka refused at produce() (not at delivery), named with the fix."""
-    error = exc.args[0] if exc.args else None
+    error: Any = exc.args[0] if exc.args else None  # confluent_kafka's KafkaError
     code, text = (error.name(), error.str()) if hasattr(error, "name") else (type(exc).__name__, str(exc))
     return delivery_failure(topic, partition, key, len(value or b""), code, text)
 
