@@ -70,6 +70,7 @@ class BatchReport:
     precommit_ms: float = 0.0    # its slowest pre-commit,
     commit_ms: float = 0.0       # and its EndTxn round (decision to committed)
     aborted: dict[str, int] = field(default_factory=dict)  # transactions aborted since the record before, by reason
+    event_time: dict[str, str] = field(default_factory=dict)  # Spark's progress eventTime (min, max, watermark)
 
 
 def dropped_by_watermark(progress) -> int:
@@ -94,7 +95,7 @@ def batch_report(progress, read: int, record: BatchRecord | None, dlq_topic: str
     return BatchReport(progress.batchId, read, written, dlq, skipped, int(progress.batchDuration or 0),
                        late, 0 if late_topic else dropped_by_watermark(progress),
                        int(m.get("transactions", 0)), m.get("precommit_max_ms", 0.0), m.get("commit_ms", 0.0),
-                       aborted_in(m) if record is not None else {})
+                       aborted_in(m) if record is not None else {}, dict(getattr(progress, "eventTime", None) or {}))
 
 
 def format_line(name: str, report: BatchReport, metrics: dict | None, dlq_topic: str | None,

@@ -12,6 +12,8 @@ Invariants:
 - The query's state store is the checkpoint's, else the file's ``state.backend``, else the
   default (``state_store``); a stateful pipeline asking for another one than its checkpoint
   recorded, or a session setting contradicting the file, is refused before the query is built.
+- A stateful pipeline with a watermark records each batch's event times beside its sink log
+  (``event_time_hook``, a listener of the progress reporter), for a savepoint's rewind.
 - Once Spark accepted the plan, the pipeline's shape is recorded beside the checkpoint
   (``pipeline_shape.record_shape``), for ``kafka-eos validate --against-checkpoint``; a record
   that cannot be written is a warning line, never a failed run.
@@ -42,6 +44,7 @@ from kafka_eos.config.redact import Redactor, install
 from kafka_eos.connectors import exit_codes
 from kafka_eos.connectors.pipeline import builder, drain
 from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint
+from kafka_eos.connectors.pipeline.event_time_hook import recorder_for
 from kafka_eos.connectors.pipeline.pipeline_shape import record_shape
 from kafka_eos.connectors.pipeline.progress import BatchReport, ProgressReporter
 from kafka_eos.connectors.pipeline.state_store import applied, for_start
@@ -135,6 +138,7 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
         except (builder.PipelineBuildError, CheckpointShapeError) as exc:
             raise PipelineFailed(redactor(f"{cfg.origin}: {exc}"), exit_codes.of_error(exc)) from None
         _record_shape(cfg, lambda line: emit(redactor(line)))
+        listeners = [*(listeners or []), *recorder_for(cfg, lambda line: emit(redactor(line)))]  # event times
         reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners, since_ms=started_ms)
         _wait(query, reporter, stop, poll_s, drain.drains() and drain.asked(cfg, once))
     finally:

@@ -3,9 +3,9 @@ finds where its replay starts (``kafka_eos.offsets.rewind``).
 
 Invariants enforced here:
 - a record is ``_event-times/<batch, 12 digits>.json`` {v, batch, min_ms, max_ms, watermark_ms,
-  coverage}: one per batch, created through ``LogStore`` (create-only), its version read by
-  ``log_store.versioned``. ``min_ms``/``max_ms`` are None for a batch without rows, ``watermark_ms``
-  is the watermark the batch applied (None when not reported).
+  coverage}: one per batch, created through the store of its location (``stores.open_store``:
+  create-only), its version read by ``log_store.versioned``. ``min_ms``/``max_ms`` are None for a
+  batch without rows, ``watermark_ms`` is the watermark the batch applied (None when not reported).
 - recording a batch that has a record keeps the record (a replayed batch reads the same offsets,
   so the same times) and returns it; the caller may compare.
 - ``coverage`` says which rows the times are of: ``watermark_operator`` (Spark's progress
@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Literal, Mapping
 
-from kafka_eos.txn.log.log_store import LogReader, LogStore, child, versioned
+from kafka_eos.txn.log.log_store import LogReader, child, versioned
+from kafka_eos.txn.log.stores import open_reader, open_store
 
 FOLDER = "_event-times"
 FORMAT = 1
@@ -80,7 +81,7 @@ def from_progress(batch: int, event_time: Mapping[str, str],
 def record_batch(log_location: str, times: BatchTimes) -> tuple[BatchTimes, bool]:
     """Create the record of ``times.batch``; (the record kept, whether this call created it).
     Raises what the store raises, ``SinkLogError`` for an existing record of another format."""
-    store = LogStore(_folder(log_location))
+    store = open_store(_folder(log_location))
     name = record_name(times.batch)
     try:
         store.create(name, json.dumps(times.to_dict()))
@@ -102,7 +103,7 @@ def _read(reader: LogReader, name: str) -> BatchTimes | None:
 
 def read_times(log_location: str, from_batch: int = 0) -> dict[int, BatchTimes]:
     """Every record of a batch at or after ``from_batch``, by batch id; creates nothing."""
-    reader = LogReader(_folder(log_location))
+    reader = open_reader(_folder(log_location))
     out: dict[int, BatchTimes] = {}
     for name in reader.names():
         match = _NAME.match(name)
@@ -131,7 +132,7 @@ def prefix_bound(records: Mapping[int, BatchTimes], delay_ms: int) -> int | None
 def prune(log_location: str, below_batch: int) -> int:
     """Delete the records of batches below ``below_batch``; how many. Safe for exactness: a rewind
     then bounds those batches by ``prefix_bound`` or refuses, it never guesses."""
-    store = LogStore(_folder(log_location))
+    store = open_store(_folder(log_location))
     gone = [n for n in store.names() if (m := _NAME.match(n)) and int(m[1]) < below_batch]
     for name in gone:
         store.delete(name)

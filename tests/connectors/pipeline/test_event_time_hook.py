@@ -1,0 +1,70 @@
+"""The runner's event-time hook: each batch's progress eventTime becomes its record beside the sink
+log, for stateful pipelines with a watermark only; failures are warnings; pruning follows the sink log."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from kafka_eos.connectors.pipeline import event_time_hook
+from kafka_eos.connectors.pipeline.event_time_hook import EventTimeRecorder, records_event_times, recorder_for
+from kafka_eos.connectors.pipeline.progress import batch_report, sink_log_location
+from kafka_eos.txn.log.event_times import BatchTimes, read_times
+from tests.factories import loaded
+
+WINDOWED = "SELECT key, COUNT(*) AS value FROM source GROUP BY window(event_time, '1 minute'), key"
+WATERMARK = {"column": "event_time", "expression": "timestamp_millis(value.id)", "delay": "30 seconds"}
+
+
+def progress(batch: int, event_time: dict | None) -> SimpleNamespace:
+    """What the reporter reads of pyspark's StreamingQueryProgress."""
+    return SimpleNamespace(batchId=batch, batchDuration=5, numInputRows=3, stateOperators=[],
+                           durationMs={"addBatch": 1}, eventTime=event_time)
+
+
+def windowed(data: dict) -> None:
+    data["transform"] = {"sql": WINDOWED, "watermark": WATERMARK}
+
+
+def test_a_batch_s_progress_event_time_becomes_its_record(tmp_path):
+    cfg = loaded(tmp_path, windowed)
+    lines: list[str] = []
+    [recorder] = recorder_for(cfg, lines.append)
+    times = {"min": "1970-01-01T00:01:00.000Z", "max": "1970-01-01T00:02:00.500Z", "avg": "1970-01-01T00:01:30.000Z",
+             "watermark": "1970-01-01T00:00:30.000Z"}
+    recorder(batch_report(progress(3, times), 3, None, None))
+    recorder(batch_report(progress(4, {"watermark": "1970-01-01T00:01:30.500Z"}), 0, None, None))  # no rows
+    recorder(batch_report(progress(5, None), 0, None, None))  # no eventTime: no record (unknown: replays more)
+    assert read_times(sink_log_location(cfg)) == {3: BatchTimes(3, 60_000, 120_500, 30_000),
+                                                  4: BatchTimes(4, None, None, 90_500)}
+    # a replayed batch keeps its record; a different report of it is one warning, the record stays
+    recorder(batch_report(progress(3, {**times, "max": "1970-01-01T00:09:00.000Z"}), 3, None, None))
+    recorder(batch_report(progress(3, {**times, "max": "1970-01-01T00:09:00.000Z"}), 3, None, None))
+    assert read_times(sink_log_location(cfg))[3].max_ms == 120_500
+    assert len(lines) == 1 and "differ from its record" in lines[0], lines
+
+
+def test_only_stateful_pipelines_with_a_watermark_record(tmp_path):
+    assert records_event_times(loaded(tmp_path, windowed))
+    assert not records_event_times(loaded(tmp_path))  # stateless: a savepoint restarts at its end offsets
+    no_watermark = loaded(tmp_path, lambda d: d["transform"].update(sql=WINDOWED))
+    assert not records_event_times(no_watermark) and recorder_for(no_watermark, print) == []
+
+
+def test_a_store_failure_is_a_warning_never_a_failed_batch(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # the sink log's location is a file: no folder can be made in it
+    lines: list[str] = []
+    recorder = EventTimeRecorder(str(blocked), lines.append)
+    for batch in (1, 2):
+        recorder(batch_report(progress(batch, {"watermark": "1970-01-01T00:00:00.000Z"}), 0, None, None))
+    assert len(lines) == 1 and "batch 1's event times were not recorded" in lines[0], lines
+
+
+def test_records_older_than_the_sink_log_s_oldest_batch_are_pruned(tmp_path, monkeypatch):
+    log = str(tmp_path / "log")
+    kept = SimpleNamespace(batch_ids=lambda: [7, 8, 9, 10])
+    monkeypatch.setattr(event_time_hook, "SinkLogReader", lambda location: kept)
+    recorder = EventTimeRecorder(log, print, prune_every=5)
+    for batch in range(11):
+        recorder(batch_report(progress(batch, {"watermark": "1970-01-01T00:00:00.000Z"}), 0, None, None))
+    assert sorted(read_times(log)) == [7, 8, 9, 10]  # pruned at batches 5 and 10, below the oldest kept (7)
+    assert recorder.prune() == 0
