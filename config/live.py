@@ -101,6 +101,15 @@ ACLS: tuple[Acl, ...] = (
     Acl("topic", (CLAIM_TOPIC,), ("Read", "Write"), "`exactly_once`, unless `prefixClaim=off`: `status` reads the "
         "prefix's owner (Read only); `retire` reads the claims and writes this checkpoint's release",
         commands=("status", "retire")),
+    Acl("topic", ("checkpoint.records",), ("Create", "Describe", "Read", "Write"), "`checkpoint.records: kafka`: "
+        "the record store topic `_kafka_eos_store-<prefix>` (the sink log and every record under it; Create while it "
+        "does not exist: the first `validate` or start creates it); `status` and `monitor` read it, `verify` and "
+        "`retire` (and `accept-loss`) write their records there", (),
+        "probed instead: a record created, read back, refused again and deleted; a refusal names these ACLs",
+        ("run", "validate", "status", "monitor", "monitor --verify", "verify", "retire")),
+    Acl("transactional-id", ("sink.transactional_id_prefix",), ("Write",), "`checkpoint.records: kafka`: the store's "
+        "writers `<prefix>-store-driver`, `-planner`, `-operator`, `-follower`, `-probe` (prefixed: the Write above "
+        "covers them)", (), "probed with the store", ("run", "validate", "monitor --verify", "verify", "retire")),
     Acl("cluster", ("kafka-cluster",), ("DescribeConfigs",),
         "`exactly_once`: `validate` and the sink's start read `transaction.max.timeout.ms`", ("DescribeConfigs",),
         commands=("run", "validate")),

@@ -22,8 +22,8 @@ import yaml
 
 from kafka_eos.config.interpolate import Interpolator
 from kafka_eos.config.model import (FORMAT_VERSION, Align, CheckpointSpec, DataFormat, ErrorsSpec, Guarantee,
-                          KafkaCluster, MetricsSpec, OnDecodeError, PipelineConfig, Registry, SchemaRef, Secret,
-                          SinkSpec, SourceSpec, Trigger, props, with_derived_prefix)
+                          KafkaCluster, MetricsSpec, OnDecodeError, PipelineConfig, Records, Registry, SchemaRef,
+                          Secret, SinkSpec, SourceSpec, Trigger, props, with_derived_prefix)
 from kafka_eos.config.sections import Section
 from kafka_eos.config.state_backend import state_spec
 from kafka_eos.config.transform_loader import transform_spec
@@ -224,8 +224,9 @@ def _checkpoint(s: Section) -> CheckpointSpec:
         trigger = Trigger()
     else:
         trigger = Trigger(interval_ms=s.duration_ms("trigger", 0))
+    records = s.choice("records", Records, Records.CHECKPOINT)
     s.done()
-    return CheckpointSpec(location=location, trigger=trigger)
+    return CheckpointSpec(location=location, trigger=trigger, records=records)
 
 
 def _errors(s: Section) -> ErrorsSpec:

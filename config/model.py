@@ -41,6 +41,12 @@ def props(mapping: Mapping[str, object]) -> Props:
                          else str(v)) for k, v in mapping.items()))
 
 
+class Records(str, Enum):
+    """Where kafka-eos keeps its own records (``checkpoint.records``)."""
+    CHECKPOINT = "checkpoint"  # beside Spark's checkpoint, at its location (a path or a URI)
+    KAFKA = "kafka"            # in a compacted topic of the output's cluster (``txn.log.stores``)
+
+
 class Guarantee(str, Enum):
     EXACTLY_ONCE = "exactly_once"
     AT_LEAST_ONCE = "at_least_once"
@@ -158,6 +164,7 @@ class Trigger:
 class CheckpointSpec:
     location: str | None = None
     trigger: Trigger = Trigger()
+    records: Records = Records.CHECKPOINT
 
 
 @dataclass(frozen=True)

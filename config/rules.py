@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 from kafka_eos.config.late_records import LateSpecError, late_spec
 from kafka_eos.config.model import DataFormat, KafkaCluster, OnDecodeError, PipelineConfig, SchemaRef, TransformSpec
 from kafka_eos.config.rules_metrics import metrics
+from kafka_eos.config.records import records_conflicts
 from kafka_eos.config.rules_safety import SAFETY_RULES
 from kafka_eos.config.spark_option_table import yaml_keys
 from kafka_eos.config.state_backend import state
@@ -211,7 +212,7 @@ def option_conflicts(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
             elif key in modeled:
                 found.append(Violation(f'{side}.options["{key}"]', f"{key} has its own key",
                                        f"set {modeled[key]} instead"))
-    return found
+    return found + records_conflicts(cfg)
 
 
 def check(cfg: PipelineConfig, ctx: Context = Context(), backstops: Sequence[Backstop] = (),

@@ -80,7 +80,7 @@ ERRORS: dict[str, ExitCode] = {
     **{name: NEEDS_OPERATOR for name in (
         "ReplayMismatchError", "CheckpointRetiredError", "PrefixClaimedError", "OutputTopicChangedError",
         "CheckpointShapeError", "StateBackendChanged", "KafkaDataLossError", "RecordDecodeError",
-        "SinkLogError", "SinkLogConflictError", "UnsupportedBrokerError")},
+        "SinkLogError", "SinkLogConflictError", "StoreFencedError", "UnsupportedBrokerError")},
 }
 # the order in which a text naming several of them is read: what must be fixed first
 _PRECEDENCE = (INVALID, UNAUTHORIZED, NEEDS_OPERATOR, DONE)

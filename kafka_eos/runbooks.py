@@ -25,6 +25,7 @@ ANCHORS: dict[str, str] = {
     "ReplayMismatchError": "replaymismatcherror",
     "NothingToAcceptError": "replaymismatcherror",  # kafka-eos accept-loss refusing: the same page
     "SinkLogConflictError": "sinklogconflicterror",
+    "StoreFencedError": "storefencederror",
     "PrefixClaimedError": "prefixclaimederror",
     "PrefixClaimAccessError": "prefixclaimaccesserror",
     "CheckpointRetiredError": "checkpointretirederror",

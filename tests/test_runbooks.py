@@ -42,7 +42,8 @@ from kafka_eos.txn.cluster.broker_support import UnsupportedBrokerError
 from kafka_eos.txn.cluster.client_settings import ClientSettingsError
 from kafka_eos.txn.protocol.errors import (CheckpointRetiredError, OutputTopicChangedError, OutputTopicCheckError,
                                   PrefixClaimAccessError, PrefixClaimedError, ReplayMismatchError, SinkConfigError,
-                                  SinkLogConflictError, SinkLogError, TransactionLostError, TwoPhaseCommitError)
+                                  SinkLogConflictError, SinkLogError, StoreFencedError, TransactionLostError,
+                                  TwoPhaseCommitError)
 from kafka_eos.txn.writer.kafka_writer import KafkaWriteError, StaleAttemptError
 from kafka_eos.txn.protocol.loss_acceptance import NothingToAcceptError
 from kafka_eos.txn.audit.output_scan import ScanError
@@ -56,6 +57,7 @@ ERRORS: dict[str, KafkaEosError] = {
     "ReplayMismatchError": ReplayMismatchError.of_batch(3, [0], 20, 3, 2, "sink partition 0: decided 20, replay 19"),
     "NothingToAcceptError": NothingToAcceptError("/ck/kafka-eos-sink: batch 3 is committed; start the query"),
     "SinkLogConflictError": SinkLogConflictError.of_record("/ck/kafka-eos-sink/3.1.json", 3),
+    "StoreFencedError": StoreFencedError.of_writer("_kafka_eos_store-p", "driver", "p-store-driver", "ck/3.0.json"),
     "PrefixClaimedError": PrefixClaimedError.of_claims("p", "/a", "/b", "2026-11-27T10:00:00+00:00", "h",
                                                        "_kafka_eos_prefix_claims"),
     "PrefixClaimAccessError": PrefixClaimAccessError.of_topic("_kafka_eos_prefix_claims", "read", "denied"),

@@ -20,6 +20,7 @@ from kafka_eos import client_factory
 from kafka_eos.client_factory import Noise
 from kafka_eos.connectors.dev.java_env import BrokerEnvironmentError
 from kafka_eos.txn.topics.prefix_claim import DEFAULT_CLAIM_TOPIC
+from kafka_eos.txn.log.kafka_store import store_topic
 
 SOURCE_GROUP_PREFIX = "spark-kafka-source"
 TIMEOUT_S = 30
@@ -58,6 +59,8 @@ def pipeline_acls(user: str, inputs: Iterable[str], outputs: Iterable[str], tran
     out += [_binding(user, ResourceType.TRANSACTIONAL_ID, transactional_id_prefix, op, prefixed)
             for op in (write, describe)]
     out += [_binding(user, ResourceType.TOPIC, DEFAULT_CLAIM_TOPIC, op)  # the prefix claims (txn/topics/claim_topic.py)
+            for op in (AclOperation.CREATE, read, write, describe)]
+    out += [_binding(user, ResourceType.TOPIC, store_topic(transactional_id_prefix), op)  # checkpoint.records: kafka
             for op in (AclOperation.CREATE, read, write, describe)]
     out += [_binding(user, ResourceType.BROKER, "kafka-cluster", op)
             for op in (AclOperation.IDEMPOTENT_WRITE, AclOperation.DESCRIBE_CONFIGS)]

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, parse_entry
-from kafka_eos.txn.log.log_store import LogReader
+from kafka_eos.txn.log.log_store import child
+from kafka_eos.txn.log.stores import open_reader
 from kafka_eos.txn.log.sink_log import SinkLogReader
 
 STATEFUL = ("the plan keeps state, and Spark keeps the state of its newest batches only "
@@ -52,7 +53,7 @@ class ViewPlan:
 
 
 def keeps_state(checkpoint: str) -> bool:
-    return bool(LogReader(f"{checkpoint.rstrip('/')}/state").names())
+    return bool(open_reader(child(checkpoint, "state")).names())
 
 
 def recorded_inputs(log: SinkLogReader, batch: int) -> str | None:
@@ -111,8 +112,8 @@ def _watermark(text: str | None) -> int:
 def build(checkpoint: str, view_plan: ViewPlan, into: str) -> None:
     """Write the recorded view of ``view_plan`` (``needs_view``) into the new directory ``into``."""
     assert view_plan.first is not None
-    source, root = LogReader(checkpoint.rstrip("/")), Path(into)
-    offsets, first = LogReader(f"{source.location}/offsets"), view_plan.first
+    source, root = open_reader(checkpoint.rstrip("/")), Path(into)
+    offsets, first = open_reader(child(source.location, "offsets")), view_plan.first
     (root / "offsets").mkdir(parents=True)
     (root / "metadata").write_text(source.read("metadata") or "")
     texts: dict[int, str] = {}
@@ -127,7 +128,7 @@ def build(checkpoint: str, view_plan: ViewPlan, into: str) -> None:
         (root / "offsets" / str(b)).write_text(text)
     if first > 0:
         (root / "commits").mkdir()
-        commit = LogReader(f"{source.location}/commits").read(str(first - 1))
+        commit = open_reader(child(source.location, "commits")).read(str(first - 1))
         # Spark's commit of A-1 holds the watermark batch A was planned with (its batchWatermarkMs)
         (root / "commits" / str(first - 1)).write_text(commit or "v1\n" + json.dumps(
             {"nextBatchWatermarkMs": _watermark(texts[first]) or _watermark(texts[first - 1])},

@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_eos.txn.log.log_store import LogReader
+from kafka_eos.txn.log.log_store import LogReader, child
+from kafka_eos.txn.log.stores import open_reader
 
 _BATCH = re.compile(r"[0-9]+")
 
@@ -68,7 +69,7 @@ class CheckpointReader:
         self.location = location.rstrip("/")
 
     def _store(self, name: str) -> LogReader:
-        return LogReader(f"{self.location}/{name}")
+        return open_reader(child(self.location, name))
 
     def _batches(self, log: str) -> list[int]:
         return sorted(int(name) for name in self._store(log).names() if _BATCH.fullmatch(name))
@@ -95,5 +96,5 @@ class CheckpointReader:
 
     def query_id(self) -> str | None:
         """The query id Spark keeps in ``metadata``, if any."""
-        text = LogReader(self.location).read("metadata")
+        text = open_reader(self.location).read("metadata")
         return json.loads(text.splitlines()[0]).get("id") if text else None

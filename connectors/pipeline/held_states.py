@@ -20,7 +20,7 @@ from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.pipeline.stop_request import check_no_stop_request
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.txn.protocol.errors import OutputTopicChangedError
-from kafka_eos.txn.log.log_store import LogReader
+from kafka_eos.txn.log.stores import open_reader
 from kafka_eos.txn.log.topic_log import TopicLog
 
 
@@ -28,6 +28,6 @@ def check_held(cfg: PipelineConfig) -> None:
     """Raise ``StopRequested`` or ``OutputTopicChangedError`` for a start that must not run (see module)."""
     check_no_stop_request(cast(str, cfg.checkpoint.location))  # a valid pipeline has a location
     config = sink_config(sink_options(cfg))
-    held = TopicLog(LogReader(config.log_location)).latest().held()
+    held = TopicLog(open_reader(config.log_location)).latest().held()
     if held:
         raise OutputTopicChangedError.of_changes(held, config.fixed_partitions)

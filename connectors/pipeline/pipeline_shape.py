@@ -33,7 +33,8 @@ from kafka_eos.connectors.pipeline.builder import scans_per_batch
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.option_map import OptionMap
 from kafka_eos.secrets import redacted
-from kafka_eos.txn.log.log_store import LogReader, LogStore
+from kafka_eos.txn.log.log_store import LogReader, child
+from kafka_eos.txn.log.stores import open_reader, open_store
 
 FORMAT = 1
 RECORDS = "kafka-eos-pipeline"
@@ -132,7 +133,7 @@ def _newest(reader: LogReader) -> tuple[int, PipelineShape] | None:
 
 
 def records_location(checkpoint: str) -> str:
-    return checkpoint.rstrip("/") + "/" + RECORDS
+    return child(checkpoint, RECORDS)
 
 
 def recorded_shape(checkpoint: str) -> PipelineShape | None:
@@ -141,10 +142,10 @@ def recorded_shape(checkpoint: str) -> PipelineShape | None:
     spark = CheckpointReader(checkpoint).latest_offsets()
     if spark is None:
         return None
-    newest = _newest(LogReader(records_location(checkpoint)))
+    newest = _newest(open_reader(records_location(checkpoint)))
     if newest is not None:
         return newest[1]
-    return PipelineShape(scans=len(spark.sources), stateful=LogReader(checkpoint).exists("state"), recorded=False)
+    return PipelineShape(scans=len(spark.sources), stateful=open_reader(checkpoint).exists("state"), recorded=False)
 
 
 def record_shape(cfg: PipelineConfig) -> PipelineShape | None:
@@ -153,11 +154,11 @@ def record_shape(cfg: PipelineConfig) -> PipelineShape | None:
     if not cfg.checkpoint.location:
         return None
     shape, location = shape_of(cfg), records_location(cfg.checkpoint.location)
-    newest = _newest(LogReader(location))
+    newest = _newest(open_reader(location))
     if newest is not None and newest[1] == shape:
         return None
     try:
-        LogStore(location).create(f"{0 if newest is None else newest[0] + 1}.json", shape.to_json())
+        open_store(location).create(f"{0 if newest is None else newest[0] + 1}.json", shape.to_json())
     except FileExistsError:  # another start recorded its shape at the same moment: the newest says
         return None
     return shape

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 
 from kafka_eos.config.model import KafkaCluster, OnDecodeError, PipelineConfig, Props, reveal
+from kafka_eos.config.records import kafka_sink_log
 from kafka_eos.config.spark_option import SparkOption
 from kafka_eos.config.spark_option_table import sink_option, source_option
 
@@ -85,6 +86,9 @@ def sink_options(cfg: PipelineConfig) -> dict[str, str]:
     _set(options, o("evidenceRetentionMs"), s.evidence_retention_ms)
     _set(options, o("checkpointLocation"), cfg.checkpoint.location or "")
     _set(options, o("fixedPartitions"), s.fixed_partitions)
+    kafka_log = kafka_sink_log(cfg)  # checkpoint.records: kafka
+    if kafka_log:
+        _set(options, o("sinkLogLocation"), kafka_log)
     return {**options, **_passthrough(s.options)}
 
 

@@ -21,6 +21,7 @@ from kafka_eos.txn.protocol.errors import SinkConfigError
 from kafka_eos.txn.protocol.faults import FaultPlan
 from kafka_eos.txn.protocol.sink_config import ProducerViolation, SinkConfig, producer_violations
 from kafka_eos.txn.log.sink_log import location_from_options
+from kafka_eos.txn.log.stores import is_kafka, register
 
 
 def _option_for(field: str) -> str:
@@ -51,11 +52,16 @@ def producer_conf(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def sink_log_location(options: Mapping[str, str]) -> str:
-    """``txn.sink_log.location_from_options``; refused when the options name no place for it."""
-    location = location_from_options(OptionMap.of(options))
+    """``txn.sink_log.location_from_options``; refused when the options name no place for it. A Kafka
+    location's store gets the sink's cluster settings registered in this process (``txn.log.stores``):
+    every reader of the sink log finds its location here, so it finds the cluster too."""
+    options = OptionMap.of(options)
+    location = location_from_options(options)
     if location is None:
         raise SinkConfigError("the kafka-eos sink keeps its commit log beside the query checkpoint: set "
                               ".option('checkpointLocation', ...) on writeStream (or option sinkLogLocation)")
+    if is_kafka(location):
+        register(location, options.with_prefix("kafka."), _read(options, "transactional.id.prefix") or "")
     return location
 
 

@@ -58,6 +58,8 @@ from kafka_eos.txn.cluster.client_settings import check_client_settings
 from kafka_eos.txn.protocol.sink_config import SinkConfig
 from kafka_eos.txn.log.sink_log import DECIDED, PENDING, BatchRecord, SinkLogReader, check_binding
 from kafka_eos.txn.log.start_sweeps import record_sweep
+from kafka_eos.txn.log.kafka_store import StoreRole
+from kafka_eos.txn.log.stores import use_role
 from kafka_eos.txn.topics.topic_guard import OutputTopicGuard
 
 log = logging.getLogger(__name__)
@@ -151,6 +153,7 @@ class QueryStart:
             check_schema(schema, config)
         check_client_settings(config.client_conf(), config.exactly_once)
         tasks = self.role is WriterRole.TASKS
+        use_role(StoreRole.PLANNER if tasks else StoreRole.DRIVER)  # a Kafka record store's writer role
         query_id = checkpoint_query_id(options)
         with beside(self.cluster_checks if tasks else None, config):                 # step 2, beside 3-5
             self.binding_check(config, query_id)                                      # step 3

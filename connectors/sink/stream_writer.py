@@ -38,7 +38,8 @@ from kafka_eos.txn.protocol.faults import FaultPlan
 from kafka_eos.txn.protocol.handle import TxnHandle
 from kafka_eos.txn.protocol.decision_guard import DecisionGuard
 from kafka_eos.txn.writer.kafka_writer import KafkaWriter
-from kafka_eos.txn.log.log_store import LogReader
+from kafka_eos.txn.log.log_store import child
+from kafka_eos.txn.log.stores import open_reader, register
 from kafka_eos.txn.protocol.replay import ReplayPlan
 from kafka_eos.txn.protocol.sink_config import SinkConfig
 
@@ -93,6 +94,7 @@ class KafkaEosStreamWriter(spark_compat.StreamWriterBase):  # type: ignore[misc,
             count = sum(batch.num_rows for batch in rows)  # counted for the replay check, not written
             return SinkCommitMessage(TxnHandle.empty(sink_partition, skipped=True, records=count).to_dict())
         check_speculation(context.getLocalProperty("spark.speculation"))
+        register(self.config.log_location, self.config.producer_conf, self.config.transactional_id_prefix)
         writer = KafkaWriter(self.config, batch_id, sink_partition, attempt=context.attemptNumber(),
                              decided=DecisionGuard(self.config.log_location, planned_after=self.plan.batch_id))
         return SinkCommitMessage(writer.write(self._task_input(rows, batch_id)).to_dict())
@@ -111,7 +113,7 @@ class KafkaEosStreamWriter(spark_compat.StreamWriterBase):  # type: ignore[misc,
         try:
             reader = self.__dict__.get("_offset_log")
             if reader is None:  # one reader per writer: a remote one costs a client
-                reader = self._offset_log = LogReader(checkpoint.rstrip("/") + "/offsets")
+                reader = self._offset_log = open_reader(child(checkpoint, "offsets"))
             return reader.read(str(batch_id))
         except Exception as exc:  # noqa: BLE001 - evidence for a later re-run, never a reason to fail a commit
             log.warning("kafka-eos: batch %d: could not read Spark's offset log under %s (%s); its sink log "

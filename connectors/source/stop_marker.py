@@ -18,10 +18,11 @@ Enforced here:
 from __future__ import annotations
 
 import logging
-from typing import TypeVar
+from typing import Callable, TypeVar
 
 from kafka_eos import KafkaEosError
-from kafka_eos.txn.log.log_store import LogReader, LogStore
+from kafka_eos.txn.log.log_store import LogReader, LogStore, child
+from kafka_eos.txn.log.stores import open_reader, open_store
 
 log = logging.getLogger(__name__)
 MARKER = "kafka-eos-stop"
@@ -35,12 +36,12 @@ class StopNotSupported(KafkaEosError, ValueError):
 
 def marker_location(checkpoint: str) -> str:
     """The stop marker's location for ``checkpoint`` (a path or a URI, as the checkpoint's)."""
-    return f"{checkpoint.rstrip('/')}/{MARKER}"
+    return child(checkpoint, MARKER)
 
 
 def request_location(checkpoint: str) -> str:
     """The stop request's location for ``checkpoint`` (beside the stop marker)."""
-    return f"{checkpoint.rstrip('/')}/{REQUEST}"
+    return child(checkpoint, REQUEST)
 
 
 class StopMarker:
@@ -59,7 +60,7 @@ class StopMarker:
     def of_checkpoint(cls, checkpoint: str) -> "StopMarker":
         return cls(marker_location(checkpoint))
 
-    def _open(self, store: type[Store]) -> Store:
+    def _open(self, store: Callable[[str], Store]) -> Store:
         try:
             return store(self.folder)
         except (ValueError, NotImplementedError) as exc:  # pyarrow: no file system for this scheme
@@ -68,12 +69,12 @@ class StopMarker:
 
     def _read(self) -> LogReader:
         if self._reader is None:
-            self._reader = self._open(LogReader)
+            self._reader = self._open(open_reader)
         return self._reader
 
     def _write(self) -> LogStore:
         if self._store is None:
-            self._store = self._open(LogStore)
+            self._store = self._open(open_store)
         return self._store
 
     def exists(self) -> bool:

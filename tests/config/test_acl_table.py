@@ -125,7 +125,7 @@ def test_the_dev_brokers_grants_cover_the_table():
     from kafka_eos.connectors.dev.acls import pipeline_acls
     names = {"source.topics": "in", "source.assign": "in", "source.kafka.properties.group.id": "g1",
              "sink.topic": "out", "errors.dlq_topic": "out", "transform.watermark.late_topic": "out",
-             "sink.transactional_id_prefix": "t-eos"}
+             "sink.transactional_id_prefix": "t-eos", "checkpoint.records": "_kafka_eos_store-t-eos"}
     kinds = {"topic": "TOPIC", "group": "GROUP", "transactional-id": "TRANSACTIONAL_ID", "cluster": "BROKER"}
     granted = {(b.restype.name, b.name, b.operation) for b in pipeline_acls("etl", ["in"], ["out"], "t-eos", ["g1"])}
     needed = {(kinds[acl.resource], names.get(name, name), AclOperation[re.sub(r"(?<!^)([A-Z])", r"_\1", op).upper()])

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from kafka_eos.txn.log.log_store import child, versioned
 from kafka_eos.txn.audit.output_audit import FAILED, UNVERIFIABLE
+from kafka_eos.txn.log.kafka_store import StoreRole
 from kafka_eos.txn.log.sink_log import SinkLogReader
 from kafka_eos.txn.protocol.states import BatchState
 from kafka_eos.txn.writer.timed_records import read_timed, write_timed
@@ -49,7 +50,7 @@ def write_state(log_location: str, state: FollowState) -> str:
     """Record ``state``; returns the record's name. Raises what the store raises."""
     name = write_timed(_folder(log_location), state.at_ms, {
         "v": FORMAT, "at_ms": state.at_ms, "verified_through": state.verified_through,
-        "aged_out": state.aged_out, "totals": state.totals}, KEEP)
+        "aged_out": state.aged_out, "totals": state.totals}, KEEP, StoreRole.FOLLOWER)
     return f"{FOLDER}/{name}"
 
 

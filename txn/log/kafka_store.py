@@ -51,9 +51,11 @@ _FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PR
 
 class StoreRole(Enum):
     """Who writes: each role has its own transactional id, so it fences only its own kind."""
-    DRIVER = "driver"
-    OPERATOR = "operator"
-    FOLLOWER = "follower"
+    DRIVER = "driver"      # the sink's commit (pyspark's commit worker): decisions, segments
+    PLANNER = "planner"    # the sink's start (pyspark's write planner worker): markers, recovery, sweeps
+    OPERATOR = "operator"  # kafka-eos commands (verify runs, accept-loss, retire, stop)
+    FOLLOWER = "follower"  # verify --follow
+    PROBE = "probe"        # validate's and the start's store probe
 
 
 def store_topic(prefix: str) -> str:

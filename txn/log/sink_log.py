@@ -44,7 +44,8 @@ from typing import Mapping
 from kafka_eos.option_map import OptionMap
 from kafka_eos.txn.protocol.errors import SinkLogConflictError, SinkLogError
 from kafka_eos.txn.protocol.handle import TxnHandle
-from kafka_eos.txn.log.log_store import LogReader, LogStore, versioned
+from kafka_eos.txn.log.log_store import LogReader, LogStore, child, versioned
+from kafka_eos.txn.log.stores import open_reader, open_store
 from kafka_eos.txn.log.sink_log_segments import DEFAULT_EVIDENCE_RETENTION_MS, SegmentReader, SegmentRoller
 from kafka_eos.txn.protocol.states import (BatchState, PartitionState, check_batch_transition,
                                    check_partition_transitions)
@@ -60,7 +61,7 @@ _RECORD = re.compile(r"^(\d+)\.(\d+)\.json$")
 
 def location_for(checkpoint: str) -> str:
     """Where the sink log of the query checkpointed at ``checkpoint`` lives (its default place)."""
-    return checkpoint.rstrip("/") + "/" + LOG_DIR
+    return child(checkpoint, LOG_DIR)
 
 
 def location_from_options(options: Mapping[str, str]) -> str | None:
@@ -149,7 +150,7 @@ class SinkLogReader:
     """Reads a sink log; creates nothing (a missing location reads as an empty log)."""
 
     def __init__(self, location: str) -> None:
-        self.store: LogReader = LogReader(location)
+        self.store: LogReader = open_reader(location)
         self.segments: SegmentReader = SegmentReader(location)
 
     def meta(self) -> dict | None:
@@ -245,7 +246,7 @@ class SinkLog(SinkLogReader):
 
     def __init__(self, location: str, prefix: str, query_id: str | None = None,
                  retention_ms: int = DEFAULT_EVIDENCE_RETENTION_MS) -> None:
-        self.store: LogStore = LogStore(location)
+        self.store: LogStore = open_store(location)
         self.segments: SegmentRoller = SegmentRoller(location, retention_ms)
         self._final: dict[int, dict] = {}  # committed records (to_dict) not yet rolled, written or read here
         self._check_meta(prefix, query_id)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from kafka_eos.txn.log.log_store import LogReader, LogStore, child, versioned
+from kafka_eos.txn.log.stores import open_reader, open_store
 from kafka_eos.txn.protocol.states import BatchState
 
 SEGMENTS_DIR = "_segments"
@@ -99,7 +100,7 @@ class SegmentReader:
     @property
     def store(self) -> LogReader:
         if self._store is None:  # built on first use: a remote store costs a client
-            self._store = LogReader(self.location)
+            self._store = open_reader(self.location)
         return self._store
 
     def segments(self) -> list[Segment]:
@@ -142,7 +143,7 @@ class SegmentRoller(SegmentReader):
 
     def writable(self) -> LogStore:
         if not isinstance(self._store, LogStore):  # created on first write: a log with no segment has no folder
-            self._store = LogStore(self.location)
+            self._store = open_store(self.location)
         return self._store
 
     def prune(self, loose: Sequence[int], final: Callable[[int], dict | None],

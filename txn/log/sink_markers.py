@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from kafka_eos.txn.log.log_store import LogReader, LogStore, versioned
+from kafka_eos.txn.log.log_store import versioned
+from kafka_eos.txn.log.stores import open_reader, open_store
 from kafka_eos.txn.log.sink_log import META
 
 IDS = "_ids.json"
@@ -41,7 +42,7 @@ def _load(text: str | None, where: str) -> dict | None:
 
 def read_id_scheme(location: str) -> IdScheme | None:
     """The recorded scheme of the sink log at ``location`` (None: not recorded; creates nothing)."""
-    data = _load(LogReader(location).read(IDS), f"{location}/{IDS}")
+    data = _load(open_reader(location).read(IDS), f"{location}/{IDS}")
     return None if data is None else IdScheme(data["scheme"], data.get("owner"))
 
 
@@ -52,7 +53,7 @@ def id_scheme(location: str, owner: str) -> IdScheme:
     found = read_id_scheme(location)
     if found is not None:
         return found
-    store = LogStore(location)
+    store = open_store(location)
     chosen = IdScheme(LEGACY) if store.exists(META) else IdScheme(OWNER, owner)
     try:
         store.create(IDS, json.dumps({"v": MARKER_FORMAT, "scheme": chosen.scheme, "owner": chosen.owner}))
@@ -63,13 +64,13 @@ def id_scheme(location: str, owner: str) -> IdScheme:
 
 def retired(location: str) -> dict | None:
     """The retirement marker of the sink log at ``location`` ({retired_at, host}), or None."""
-    return _load(LogReader(location).read(RETIRED), f"{location}/{RETIRED}")
+    return _load(open_reader(location).read(RETIRED), f"{location}/{RETIRED}")
 
 
 def mark_retired(location: str, retired_at: str, host: str) -> bool:
     """Create the retirement marker; False when it already existed."""
     try:
-        LogStore(location).create(RETIRED, json.dumps({"v": MARKER_FORMAT, "retired_at": retired_at, "host": host}))
+        open_store(location).create(RETIRED, json.dumps({"v": MARKER_FORMAT, "retired_at": retired_at, "host": host}))
     except FileExistsError:
         return False
     return True

@@ -9,6 +9,8 @@ Invariants this module enforces:
 - The answer says how the store makes records create-only (``LogStore.create_mode``), whether
   it excludes a second writer itself (``LogStore.exclusive``) and how long the round trip took,
   for ``validate`` and the start to report.
+- A Kafka location (``stores``) is probed by its own writer role (``StoreRole.PROBE``: it fences
+  no driver, command or follower); a step the broker refused names the ACLs the store needs.
 """
 from __future__ import annotations
 
@@ -18,9 +20,16 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
+from confluent_kafka import KafkaError
+
+from kafka_eos.txn.log.kafka_index import error_of
 from kafka_eos.txn.log.log_store import LogStore
+from kafka_eos.txn.log.kafka_store import StoreRole
+from kafka_eos.txn.log.stores import acl_advice, open_store
 
 PROBE_FORMAT = 1
+_DENIED = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+           KafkaError.CLUSTER_AUTHORIZATION_FAILED}
 T = TypeVar("T")
 
 
@@ -33,17 +42,18 @@ class StoreProbe:
 
 
 class StoreUnusable(Exception):
-    """The location cannot hold the records: ``step`` failed with ``reason``."""
+    """The location cannot hold the records: ``step`` failed with ``reason``; ``denied``: the ACLs
+    a Kafka store needs, when the broker refused the principal one (else None)."""
 
-    def __init__(self, location: str, step: str, reason: str) -> None:
+    def __init__(self, location: str, step: str, reason: str, denied: str | None = None) -> None:
         super().__init__(f"{location}: {step} failed: {reason}")
-        self.location, self.step, self.reason = location, step, reason
+        self.location, self.step, self.reason, self.denied = location, step, reason, denied
 
 
 def probe_store(location: str) -> StoreProbe:
     """Create, read back, re-create (refused), delete a probe record at ``location``; ``StoreUnusable`` else."""
     started = time.monotonic()
-    store = _step(location, "creating the location", lambda: LogStore(location))
+    store = _step(location, "creating the location", lambda: open_store(location, StoreRole.PROBE))
     name = f"_probe-{uuid.uuid4().hex}.json"
     data = json.dumps({"v": PROBE_FORMAT, "probe": name}).encode()
     _step(location, "creating a record", lambda: store.create_bytes(name, data))
@@ -76,4 +86,14 @@ def _step(location: str, step: str, call: Callable[[], T]) -> T:
     except StoreUnusable:
         raise
     except Exception as exc:  # noqa: BLE001 - every store error (OSError, pyarrow's) names the step
-        raise StoreUnusable(location, step, f"{type(exc).__name__}: {exc}") from exc
+        denied = acl_advice(location) if _refused(exc) else None
+        raise StoreUnusable(location, step, f"{type(exc).__name__}: {exc}", denied) from exc
+
+
+def _refused(exc: BaseException) -> bool:
+    """The broker refused the principal (an ACL): by the error's code, or its text where the store
+    reworded it (the topic's creation)."""
+    error = error_of(exc)
+    if error is not None:
+        return error.code() in _DENIED
+    return "AUTHORIZATION_FAILED" in str(exc).upper() or "authorization failed" in str(exc).lower()

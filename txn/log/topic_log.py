@@ -18,6 +18,7 @@ from typing import Sequence, cast
 
 from kafka_eos.txn.protocol.errors import SinkLogConflictError
 from kafka_eos.txn.log.log_store import LogReader, LogStore, versioned
+from kafka_eos.txn.log.stores import open_store
 from kafka_eos.txn.topics.output_topics import Change, OutputTopic, TopicChange
 
 TOPICS_FORMAT = 1
@@ -70,7 +71,7 @@ class TopicLog:
 
     @classmethod
     def at(cls, location: str) -> "TopicLog":
-        return cls(LogStore(location))
+        return cls(open_store(location))
 
     def latest(self) -> TopicsRecord:
         seqs = [int(m[1]) for m in map(_NAME.match, self.store.names()) if m]

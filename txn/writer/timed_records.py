@@ -10,14 +10,16 @@ import json
 import re
 import uuid
 
-from kafka_eos.txn.log.log_store import LogReader, LogStore
+from kafka_eos.txn.log.kafka_store import StoreRole
+from kafka_eos.txn.log.stores import open_reader, open_store
 
 _NAME = re.compile(r"^(\d+)-[0-9a-f]+\.json$")
 
 
-def write_timed(folder: str, at_ms: int, record: dict, keep: int) -> str:
-    """Create the record written at ``at_ms``; delete all but the newest ``keep``. Returns its name."""
-    store = LogStore(folder)
+def write_timed(folder: str, at_ms: int, record: dict, keep: int, role: StoreRole | None = None) -> str:
+    """Create the record written at ``at_ms``; delete all but the newest ``keep``. Returns its name.
+    ``role``: the writer role in a Kafka store (default: the process's)."""
+    store = open_store(folder, role)
     name = f"{at_ms:015d}-{uuid.uuid4().hex[:8]}.json"
     store.create(name, json.dumps(record))
     for old in sorted(n for n in store.names() if _NAME.match(n))[:-keep]:
@@ -27,7 +29,7 @@ def write_timed(folder: str, at_ms: int, record: dict, keep: int) -> str:
 
 def read_timed(folder: str, after_ms: int = -1) -> list[tuple[int, str, str]]:
     """(at_ms, name, text) of the records written after ``after_ms``, oldest first."""
-    reader = LogReader(folder)
+    reader = open_reader(folder)
     out = []
     for name in sorted(reader.names()):
         match = _NAME.match(name)

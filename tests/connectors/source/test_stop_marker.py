@@ -9,14 +9,13 @@ from kafka_eos.connectors.source.stop_marker import StopMarker
 
 def test_the_store_is_opened_once_per_marker_and_never_pickled(tmp_path, monkeypatch):
     opened: list[str] = []
-    real_reader = stop_marker.LogReader
+    real_open = stop_marker.open_reader
 
-    class CountingReader(real_reader):  # type: ignore[misc, valid-type]
-        def __init__(self, location: str) -> None:
-            opened.append(location)
-            super().__init__(location)
+    def counting_open(location: str):
+        opened.append(location)
+        return real_open(location)
 
-    monkeypatch.setattr(stop_marker, "LogReader", CountingReader)
+    monkeypatch.setattr(stop_marker, "open_reader", counting_open)
     marker = StopMarker.of_checkpoint(str(tmp_path))
     assert [marker.present() for _ in range(5)] == [False] * 5
     marker.place()
