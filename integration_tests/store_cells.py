@@ -2,18 +2,25 @@
 on the store under test, run with `kafka-eos run` as users run it: killed after batch 1's decision
 and after batch 3's EndTxn round, each restart recovering; every order exactly once in the
 read_committed output, nothing of the aborted input transactions; `verify` passes every committed
-batch; `stop` holds a start, `resume` lets the next run go on, exactly once again."""
+batch; `stop` holds a start, `resume` lets the next run go on, exactly once again. With
+``Store.records`` the pipeline file sets ``checkpoint.records`` (``kafka``: the records in a topic)."""
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import yaml
 
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_cli import kafka_eos, orders_pipeline, start_kafka_eos
 from integration_tests.pipeline_runs import kill_group, wait_for
 from integration_tests.test_verify_recompute import verify
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
+from kafka_eos.config.loader import load_file
+from kafka_eos.config.records import register_records, sink_log_location
+from kafka_eos.txn.log import stores
 from kafka_eos.txn.log.sink_log import SinkLogReader
 
 EXACT = {"duplicates": 0, "missing": 0, "unexpected": 0, "wrong_total": 0}
@@ -29,11 +36,30 @@ class Store:
     env: dict[str, str] = field(default_factory=dict)
     conf: list[str] = field(default_factory=list)
     says: str = ""
+    records: str | None = None  # checkpoint.records of the pipeline file (None: unset, the checkpoint)
 
 
-def pipeline_file(tmp_path: Path, topics: tuple[str, str], **sink_options: str) -> Path:
+def pipeline_file(tmp_path: Path, topics: tuple[str, str], records: str | None = None, **sink_options: str) -> Path:
     """orders-json.yaml at its default timeouts on topics of its own, batches of 100, a 1 s trigger."""
-    return orders_pipeline(tmp_path, topics, "store", 100, "1 second", {"options": sink_options})
+    path = orders_pipeline(tmp_path, topics, "store", 100, "1 second", {"options": sink_options})
+    if records is not None:
+        doc = yaml.safe_load(path.read_text())
+        doc["checkpoint"]["records"] = records
+        path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def sink_log_batches(path: str, env: dict[str, str]) -> list[int]:
+    """The batch ids of the pipeline's sink log, read where the pipeline keeps it."""
+    cfg, problems = load_file(path, {**os.environ, **env})
+    assert cfg is not None and not problems, problems
+    register_records(cfg)
+    where = sink_log_location(cfg)
+    assert where is not None
+    try:
+        return SinkLogReader(where[1]).batch_ids()
+    finally:
+        stores.forget_clusters()  # a Kafka store's view: no client left behind the broker's end
 
 
 def run_cell(bootstrap: str, tmp_path: Path, store: Store) -> dict[str, int]:
@@ -43,7 +69,8 @@ def run_cell(bootstrap: str, tmp_path: Path, store: Store) -> dict[str, int]:
     first = produce_orders(bootstrap, topics[0], 600, aborted_every=200, aborted_size=5)
     faults = tmp_path / "faults"
     faults.mkdir()
-    path = str(pipeline_file(tmp_path, topics, faultInjection=",".join(KILLS), faultInjectionDir=str(faults)))
+    path = str(pipeline_file(tmp_path, topics, store.records, faultInjection=",".join(KILLS),
+                             faultInjectionDir=str(faults)))
 
     def cli(args: list[str], timeout: float = 500):
         return kafka_eos(args, bootstrap, tmp_path, timeout=timeout, env=env)
@@ -75,5 +102,5 @@ def run_cell(bootstrap: str, tmp_path: Path, store: Store) -> dict[str, int]:
     again = cli(["run", path, "--once", *store.conf])
     assert again.code == 0, again.log()
     assert order_report(bootstrap, {first.run: 600, second.run: 200}, topics[1]) == EXACT | {"out": 800}, again.log()
-    batches = SinkLogReader(f"{store.checkpoints.rstrip('/')}/orders-json/kafka-eos-sink").batch_ids()
+    batches = sink_log_batches(path, {**env, "KAFKA_BOOTSTRAP_SERVERS": bootstrap})
     return {"ids": 800, "kills": len(KILLS), "batches": len(batches), "last_run_s": round(recovered_s)}
