@@ -39,6 +39,7 @@ def _no_hard_links(where: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes: make long (CI, after make test); make test keeps the read-only mount's refusal
 def test_a_checkpoint_on_a_fuse_mount_without_hard_links_is_exactly_once_through_driver_kills(bootstrap, tmp_path,
                                                                                                mount, record_property):
     _no_hard_links(mount)
