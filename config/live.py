@@ -108,8 +108,8 @@ ACLS: tuple[Acl, ...] = (
         "probed instead: a record created, read back, refused again and deleted; a refusal names these ACLs",
         ("run", "validate", "status", "monitor", "monitor --verify", "verify", "retire")),
     Acl("transactional-id", ("sink.transactional_id_prefix",), ("Write",), "`checkpoint.records: kafka`: the store's "
-        "writers `<prefix>-store-driver`, `-planner`, `-operator`, `-follower`, `-probe` (prefixed: the Write above "
-        "covers them)", (), "probed with the store", ("run", "validate", "monitor --verify", "verify", "retire")),
+        "writers `<prefix>-store-driver`, `-planner`, `-runner`, `-operator`, `-follower`, `-probe` (prefixed: the "
+        "Write above covers them)", (), "probed with the store", ("run", "validate", "monitor --verify", "verify", "retire")),
     Acl("cluster", ("kafka-cluster",), ("DescribeConfigs",),
         "`exactly_once`: `validate` and the sink's start read `transaction.max.timeout.ms`", ("DescribeConfigs",),
         commands=("run", "validate")),

@@ -3,7 +3,8 @@
 Invariants this module enforces:
 - ``checkpoint.records: checkpoint`` (the default) keeps them where they always were: the sink
   log at ``<checkpoint.location>/kafka-eos-sink`` unless ``sink.options.sinkLogLocation`` moves it.
-- ``checkpoint.records: kafka`` keeps the sink log (and everything under it) in the store topic
+- ``checkpoint.records: kafka`` keeps the sink log (and everything under it), and the pipeline
+  shape records (``connectors.pipeline.pipeline_shape``), in the store topic
   of the sink's transactional-id prefix on the output's cluster, in a folder of this checkpoint
   (``txn.log.stores.kafka_records_root``); the sink option ``sinkLogLocation`` is then set to it
   (``connectors.pipeline.spark_options``), so setting that option too is refused here.
@@ -20,13 +21,19 @@ from kafka_eos.txn.log.sink_log import LOG_DIR, META, location_from_options
 from kafka_eos.txn.log.stores import kafka_records_root, register
 
 
-def kafka_sink_log(cfg: PipelineConfig) -> str | None:
-    """The sink log's Kafka location under ``checkpoint.records: kafka`` (None otherwise, or
-    without a checkpoint location or prefix to name it by)."""
+def kafka_records(cfg: PipelineConfig) -> str | None:
+    """The checkpoint's folder of the Kafka store under ``checkpoint.records: kafka`` (None
+    otherwise, or without a checkpoint location or prefix to name it by)."""
     prefix, checkpoint = cfg.sink.transactional_id_prefix, cfg.checkpoint.location
     if cfg.checkpoint.records is not Records.KAFKA or not prefix or not checkpoint:
         return None
-    return child(kafka_records_root(prefix, checkpoint), LOG_DIR)
+    return kafka_records_root(prefix, checkpoint)
+
+
+def kafka_sink_log(cfg: PipelineConfig) -> str | None:
+    """The sink log's Kafka location under ``checkpoint.records: kafka`` (else None)."""
+    root = kafka_records(cfg)
+    return None if root is None else child(root, LOG_DIR)
 
 
 def sink_log_location(cfg: PipelineConfig) -> tuple[str, str] | None:

@@ -1,7 +1,8 @@
 """Issue 63: a pipeline whose own records are kept in Kafka (``checkpoint.records: kafka``), Spark's
 checkpoint on local disk: ``store_cells``'s cell (killed after batch 1's decision and after batch
 3's EndTxn round, each restart recovering; verify; stop/resume; every id exactly once). The sink
-log's folder must not appear at the checkpoint location: the store topic holds the records."""
+log's folder (nor the shape records') must not appear at the checkpoint location: the store topic
+holds the records."""
 from __future__ import annotations
 
 import re
@@ -24,10 +25,12 @@ def test_records_kept_in_kafka_are_exactly_once_through_driver_kills(bootstrap, 
     checkpoint = checkpoints / "orders-json"
     assert (checkpoint / "offsets").is_dir(), "Spark's own checkpoint stays at the location"
     assert not (checkpoint / "kafka-eos-sink").exists(), "the sink log is kept in Kafka, not at the checkpoint"
+    assert not (checkpoint / "kafka-eos-pipeline").exists(), "so are the pipeline shape records"
     prefix = yaml.safe_load((tmp_path / "orders-store.yaml").read_text())["sink"]["transactional_id_prefix"]
     keys = [m.key().decode() for m in read_all(bootstrap, store_topic(prefix), idle_s=1.0)]
     assert any(k.endswith("/kafka-eos-sink/_meta.json") for k in keys), keys[:20]
     assert any(k.endswith("/kafka-eos-sink/_ids.json") for k in keys), keys[:20]
+    assert any(k.endswith("/kafka-eos-pipeline/0.json") for k in keys), keys[:20]
     decisions = {k for k in keys if re.search(r"/kafka-eos-sink/\d+\.0\.json$", k)}
     assert len(decisions) >= figures["batches"], (decisions, figures)
     assert any("/kafka-eos-sink/_verify-runs/" in k for k in keys), "verify recorded its run in the store"

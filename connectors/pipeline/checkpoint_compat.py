@@ -38,7 +38,7 @@ from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.redact import Redactor
 from kafka_eos.config.state_backend import PROVIDER_CONF, PROVIDERS, backend_of, describe
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
-from kafka_eos.connectors.pipeline.pipeline_shape import PipelineShape, recorded_shape, shape_of
+from kafka_eos.connectors.pipeline.pipeline_shape import PipelineShape, recorded_shape, shape_of, shape_records
 from kafka_eos.connectors.pipeline.progress import sink_log_location
 from kafka_eos.connectors.pipeline.spark_options import late_topic
 from kafka_eos.txn.log.sink_log import DECIDED, SinkLogReader
@@ -186,7 +186,7 @@ def compare(found: Checkpoint, cfg: PipelineConfig, wanted: PipelineShape | None
 def read_checkpoint(cfg: PipelineConfig) -> Checkpoint:
     """What the checkpoint of ``cfg`` holds (reads only; errors of the storage propagate)."""
     location = cfg.checkpoint.location or ""
-    shape = recorded_shape(location) if location else None
+    shape = recorded_shape(location, shape_records(cfg)) if location else None
     if shape is None:
         return Checkpoint(location, None)
     log = SinkLogReader(sink_log_location(cfg))

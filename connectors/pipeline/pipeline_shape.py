@@ -1,7 +1,8 @@
 """The shape of a pipeline, as its checkpoint records it: what ``checkpoint_compat`` compares
 to tell whether a changed pipeline can resume the checkpoint.
 
-    <checkpoint>/kafka-eos-pipeline/<seq>.json
+    <checkpoint>/kafka-eos-pipeline/<seq>.json       (checkpoint.records: kafka: the same folder
+                                                      in the Kafka store, ``config.records``)
         {"v": 1, "scans": 2, "stateful": false, "min_partitions": null, "max_tasks_per_batch": null,
          "transform": <fingerprint>, "decode": ..., "subscription": ..., "sink": ..., "dlq_topic": ...}
 
@@ -27,12 +28,14 @@ from typing import Any
 
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import PipelineConfig, SchemaRef
+from kafka_eos.config.records import kafka_records, register_records
 from kafka_eos.config.redact import Redactor
 from kafka_eos.config.rules import stateful
 from kafka_eos.connectors.pipeline.builder import scans_per_batch
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.option_map import OptionMap
 from kafka_eos.secrets import redacted
+from kafka_eos.txn.log.kafka_store import StoreRole
 from kafka_eos.txn.log.log_store import LogReader, child
 from kafka_eos.txn.log.stores import open_reader, open_store
 
@@ -136,13 +139,23 @@ def records_location(checkpoint: str) -> str:
     return child(checkpoint, RECORDS)
 
 
-def recorded_shape(checkpoint: str) -> PipelineShape | None:
-    """The newest record at ``checkpoint``; else what Spark's checkpoint tells (``recorded`` False);
-    None when the checkpoint has no offset-log entry (nothing to resume)."""
+def shape_records(cfg: PipelineConfig) -> str | None:
+    """Where the shape records of ``cfg`` are: in its Kafka store under ``checkpoint.records: kafka``
+    (its cluster registered here), else beside its checkpoint; None without a checkpoint."""
+    kafka = kafka_records(cfg)
+    if kafka is not None:
+        register_records(cfg)
+        return child(kafka, RECORDS)
+    return records_location(cfg.checkpoint.location) if cfg.checkpoint.location else None
+
+
+def recorded_shape(checkpoint: str, records: str | None = None) -> PipelineShape | None:
+    """The newest record at ``records`` (default: beside ``checkpoint``); else what Spark's
+    checkpoint tells (``recorded`` False); None when the checkpoint has no offset-log entry."""
     spark = CheckpointReader(checkpoint).latest_offsets()
     if spark is None:
         return None
-    newest = _newest(open_reader(records_location(checkpoint)))
+    newest = _newest(open_reader(records or records_location(checkpoint)))
     if newest is not None:
         return newest[1]
     return PipelineShape(scans=len(spark.sources), stateful=open_reader(checkpoint).exists("state"), recorded=False)
@@ -151,14 +164,16 @@ def recorded_shape(checkpoint: str) -> PipelineShape | None:
 def record_shape(cfg: PipelineConfig) -> PipelineShape | None:
     """Record the shape of ``cfg`` beside its checkpoint unless the newest record already says
     so; returns the record written (None: none was needed)."""
-    if not cfg.checkpoint.location:
+    location = shape_records(cfg)
+    if location is None:
         return None
-    shape, location = shape_of(cfg), records_location(cfg.checkpoint.location)
+    shape = shape_of(cfg)
     newest = _newest(open_reader(location))
     if newest is not None and newest[1] == shape:
         return None
     try:
-        open_store(location).create(f"{0 if newest is None else newest[0] + 1}.json", shape.to_json())
+        open_store(location, StoreRole.RUNNER).create(f"{0 if newest is None else newest[0] + 1}.json",
+                                                      shape.to_json())
     except FileExistsError:  # another start recorded its shape at the same moment: the newest says
         return None
     return shape

@@ -53,6 +53,7 @@ class StoreRole(Enum):
     """Who writes: each role has its own transactional id, so it fences only its own kind."""
     DRIVER = "driver"      # the sink's commit (pyspark's commit worker): decisions, segments
     PLANNER = "planner"    # the sink's start (pyspark's write planner worker): markers, recovery, sweeps
+    RUNNER = "runner"      # the run's own process (kafka-eos run, spark-submit's driver): shape records
     OPERATOR = "operator"  # kafka-eos commands (verify runs, accept-loss, retire, stop)
     FOLLOWER = "follower"  # verify --follow
     PROBE = "probe"        # validate's and the start's store probe

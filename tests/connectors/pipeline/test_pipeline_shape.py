@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from kafka_eos.connectors.pipeline.pipeline_shape import (FORMAT, PipelineShape, ShapeRecordError, _sink_parts,
-                                                          record_shape, recorded_shape, records_location, shape_of)
+                                                          record_shape, recorded_shape, records_location, shape_of,
+                                                          shape_records)
 from tests.connectors.pipeline.test_runner_submit_demo import write_offsets
 from tests.factories import loaded
+from tests.store_fakes import fake_kafka
 
 
 def config(tmp_path: Path, change=lambda data: None):
@@ -90,3 +92,19 @@ def test_a_record_of_another_format_version_is_refused(tmp_path):
     (folder / "0.json").write_text(json.dumps({"v": FORMAT + 1, "scans": 2}))
     with pytest.raises(ShapeRecordError, match="format 2 is not 1"):
         recorded_shape(cfg.checkpoint.location)
+
+
+@pytest.fixture
+def kafka(monkeypatch):
+    yield from fake_kafka(monkeypatch)
+
+
+def test_with_records_in_kafka_the_shape_is_recorded_in_the_store_not_beside_the_checkpoint(tmp_path, kafka):
+    cfg = config(tmp_path, lambda d: d["checkpoint"].update(records="kafka"))
+    assert record_shape(cfg) == shape_of(cfg)
+    assert not Path(records_location(cfg.checkpoint.location)).exists()
+    [key] = kafka.live_keys()
+    assert key.startswith("ck-") and key.endswith("/kafka-eos-pipeline/0.json")
+    write_offsets(Path(cfg.checkpoint.location), 0, 2)
+    assert recorded_shape(cfg.checkpoint.location, shape_records(cfg)) == shape_of(cfg)
+    assert recorded_shape(cfg.checkpoint.location).recorded is False  # beside the checkpoint: none

@@ -61,8 +61,8 @@ def test_names_list_a_folder_as_a_directory_would():
 
 def test_each_role_has_its_own_id_outside_the_sinks_id_scheme():
     ids = {transactional_id("orders", role) for role in StoreRole}
-    assert ids == {"orders-store-driver", "orders-store-planner", "orders-store-operator", "orders-store-follower",
-                   "orders-store-probe"}
+    assert ids == {"orders-store-driver", "orders-store-planner", "orders-store-runner", "orders-store-operator",
+                   "orders-store-follower", "orders-store-probe"}
     sink_ids = TransactionalIdFactory("orders", owner="0123abcd")
     assert not any(sink_ids.owns(i) or sink_ids.prefix_wide().owns(i) or TransactionalIdFactory("orders").owns(i)
                    for i in ids)

@@ -6,58 +6,20 @@ from __future__ import annotations
 import pytest
 
 from kafka_eos.txn.log import stores
-from kafka_eos.txn.log.kafka_index import RecordIndex
 from kafka_eos.txn.log.kafka_store import KafkaStore, StoreRole, store_topic
 from kafka_eos.txn.log.log_store import LogReader, LogStore
 from kafka_eos.txn.log.sink_log import BatchRecord, SinkLog, SinkLogReader
 from kafka_eos.txn.protocol.errors import SinkLogError
 from kafka_eos.txn.protocol.states import BatchState
+from tests.store_fakes import FakeWriter, fake_kafka
 
 SECRET = "s3cr3t-pass"
 CONF = {"bootstrap.servers": "b:9092", "sasl.password": SECRET, "linger.ms": "5"}
 
 
-class FakeTail:
-    def __init__(self, topic: str, index: RecordIndex) -> None:
-        self.topic, self.index, self.refreshed_at = topic, index, float("-inf")
-
-    def refresh(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-class FakeWriter:
-    opened: list[tuple[str, StoreRole, str, dict]] = []
-
-    def __init__(self, topic: str, role: StoreRole, index: RecordIndex) -> None:
-        self.topic, self.role, self.tail, self.offset = topic, role, FakeTail(topic, index), 0
-
-    def write(self, key: str, value: bytes | None) -> None:
-        self.offset += 1
-        self.tail.index.apply(key, value, self.offset)
-
-    def close(self) -> None:
-        pass
-
-
 @pytest.fixture
 def kafka(monkeypatch):
-    """One topic's records shared by every stand-in writer and view, as the topic would be."""
-    index = RecordIndex()
-    FakeWriter.opened = []
-
-    def open_writer(conf, prefix, role, topic, clients):
-        FakeWriter.opened.append((topic, role, prefix, dict(conf)))
-        return FakeWriter(topic, role, index)
-
-    monkeypatch.setattr(stores.KafkaWriter, "open", open_writer)
-    monkeypatch.setattr(stores, "open_tail", lambda conf, topic, clients: FakeTail(topic, index))
-    stores.forget_clusters()
-    yield index
-    stores.forget_clusters()
-    stores.use_role(StoreRole.OPERATOR)
+    yield from fake_kafka(monkeypatch)
 
 
 def test_a_file_location_opens_the_file_store(tmp_path):
