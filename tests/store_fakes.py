@@ -44,6 +44,7 @@ def fake_kafka(monkeypatch):
     monkeypatch.setattr(stores.KafkaWriter, "open", open_writer)
     monkeypatch.setattr(stores, "open_tail", lambda conf, topic, clients: FakeTail(topic, index))
     stores.forget_clusters()
+    stores.use_role(StoreRole.OPERATOR)
     yield index
     stores.forget_clusters()
     stores.use_role(StoreRole.OPERATOR)

@@ -89,3 +89,18 @@ def test_a_user_setting_a_test_hook_is_refused_naming_the_option(monkeypatch):
     monkeypatch.setenv(TEST_HOOKS_ENV, "1")
     assert fault_plan(hooked).targets() == (("after_decision", 1),) and fault_plan(hooked).directory == "/tmp/f"
     assert sink_config(hooked).transactional_id_prefix == "q1"
+
+
+def test_a_kafka_sink_log_location_registers_the_sinks_cluster_and_only_its_connection(monkeypatch):
+    from kafka_eos.txn.log import stores
+    from tests.store_fakes import FakeWriter, fake_kafka
+    for _ in fake_kafka(monkeypatch):
+        location = "kafka:_kafka_eos_store-orders-eos/ck-0123/kafka-eos-sink"
+        config = sink_config({"kafka.bootstrap.servers": "b:9092", "kafka.sasl.password": "pw-0451",
+                              "kafka.linger.ms": "5", "transactional.id.prefix": "orders-eos",
+                              "sinkLogLocation": location})
+        assert config.log_location == location and "pw-0451" not in repr(config)
+        stores.open_store(location)
+        [(topic, _, prefix, conf)] = [(t, r, p, c) for t, r, p, c in FakeWriter.opened]
+        assert (topic, prefix) == ("_kafka_eos_store-orders-eos", "orders-eos")
+        assert conf["bootstrap.servers"] == "b:9092" and conf["sasl.password"] == "pw-0451" and "linger.ms" not in conf

@@ -19,6 +19,8 @@ from kafka_eos.txn.protocol.protocol import TwoPhaseCommitProtocol
 from kafka_eos.txn.protocol.replay import ReplayPlan
 from kafka_eos.txn.protocol.sink_config import SinkConfig
 from kafka_eos.txn.log.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
+from kafka_eos.txn.log import stores
+from kafka_eos.txn.log.kafka_store import StoreRole
 
 SCHEMA = StructType([StructField("value", StringType())])
 PLANNER = "/venv/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip/pyspark/daemon.py"
@@ -89,6 +91,8 @@ def test_task_writers_abort_lingering_transactions_once_per_query_and_check_topi
     shipped = pickle.loads(cloudpickle.dumps(first))
     assert not hasattr(shipped, "_protocol") and shipped.plan == ReplayPlan() and shipped.config == first.config
     assert first._protocol.aborter.kept == [set()] and guard.checks == 3  # pickling calls nothing
+    assert stores.process_role() is StoreRole.PLANNER  # a Kafka record store's writer: not the commit's
+    stores.use_role(StoreRole.OPERATOR)
 
 
 def test_a_commit_writer_recovers_but_neither_aborts_lingering_transactions_nor_checks_topics(tmp_path):
@@ -100,6 +104,8 @@ def test_a_commit_writer_recovers_but_neither_aborts_lingering_transactions_nor_
     writer = start(WriterRole.COMMIT, queries, guard).writer(options(tmp_path), SCHEMA)
     assert writer.plan == ReplayPlan(1, frozenset({0}))  # the decided batch was committed by recovery
     assert writer._protocol.aborter.kept == [] and guard.checks == 0
+    assert stores.process_role() is StoreRole.DRIVER
+    stores.use_role(StoreRole.OPERATOR)
 
 
 def test_a_refused_topic_change_stops_the_task_writer_before_any_task(tmp_path):
