@@ -56,8 +56,8 @@ class Acl:
 
 # every kafka-eos command run on a pipeline's file (demo and dev run a local broker of their own)
 COMMANDS = ("run", "validate", "describe", "status", "monitor", "monitor --verify", "verify", "verify --recompute",
-            "stop", "resume", "retire", "accept-loss", "accept-topic")
-NO_ACL = ("stop", "resume", "accept-loss")  # only the checkpoint's store: the stop request and marker, the sink log
+            "stop", "resume", "retire", "accept-loss", "accept-topic", "savepoint")
+NO_ACL = ("stop", "resume", "accept-loss", "savepoint")  # only the checkpoint's store: the stop request and marker, the sink log
 SOURCE_TOPICS = ("source.topics", "source.assign")
 SINK_TOPICS = ("sink.topic", "errors.dlq_topic", "transform.watermark.late_topic")
 

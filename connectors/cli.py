@@ -55,6 +55,11 @@ def _run(args: argparse.Namespace) -> int:
     held = _held(cfg, redactor)
     if held is not None:
         return held
+    if args.from_savepoint:
+        from kafka_eos.connectors.cli_savepoint import restore_before_run
+        refused = restore_before_run(cfg, args.from_savepoint, args.timeout, redactor)
+        if refused is not None:
+            return refused
     if args.restarts:
         from kafka_eos.connectors.pipeline.supervisor import Supervisor, child_args
         emit = lambda line: print(redactor(line), flush=True)  # noqa: E731
@@ -141,6 +146,11 @@ def _validate(args: argparse.Namespace) -> int:
     from kafka_eos.connectors.pipeline.validation import validate_files
     report = validate_files(args.pipelines, offline=args.offline, timeout_s=args.timeout)
     print(report.render(), file=sys.stdout if report.exit_code == 0 else sys.stderr)
+    if args.against_savepoint and report.configs and report.exit_code != 1:
+        from kafka_eos.connectors.cli_savepoint import against_savepoint
+        code, text = against_savepoint(report.configs, args.against_savepoint, args.timeout, args.offline)
+        print(text, file=sys.stdout if code == 0 else sys.stderr)
+        return 1 if code == 1 else max(code, report.exit_code)
     if args.against_checkpoint and report.configs and report.exit_code != 1:
         from kafka_eos.connectors.pipeline.checkpoint_compat import against_checkpoints
         code, text = against_checkpoints(report.configs)
@@ -200,6 +210,9 @@ def _add_pipeline_commands(sub) -> None:
                      "transiently (its driver died, its query stopped on a transient error: exit 4 or a signal), "
                      "after 1 s doubling to 60 s, at most N times in a row; a finished or stopped run (exit 0) and "
                      "one that needs a person (exit 1, 3, 5) are not restarted. Default 0")
+    run.add_argument("--from-savepoint", metavar="LOCATION", help="start the pipeline's NEW checkpoint from a "
+                     "savepoint (`kafka-eos savepoint`): windows open at it are rebuilt by a replay, then it goes on "
+                     "where the saved pipeline stopped")
     run.set_defaults(func=_run)
     stop = sub.add_parser("stop", help="ask the run of a pipeline (another process) to stop after its running "
                           "batch; it stays stopped, also across a supervisor's restarts, until `kafka-eos resume`")
@@ -216,7 +229,11 @@ def _add_pipeline_commands(sub) -> None:
     validate.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker")
     validate.add_argument("--against-checkpoint", action="store_true", help="also say whether each change from the "
                           "pipeline that wrote the checkpoint keeps it (exit 1: a change needs a new checkpoint)")
+    validate.add_argument("--against-savepoint", metavar="LOCATION", help="say, change by change, what of the "
+                          "saved pipeline carries over to this one and what is refused (exit 1: refused)")
     validate.set_defaults(func=_validate)
+    from kafka_eos.connectors.cli_savepoint import add_savepoint_command
+    add_savepoint_command(sub)
     describe = sub.add_parser("describe", help="print the resolved plan of a pipeline (secrets redacted)")
     describe.add_argument("pipeline", metavar="pipeline.yaml")
     describe.add_argument("--offline", action="store_true", help="do not ask the broker for offsets")

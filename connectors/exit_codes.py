@@ -74,13 +74,14 @@ ERRORS: dict[str, ExitCode] = {
     **{name: INVALID for name in (
         "InvalidPipeline", "PipelineBuildError", "SinkConfigError", "ClientSettingsError", "SourceOptionError",
         "OffsetLogScanError", "OffsetSpecError", "SubscriptionError", "LateSpecError", "StoreProblem",
-        "NonDeterministicPlanError", "StateConfConflict")},
+        "NonDeterministicPlanError", "StateConfConflict", "SavepointRefused", "StateNotRebuildable",
+        "EventTimesMissing", "ReplayBeyondRetention", "SavepointConflict", "SavepointUnreadable")},
     **{name: UNAUTHORIZED for name in (
         "AclMissingError", "TopicAuthorizationError", "AuthenticationFailed", "SourceLoginRefused")},
     **{name: NEEDS_OPERATOR for name in (
         "ReplayMismatchError", "CheckpointRetiredError", "PrefixClaimedError", "OutputTopicChangedError",
         "CheckpointShapeError", "StateBackendChanged", "KafkaDataLossError", "RecordDecodeError",
-        "SinkLogError", "SinkLogConflictError", "StoreFencedError", "UnsupportedBrokerError")},
+        "SinkLogError", "SinkLogConflictError", "StoreFencedError", "UnsupportedBrokerError", "SavepointTaken")},
 }
 # the order in which a text naming several of them is read: what must be fixed first
 _PRECEDENCE = (INVALID, UNAUTHORIZED, NEEDS_OPERATOR, DONE)

@@ -19,6 +19,7 @@ CONFIG = "invalid-configuration"
 BROKER_SETTINGS = "broker-settings-not-read-clusterunreachable-describeconfigsfailed-settingsrefused"
 CHECKPOINT_FILES = "checkpoint-files-refused"
 VERIFY_READ = "verify-could-not-read-scanerror-replayerror"
+SAVEPOINT_RECORDS = "savepoint-records-savepointconflict-savepointunreadable-rundidnotstop"
 
 ANCHORS: dict[str, str] = {
     "TransactionLostError": "transactionlosterror",
@@ -29,6 +30,11 @@ ANCHORS: dict[str, str] = {
     "PrefixClaimedError": "prefixclaimederror",
     "PrefixClaimAccessError": "prefixclaimaccesserror",
     "CheckpointRetiredError": "checkpointretirederror",
+    "SavepointTaken": "savepointtaken",
+    "SavepointRefused": "savepointrefused",  # StateNotRebuildable, EventTimesMissing, ReplayBeyondRetention
+    "SavepointConflict": SAVEPOINT_RECORDS,
+    "SavepointUnreadable": SAVEPOINT_RECORDS,
+    "RunDidNotStop": SAVEPOINT_RECORDS,
     "OutputTopicChangedError": "outputtopicchangederror",
     "UnsupportedBrokerError": "unsupportedbrokererror",
     "BrokersUnreachable": "brokersunreachable",

@@ -16,6 +16,7 @@ from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError
 from kafka_eos.connectors.pipeline.late_records import LateWatermarkError
 from kafka_eos.connectors.pipeline.pipeline_shape import ShapeRecordError
 from kafka_eos.connectors.pipeline.runner import PipelineFailed
+from kafka_eos.connectors.pipeline.savepoint import RunDidNotStop, SavepointTaken
 from kafka_eos.connectors.pipeline.stop_request import StopRequested
 from kafka_eos.connectors.plan_check import NonDeterministicPlanError
 from kafka_eos.connectors.source.legacy_reader import OffsetLogScanError
@@ -30,12 +31,14 @@ from kafka_eos.offsets.acl_advice import AclMissingError, MissingAcl
 from kafka_eos.offsets.kafka_offsets import TopicAuthorizationError
 from kafka_eos.offsets.lookup_retry import KafkaLookupError, SourceLoginRefused
 from kafka_eos.offsets.model import OffsetFormatError
+from kafka_eos.offsets.rewind import SavepointRefused
 from kafka_eos.offsets.spec import OffsetSpecError
 from kafka_eos.offsets.subscription import SubscriptionError
 from kafka_eos.serde.arrow_types import SchemaError
 from kafka_eos.serde.avro_serde import WriterSchemaUnavailable
 from kafka_eos.serde.decode_errors import RecordDecodeError
 from kafka_eos.truststores import StoreProblem
+from kafka_eos.txn.log.savepoints import SavepointConflict, SavepointUnreadable
 from kafka_eos.txn.cluster.broker_configs import (AuthenticationFailed, BrokerConfigError, ClusterUnreachable,
                                           DescribeConfigsFailed, SettingsRefused)
 from kafka_eos.txn.cluster.broker_support import UnsupportedBrokerError
@@ -112,6 +115,13 @@ ERRORS: dict[str, KafkaEosError] = {
                                          "SIGTERM or Ctrl-C"),
     "BrokerEnvironmentError": BrokerEnvironmentError("Java not found: the local Kafka broker needs Java 17+"),
     "StopRequested": StopRequested.of_request("/ck/kafka-eos-stop-requested", "requested 2026-11-28T10:00:00Z"),
+    "SavepointTaken": SavepointTaken("a savepoint was taken of checkpoint /ck after batch 7 (/ck/kafka-eos-sink/"
+                                     "_savepoint): the checkpoint writes nothing more"),
+    "SavepointRefused": SavepointRefused("a savepoint cannot carry this pipeline's state yet: sliding windows longer "
+                                         "than their slide"),
+    "SavepointConflict": SavepointConflict("/sp/savepoint.json: a savepoint record exists with other content"),
+    "SavepointUnreadable": SavepointUnreadable("/sp/savepoint.json: no savepoint record there"),
+    "RunDidNotStop": RunDidNotStop("/ck: the run did not stop within 600 s"),
 }
 
 

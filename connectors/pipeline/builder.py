@@ -47,6 +47,7 @@ from kafka_eos.connectors.pipeline import drain, stop
 from kafka_eos.connectors.plan_check import NonDeterministicPlanError, check_deterministic
 from kafka_eos.connectors.pipeline.late_records import late_frame
 from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema, dlq_spark_schema
+from kafka_eos.connectors.pipeline.savepoint_floor import floor_dlq, floor_main
 from kafka_eos.connectors.pipeline.serde_resolve import sink_serde, source_serde
 from kafka_eos.connectors.pipeline.spark_options import (sink_options, sink_select_exprs, source_options,
                                                          late_topic, routes_by_topic, trigger_kwargs,
@@ -126,7 +127,7 @@ def transform_input(decoded: DataFrame, cfg: PipelineConfig) -> DataFrame:
                            "transform.watermark.expression", "name a timestamp column of source, e.g. value.created_at")
         df = _analysed(lambda: df.withWatermark(watermark.column, watermark.delay), "transform.watermark.column",
                        "name a timestamp column (or define it with transform.watermark.expression)")
-    return df
+    return floor_main(df, cfg)  # started from a savepoint: only rows of windows open at it (savepoint_floor)
 
 
 def transform(spark: SparkSession, source: DataFrame, cfg: PipelineConfig) -> DataFrame:
@@ -207,7 +208,7 @@ def build_frame(spark: SparkSession, cfg: PipelineConfig, on_skipped: Callable[[
     result = encode(transform(spark, transform_input(decode(raw, cfg, in_serde, on_skipped), cfg), cfg), cfg, out_serde)
     if uses_dlq(cfg):
         dlq_scan = decode(read_source(spark, options, "dlq"), cfg, in_serde)
-        result = result.unionByName(dlq_rows(dlq_scan, cfg), allowMissingColumns=True)
+        result = result.unionByName(dlq_rows(floor_dlq(dlq_scan, cfg), cfg), allowMissingColumns=True)
     if late_topic(cfg) is not None:
         result = result.unionByName(late_frame(read_source(spark, options, "late"), cfg, in_serde),
                                     allowMissingColumns=True)

@@ -16,6 +16,8 @@ Invariants:
 - The main branch is untouched: Spark drops these rows there itself, so each source record
   reaches either the windows or the late topic, never both, never neither (records with a null
   event time count as late when a window drops them).
+- A pipeline started from a savepoint drops the replayed rows the old query handled and judges
+  the others with at least the savepoint's watermark (``savepoint_floor``).
 - Rows are judged before the transform's own filters: a late record the transform's WHERE would
   also have removed still goes to the late topic.
 - Late-topic rows carry the original key and value bytes, the record's headers (when the source
@@ -39,6 +41,7 @@ from kafka_eos.config.late_records import LateSpec, late_spec
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema, dlq_spark_schema
+from kafka_eos.connectors.pipeline.savepoint_floor import floor_late, restored
 from kafka_eos.serde import batch as serde_batch
 from kafka_eos.serde.codecs import ValueSerde
 from kafka_eos.serde.decode_errors import (DLQ_SCHEMA, ERROR_COLUMN, HEADER_TYPE, OFFSET_HEADER, PARTITION_HEADER,
@@ -139,12 +142,13 @@ def late_batch(batch: pa.RecordBatch, watermark_ms: int, topic: str, time_column
 
 def late_fn(checkpoint: str, previous: bool, topic: str, time_column: str, drops_null_time: bool,
             batch_id: Callable[[], int] = current_batch_id,
-            watermark_ms: Callable[[str, int, bool], int] = _cached_watermark_ms
+            watermark_ms: Callable[[str, int, bool], int] = _cached_watermark_ms, floor_ms: int = 0
             ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function giving a batch's late-topic rows."""
+    """The ``mapInArrow`` function giving a batch's late-topic rows (judged with at least
+    ``floor_ms``: a savepoint's watermark, ``savepoint_floor``)."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            wm = watermark_ms(checkpoint, batch_id(), previous)
+            wm = max(watermark_ms(checkpoint, batch_id(), previous), floor_ms)
             yield late_batch(batch, wm, topic, time_column, drops_null_time)
     return run
 
@@ -161,10 +165,13 @@ def late_frame(raw: DataFrame, cfg: PipelineConfig, serde: ValueSerde) -> DataFr
     decoded = decoded.where(f"{ERROR_COLUMN} IS NULL").drop(ERROR_COLUMN, RAW_VALUE_COLUMN)  # left to the main branch
     if w.expression:
         decoded = decoded.withColumn(w.column, expr(w.expression))
+    start = restored(cfg)
+    decoded = floor_late(decoded, w.column, start)
     bounded = decoded.withColumn(BOUND, expr(bound_expr(spec, w.column)))
     columns = ["key", ORIGINAL_VALUE, "topic", "partition", "offset", w.column, BOUND]
     columns += ["headers"] if include_headers else []
     # cast: given a default, conf.get returns a str (pyspark types it Optional)
     previous = cast(str, raw.sparkSession.conf.get(ALLOW_MULTIPLE, "true")).lower() != "false"
-    function = late_fn(cfg.checkpoint.location, previous, w.late_topic, w.column, spec.drops_null_time)
+    function = late_fn(cfg.checkpoint.location, previous, w.late_topic, w.column, spec.drops_null_time,
+                       floor_ms=start.watermark_ms if start is not None else 0)
     return bounded.select(*columns).mapInArrow(function, dlq_spark_schema())

@@ -13,7 +13,9 @@ Invariants:
   default (``state_store``); a stateful pipeline asking for another one than its checkpoint
   recorded, or a session setting contradicting the file, is refused before the query is built.
 - A stateful pipeline with a watermark records each batch's event times beside its sink log
-  (``event_time_hook``, a listener of the progress reporter), for a savepoint's rewind.
+  (``event_time_hook``, a listener of the progress reporter), for a savepoint's rewind. A start
+  of a checkpoint a savepoint was taken of is refused (``SavepointTaken``, exit 5); a checkpoint
+  started from one runs its replay batch first (``restore``).
 - Once Spark accepted the plan, the pipeline's shape is recorded beside the checkpoint
   (``pipeline_shape.record_shape``), for ``kafka-eos validate --against-checkpoint``; a record
   that cannot be written is a warning line, never a failed run.
@@ -42,7 +44,7 @@ from kafka_eos import KafkaEosError
 from kafka_eos.config.model import OnDecodeError, PipelineConfig
 from kafka_eos.config.redact import Redactor, install
 from kafka_eos.connectors import exit_codes
-from kafka_eos.connectors.pipeline import builder, drain
+from kafka_eos.connectors.pipeline import builder, drain, restore
 from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint
 from kafka_eos.connectors.pipeline.event_time_hook import recorder_for
 from kafka_eos.connectors.pipeline.pipeline_shape import record_shape
@@ -129,17 +131,19 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
     on_skipped, skipped = _skipped_counter(spark, cfg)
     # before the query starts: a marker left from an earlier run would stop the source planning
     # cast: a pipeline runs validated, and the checkpoint rule refuses a missing location
+    restore.refuse_saved(cfg, redactor)  # a savepoint was taken of the checkpoint: exit 5
     stop = StopControl(cast(str, cfg.checkpoint.location), lambda line: emit(redactor(line))).install()
     try:
+        listeners = [*(listeners or []), *recorder_for(cfg, lambda line: emit(redactor(line)))]  # event times
+        reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners, since_ms=started_ms)
         try:
             check_checkpoint(cfg)
             with applied(spark, for_start(spark, cfg)):  # the state store (state_store), for this query only
+                restore.replay_if_due(spark, cfg, reporter.report, redactor)  # started from a savepoint
                 query = builder.start(spark, cfg, once, on_skipped)
         except (builder.PipelineBuildError, CheckpointShapeError) as exc:
             raise PipelineFailed(redactor(f"{cfg.origin}: {exc}"), exit_codes.of_error(exc)) from None
         _record_shape(cfg, lambda line: emit(redactor(line)))
-        listeners = [*(listeners or []), *recorder_for(cfg, lambda line: emit(redactor(line)))]  # event times
-        reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners, since_ms=started_ms)
         _wait(query, reporter, stop, poll_s, drain.drains() and drain.asked(cfg, once))
     finally:
         stop.uninstall()

@@ -1,0 +1,185 @@
+"""Savepoints (issue 65) on the real broker and Spark, in the session's SparkSession: a 1-minute
+tumbling windowed count per page (watermark 30 s, a late topic) over skewed pages.
+
+The old pipeline runs ``--once`` on the first minutes of input, so that windows are open at its end;
+a savepoint is taken; a start on the old checkpoint is refused (exit 5, naming the savepoint) and
+writes nothing; more input arrives (late records of closed windows among it); the pipeline with a
+changed SQL (an added output column) starts a new checkpoint from the savepoint. Every window the
+final watermark closed equals a batch count over the whole input without the late records; each is
+emitted once (read_committed), by exactly one of the two queries (the old one emitted the windows
+with end <= W, the new one the others, with all their records); each late record is in the late
+topic once. Restores the savepoint cannot carry (sliding windows longer than their slide, state
+without a watermark) are refused with their reason, writing nothing.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyspark
+import pytest
+import yaml
+
+from integration_tests.kafka_tools import check_exactly_once, create_topic, produce, read_all, unique
+from kafka_eos.config.loader import load_text
+from kafka_eos.connectors.pipeline import restore, savepoint
+from kafka_eos.connectors.pipeline.runner import PipelineFailed, run_query
+from kafka_eos.offsets.rewind import SavepointRefused, StateNotRebuildable
+from kafka_eos.txn.log.savepoints import read_restore
+
+T0 = 1_767_225_600_000          # 2026-01-01T00:00:00Z, on a minute
+MINUTE = 60_000
+WEIGHTS = {"home": 6, "cart": 2, "help": 1}  # views per 2 s: one page far hotter than the others
+SCHEMA = {"type": "record", "name": "View", "fields": [
+    {"name": "id", "type": "long"}, {"name": "page", "type": "string"}, {"name": "at", "type": "long"}]}
+SQL = """SELECT value.page AS key,
+       named_struct('page', value.page, 'start_ms', unix_millis(window.start), 'views', COUNT(*)) AS value
+FROM source GROUP BY window(event_time, '{size}'{slide}), value.page"""
+CHANGED = """SELECT value.page AS key,
+       named_struct('page', value.page, 'start_ms', unix_millis(window.start), 'views', COUNT(*),
+                    'last_at', MAX(value.at)) AS value
+FROM source GROUP BY window(event_time, '1 minute'), value.page"""
+
+Sent = list[tuple[int, str, int]]  # (id, page, event time)
+
+
+def seed(bootstrap: str, topic: str, first_id: int, start_ms: int, stop_ms: int) -> Sent:
+    """Views of every page every 2 s of event time in [start_ms, stop_ms), committed."""
+    sent: Sent = []
+    for at in range(start_ms, stop_ms, 2000):
+        for page, n in WEIGHTS.items():
+            sent += [(first_id + len(sent), page, at + i) for i in range(n)]
+    send(bootstrap, topic, sent)
+    return sent
+
+
+def send(bootstrap: str, topic: str, sent: Sent) -> None:
+    records = [(page.encode(), json.dumps({"id": i, "page": page, "at": at}).encode()) for i, page, at in sent]
+    produce(bootstrap, topic, records, transactional=unique("views-in"))
+
+
+def pipeline(tmp_path: Path, topics: dict[str, str], checkpoint: str, sql: str, prefix: str | None = None,
+             watermark: bool = True):
+    transform: dict = {"sql": sql}
+    if watermark:
+        transform["watermark"] = {"column": "event_time", "expression": "timestamp_millis(value.at)",
+                                  "delay": "30 seconds", "late_topic": topics["late"]}
+    sink = {"kafka": {"bootstrap_servers": topics["bootstrap"]}, "topic": topics["out"], "format": "json"}
+    if prefix:
+        sink["transactional_id_prefix"] = prefix
+    doc = {"version": 1, "name": "savepoint",
+           "source": {"kafka": {"bootstrap_servers": topics["bootstrap"]}, "topics": [topics["in"]],
+                      "starting_offsets": "earliest", "format": "json", "schema": {"inline": SCHEMA},
+                      "max_offsets_per_trigger": 150},
+           "transform": transform, "sink": sink, "checkpoint": {"location": str(tmp_path / checkpoint)}}
+    cfg, problems = load_text(yaml.safe_dump(doc), f"{checkpoint}.yaml")
+    assert cfg is not None and not problems, problems
+    return cfg
+
+
+def windows(bootstrap: str, topic: str) -> list[tuple[str, int, int]]:
+    def window(message) -> tuple[str, int, int]:
+        value = json.loads(message.value())
+        return value["page"], value["start_ms"], value["views"]
+    return [window(m) for m in read_all(bootstrap, topic, "read_committed", idle_s=2.0, timeout_s=120)]
+
+
+def late_ids(bootstrap: str, topic: str) -> Counter:
+    return Counter(json.loads(m.value())["id"] for m in read_all(bootstrap, topic, "read_committed", idle_s=2.0,
+                                                                  timeout_s=120))
+
+
+def expected(sent: Sent, late: Counter) -> list[tuple[str, int, int]]:
+    """The batch computation: each window the final watermark closed, counted over the whole input
+    without the records that went to the late topic."""
+    closed_until = max(at for _, _, at in sent) - 30_000
+    counts = Counter((page, at - at % MINUTE) for i, page, at in sent if i not in late)
+    return [(page, start, n) for (page, start), n in counts.items() if start + MINUTE <= closed_until]
+
+
+def written(location: Path, bootstrap: str, topics: dict[str, str]) -> tuple:
+    files = sorted(str(p.relative_to(location)) for p in location.rglob("*") if p.is_file())
+    return files, len(windows(bootstrap, topics["out"]))
+
+
+def test_a_savepoint_restored_with_a_changed_sql_emits_every_window_once(bootstrap, spark, tmp_path, monkeypatch):
+    monkeypatch.setattr(savepoint, "QUIET_S", 1.0)  # no run is running: the marker's wait is all it costs
+    topics = {"bootstrap": bootstrap, "in": unique("views"), "out": unique("views-out"), "late": unique("views-late")}
+    create_topic(bootstrap, topics["in"], partitions=2)
+    create_topic(bootstrap, topics["out"], partitions=2)
+    create_topic(bootstrap, topics["late"])
+    sent = seed(bootstrap, topics["in"], 0, T0, T0 + 3 * MINUTE + 20_000)
+    old = pipeline(tmp_path, topics, "cp", SQL.format(size="1 minute", slide=""), prefix=unique("old"))
+    assert run_query(spark, old, once=True, emit=lambda _: None).batches >= 3
+
+    began = time.monotonic()
+    done = savepoint.take(old, None, pyspark.__version__, lambda _: None)
+    save_s = time.monotonic() - began
+    sp = done.savepoint
+    assert sp.rewind is not None and sp.watermark_ms > 0 and sp.last_batch >= 2
+    emitted_by_old = windows(bootstrap, topics["out"])
+    assert emitted_by_old and all(start + MINUTE <= sp.watermark_ms for _, start, _ in emitted_by_old)
+    open_at_savepoint = {(p, at - at % MINUTE) for _, p, at in sent if at - at % MINUTE + MINUTE > sp.watermark_ms}
+    assert open_at_savepoint, "windows are open at the savepoint"
+
+    location = tmp_path / "cp"
+    before = written(location, bootstrap, topics)
+    with pytest.raises(PipelineFailed) as refused:
+        run_query(spark, old, once=True, emit=lambda _: None)
+    assert refused.value.exit_code == 5 and done.location in str(refused.value), str(refused.value)
+    assert "--from-savepoint" in str(refused.value)
+
+    late_new = [(10_000_000 + k, "home", T0 + 10_000 + k) for k in range(3)]  # windows closed at the savepoint
+    more = seed(bootstrap, topics["in"], len(sent), T0 + 3 * MINUTE + 20_000, T0 + 5 * MINUTE)
+    send(bootstrap, topics["in"], late_new)
+    sent += more + late_new
+    assert written(location, bootstrap, topics) == before, "the refused start wrote something"
+
+    new = pipeline(tmp_path, topics, "cp2", CHANGED)
+    began = time.monotonic()
+    start = restore.prepare(new, done.location)
+    assert start.w0_ms is not None and start.w0_ms <= sp.watermark_ms < start.w0_ms + MINUTE
+    result = run_query(spark, new, once=True, emit=lambda _: None)
+    restore_s = time.monotonic() - began
+    assert result.batches >= 2 and read_restore(str(tmp_path / "cp2")) == start
+
+    late = late_ids(bootstrap, topics["late"])
+    assert all(n == 1 for n in late.values()), f"late records twice: {[i for i, n in late.items() if n > 1]}"
+    assert {i for i, _, _ in late_new} <= set(late), "late records of closed windows reach the late topic"
+    want = expected(sent, late)
+    report = check_exactly_once(bootstrap, topics["out"], expected=want,
+                                id_of=lambda m: tuple(json.loads(m.value())[k] for k in ("page", "start_ms", "views")))
+    assert report.ok, report.line()
+    by_new = Counter(windows(bootstrap, topics["out"])) - Counter(emitted_by_old)
+    assert all(start_ms + MINUTE > sp.watermark_ms for _, start_ms, _ in by_new), "the new query emitted a closed window"
+    assert {(page, start_ms) for page, start_ms, _ in by_new} >= open_at_savepoint, "a window open at the savepoint"
+    print(f"savepoint: {len(want)} windows over {len(sent)} records ({len(late)} late), {len(emitted_by_old)} "
+          f"emitted by the old query, {sum(by_new.values())} by the new ({len(open_at_savepoint)} open at the "
+          f"savepoint); savepoint {save_s:.1f} s, restore {restore_s:.1f} s, "
+          f"replay from batch {start.rewind_batch} of {sp.last_batch}")
+
+
+@pytest.mark.parametrize("change", ["sliding", "no_watermark"])
+def test_a_restore_the_savepoint_cannot_carry_is_refused_and_writes_nothing(bootstrap, spark, tmp_path, monkeypatch,
+                                                                            change):
+    monkeypatch.setattr(savepoint, "QUIET_S", 1.0)
+    topics = {"bootstrap": bootstrap, "in": unique("views"), "out": unique("views-out"), "late": unique("views-late")}
+    for name in ("in", "out", "late"):
+        create_topic(bootstrap, topics[name])
+    seed(bootstrap, topics["in"], 0, T0, T0 + MINUTE + 40_000)
+    old = pipeline(tmp_path, topics, "cp", SQL.format(size="1 minute", slide=""), prefix=unique("old"))
+    run_query(spark, old, once=True, emit=lambda _: None)
+    done = savepoint.take(old, None, pyspark.__version__, lambda _: None)
+    sql = SQL.format(size="1 minute", slide=", '30 seconds'") if change == "sliding" else SQL.format(
+        size="1 minute", slide="")
+    new = pipeline(tmp_path, topics, "cp2", sql, watermark=change != "no_watermark")
+    with pytest.raises(SavepointRefused) as refused:
+        restore.prepare(new, done.location)
+    text = str(refused.value)
+    if change == "sliding":
+        assert "sliding windows longer than their slide" in text and "first watermark" in text, text
+    else:
+        assert isinstance(refused.value, StateNotRebuildable) and "never closes" in text, text
+    assert not (tmp_path / "cp2").exists(), "the refused restore wrote something"
