@@ -173,7 +173,9 @@ def release_sink(options: Mapping[str, str], queries: SinkQueries = SINK_QUERIES
     """After the query of these sink options ended (failed or stopped): commit its decided batch if
     the brokers allow (else it stays for the next start), abort every other Ongoing transaction under
     its ids (the id scheme its sink log recorded). Best effort: a failure is logged (the next start
-    cleans up), never raised."""
+    cleans up), never raised. It runs in the run's own process: a Kafka record store is written as
+    its ``runner`` role (the commit worker's ``driver`` writer, idle in its worker, is not fenced)."""
+    use_role(StoreRole.RUNNER)
     config = sink_config(options)
     try:
         scheme = sink_markers.read_id_scheme(config.log_location)

@@ -160,6 +160,8 @@ def test_release_sweeps_the_ids_its_sink_log_recorded(tmp_path):
     scheme = sink_markers.id_scheme(location, "0a1b2c3d")
     release_sink(opts, SinkQueries(build=build))
     assert [c.id_owner for c in seen] == [scheme.id_owner] and scheme.id_owner == "0a1b2c3d"
+    assert stores.process_role() is StoreRole.RUNNER  # the run's process writes as itself
+    stores.use_role(StoreRole.OPERATOR)
 
 
 def test_a_refused_client_setting_stops_the_start_before_any_cluster_call(tmp_path):
