@@ -6,10 +6,11 @@
 Invariants:
 - Only a stateful pipeline with a watermark records (``records_event_times``): the rewind of a
   savepoint needs them (``offsets.rewind``); a stateless one restarts from its end offsets.
-- A batch's record is Spark's progress ``eventTime`` of that batch (``event_times.from_progress``,
-  coverage ``watermark_operator``: the rows that reached the watermark operator; docs/savepoints.md
-  says which new transforms that covers). A batch whose progress has no ``eventTime`` (or that the
-  reporter never saw) has no record: a rewind then counts it as unknown and replays more, never less.
+- A batch's record is Spark's progress ``eventTime`` of that batch and its first source's start
+  offsets (``event_times.from_progress``, coverage ``watermark_operator``: the rows that reached
+  the watermark operator; docs/savepoints.md says which new transforms that covers). A batch
+  whose progress has no ``eventTime`` (or that the reporter never saw) has no record: a rewind
+  then counts it as unknown and replays more, never less.
 - Recording never fails a run: a store error is one warning line (per kind of failure), and the
   batch stays unrecorded (unknown, as above).
 - Records are pruned with the sink log's evidence retention: every ``PRUNE_EVERY`` batches, the
@@ -18,16 +19,30 @@ Invariants:
 """
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.rules import stateful
 from kafka_eos.connectors.pipeline.progress import BatchReport, sink_log_location
+from kafka_eos.offsets import model
+from kafka_eos.offsets.model import Offsets
 from kafka_eos.txn.log import event_times
 from kafka_eos.txn.log.sink_log import SinkLogReader
 
 PRUNE_EVERY = 100
+
+
+def start_offsets(report: BatchReport) -> Offsets | None:
+    """Where the batch started, from its first source's progress: the start batch 0 was planned
+    from (recorded on its end: ``offsets.model.planned_start``), else its ``startOffset``."""
+    start, end = report.source_offsets
+    try:
+        planned = model.planned_start(json.loads(end)) if end else None
+        return planned if planned is not None else (model.decode(json.loads(start)) if start else None)
+    except (ValueError, TypeError, AttributeError, KafkaEosError):  # not kafka-eos's offsets: not recorded
+        return None
 
 
 def records_event_times(cfg: PipelineConfig) -> bool:
@@ -47,7 +62,7 @@ class EventTimeRecorder:
     def __call__(self, report: BatchReport) -> None:
         if not report.event_time:
             return
-        times = event_times.from_progress(report.batch_id, report.event_time)
+        times = event_times.from_progress(report.batch_id, report.event_time, start=start_offsets(report))
         try:
             kept, created = event_times.record_batch(self.location, times)
             if not created and kept != times:

@@ -71,6 +71,7 @@ class BatchReport:
     commit_ms: float = 0.0       # and its EndTxn round (decision to committed)
     aborted: dict[str, int] = field(default_factory=dict)  # transactions aborted since the record before, by reason
     event_time: dict[str, str] = field(default_factory=dict)  # Spark's progress eventTime (min, max, watermark)
+    source_offsets: tuple[str | None, str | None] = (None, None)  # the first source's startOffset, endOffset (JSON)
 
 
 def dropped_by_watermark(progress) -> int:
@@ -95,7 +96,14 @@ def batch_report(progress, read: int, record: BatchRecord | None, dlq_topic: str
     return BatchReport(progress.batchId, read, written, dlq, skipped, int(progress.batchDuration or 0),
                        late, 0 if late_topic else dropped_by_watermark(progress),
                        int(m.get("transactions", 0)), m.get("precommit_max_ms", 0.0), m.get("commit_ms", 0.0),
-                       aborted_in(m) if record is not None else {}, dict(getattr(progress, "eventTime", None) or {}))
+                       aborted_in(m) if record is not None else {}, dict(getattr(progress, "eventTime", None) or {}),
+                       _first_source(progress))
+
+
+def _first_source(progress) -> tuple[str | None, str | None]:
+    sources = getattr(progress, "sources", None) or []
+    first = sources[0] if sources else None
+    return getattr(first, "startOffset", None), getattr(first, "endOffset", None)
 
 
 def format_line(name: str, report: BatchReport, metrics: dict | None, dlq_topic: str | None,

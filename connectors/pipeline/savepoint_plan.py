@@ -11,7 +11,8 @@ Invariants:
   setting for).
 - ``gather`` reads only: the last committed batch N (refused when a later batch is planned and
   not committed, or none committed), its end offsets and applied watermark W (``offsets/N``), and
-  for each batch whose start the offset log still has, its start and its event-time record.
+  for each batch whose start is known (the offset log's, which Spark prunes to its last
+  ``minBatchesToRetain``, else the start its event-time record keeps), its start and event times.
 - ``restore_plan`` plans with the NEW pipeline's window against the savepoint's W and table.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 import re
 import time
 from dataclasses import asdict, replace
-from typing import Any
+from typing import Any, Mapping
 
 from kafka_eos.config.durations import parse_duration_ms
 from kafka_eos.config.late_records import LateSpecError, late_spec
@@ -35,6 +36,7 @@ from kafka_eos.offsets.model import Offsets
 from kafka_eos.offsets.rewind import (NOTHING_BEFORE, RewindPlan, SavepointRefused, StateNotRebuildable, WindowSpec,
                                       plan_rewind)
 from kafka_eos.txn.log import event_times
+from kafka_eos.txn.log.event_times import BatchTimes
 from kafka_eos.txn.log.savepoints import BatchRow, Savepoint, read_restore
 from kafka_eos.txn.log.sink_log import SinkLogReader
 
@@ -109,12 +111,14 @@ def last_committed(reader: CheckpointReader) -> int:
     return committed[-1]
 
 
-def batch_table(reader: CheckpointReader, log: str, last: int) -> tuple[BatchRow, ...]:
-    """Every batch up to ``last`` whose start the offset log keeps, newest run of contiguous ones."""
-    times = event_times.read_times(log)
+def batch_table(reader: CheckpointReader, times: Mapping[int, BatchTimes], last: int) -> tuple[BatchRow, ...]:
+    """Every batch up to ``last`` whose start is known (the offset log's, else its event-time
+    record's), the newest run of contiguous ones."""
     rows: list[BatchRow] = []
     for batch in range(last, -1, -1):
         start = _start(reader, batch)
+        if start is None and batch in times:
+            start = event_times.start_of(times[batch])
         if start is None:
             break
         t = times.get(batch)
@@ -123,8 +127,10 @@ def batch_table(reader: CheckpointReader, log: str, last: int) -> tuple[BatchRow
     return tuple(reversed(rows))
 
 
-def prefix_bound(reader: CheckpointReader, rows: tuple[BatchRow, ...], delay_ms: int | None) -> int | None:
-    """No row read before the table's first batch has a later event time than this (``plan_rewind``)."""
+def prefix_bound(reader: CheckpointReader, rows: tuple[BatchRow, ...], delay_ms: int | None,
+                 times: Mapping[int, BatchTimes]) -> int | None:
+    """No row read before the table's first batch has a later event time than this (``plan_rewind``):
+    that batch's watermark (the offset log's, else its record's) plus the delay."""
     if not rows or delay_ms is None:
         return None
     first = rows[0].batch
@@ -134,7 +140,8 @@ def prefix_bound(reader: CheckpointReader, rows: tuple[BatchRow, ...], delay_ms:
             return NOTHING_BEFORE
         return None if restored.w0_ms is None else restored.w0_ms - 1
     entry = reader.offsets(first)
-    return None if entry is None else _watermark(entry) + delay_ms
+    watermark = _watermark(entry) if entry is not None else times[first].watermark_ms if first in times else None
+    return None if watermark is None else watermark + delay_ms
 
 
 def gather(cfg: PipelineConfig, pyspark_version: str) -> Savepoint:
@@ -148,13 +155,14 @@ def gather(cfg: PipelineConfig, pyspark_version: str) -> Savepoint:
     window = window_of(cfg)
     check_restorable(window)
     delay = cfg.transform.watermark.delay_ms if cfg.transform.watermark else None
-    rows = batch_table(reader, log, last)
+    times = event_times.read_times(log)
+    rows = batch_table(reader, times, last)
     sink_last = SinkLogReader(log).latest_batch_id()
     conf = entry.conf()
     sp = Savepoint(cfg.name or "kafka-eos", checkpoint, log, cfg.sink.transactional_id_prefix or "", last, end,
                    _watermark(entry), delay, asdict(window), asdict(shape_of(cfg)),
                    {"provider": conf.get(PROVIDER_CONF), "shuffle_partitions": conf.get(SHUFFLE_CONF)}, rows,
-                   prefix_bound(reader, rows, delay), pyspark_version, int(time.time() * 1000),
+                   prefix_bound(reader, rows, delay, times), pyspark_version, int(time.time() * 1000),
                    sink_last_batch=sink_last)
     return _with_rewind(sp, window)
 

@@ -3,9 +3,11 @@ finds where its replay starts (``kafka_eos.offsets.rewind``).
 
 Invariants enforced here:
 - a record is ``_event-times/<batch, 12 digits>.json`` {v, batch, min_ms, max_ms, watermark_ms,
-  coverage}: one per batch, created through the store of its location (``stores.open_store``:
+  coverage[, start]}: one per batch, created through the store of its location (``stores.open_store``:
   create-only), its version read by ``log_store.versioned``. ``min_ms``/``max_ms`` are None for a
-  batch without rows, ``watermark_ms`` is the watermark the batch applied (None when not reported).
+  batch without rows, ``watermark_ms`` is the watermark the batch applied (None when not reported),
+  ``start`` where the batch started (``{topic: {partition: offset}}``; absent when not known), so a
+  rewind reaches back past the batches Spark's offset log still keeps.
 - recording a batch that has a record keeps the record (a replayed batch reads the same offsets,
   so the same times) and returns it; the caller may compare.
 - ``coverage`` says which rows the times are of: ``watermark_operator`` (Spark's progress
@@ -43,6 +45,7 @@ class BatchTimes:
     max_ms: int | None
     watermark_ms: int | None
     coverage: Coverage = "watermark_operator"
+    start: dict[str, dict[str, int]] | None = None  # where the batch started ({topic: {partition: offset}})
 
     def __post_init__(self) -> None:
         if self.coverage not in COVERAGES:
@@ -51,7 +54,10 @@ class BatchTimes:
             raise ValueError(f"batch {self.batch}: min and max event times are both known or both None")
 
     def to_dict(self) -> dict:
-        return {"v": FORMAT, **asdict(self)}
+        data = asdict(self)
+        if self.start is None:  # not known (a record of a build before start offsets were kept)
+            data.pop("start")
+        return {"v": FORMAT, **data}
 
 
 def record_name(batch: int) -> str:
@@ -70,12 +76,28 @@ def parse_time(text: str) -> int:
     return (parsed - _EPOCH) // timedelta(milliseconds=1)
 
 
-def from_progress(batch: int, event_time: Mapping[str, str],
-                  coverage: Coverage = "watermark_operator") -> BatchTimes:
-    """The record of a batch from its progress's ``eventTime`` map."""
+def from_progress(batch: int, event_time: Mapping[str, str], coverage: Coverage = "watermark_operator",
+                  start: Mapping[tuple[str, int], int] | None = None) -> BatchTimes:
+    """The record of a batch from its progress's ``eventTime`` map (and its start offsets, if known)."""
     def at(key: str) -> int | None:
         return parse_time(event_time[key]) if event_time.get(key) else None
-    return BatchTimes(batch, at("min"), at("max"), at("watermark"), coverage)
+    return BatchTimes(batch, at("min"), at("max"), at("watermark"), coverage, _topics(start))
+
+
+def _topics(offsets: Mapping[tuple[str, int], int] | None) -> dict[str, dict[str, int]] | None:
+    if offsets is None:
+        return None
+    out: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        out.setdefault(topic, {})[str(partition)] = int(offset)
+    return out
+
+
+def start_of(times: BatchTimes) -> dict[tuple[str, int], int] | None:
+    """The batch's start offsets as ``plan_rewind`` takes them (None: not recorded)."""
+    if times.start is None:
+        return None
+    return {(topic, int(p)): int(o) for topic, parts in times.start.items() for p, o in parts.items()}
 
 
 def record_batch(log_location: str, times: BatchTimes) -> tuple[BatchTimes, bool]:
@@ -98,7 +120,8 @@ def _read(reader: LogReader, name: str) -> BatchTimes | None:
     if text is None:
         return None
     data = versioned(text, f"{FOLDER}/{name}", "event-time record", FORMAT)
-    return BatchTimes(int(data["batch"]), data["min_ms"], data["max_ms"], data["watermark_ms"], data["coverage"])
+    return BatchTimes(int(data["batch"]), data["min_ms"], data["max_ms"], data["watermark_ms"], data["coverage"],
+                      data.get("start"))
 
 
 def read_times(log_location: str, from_batch: int = 0) -> dict[int, BatchTimes]:

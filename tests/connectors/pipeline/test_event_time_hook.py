@@ -2,12 +2,14 @@
 log, for stateful pipelines with a watermark only; failures are warnings; pruning follows the sink log."""
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 from kafka_eos.connectors.pipeline import event_time_hook
 from kafka_eos.connectors.pipeline.event_time_hook import EventTimeRecorder, records_event_times, recorder_for
 from kafka_eos.connectors.pipeline.progress import batch_report, sink_log_location
-from kafka_eos.txn.log.event_times import BatchTimes, read_times
+from kafka_eos.offsets import model
+from kafka_eos.txn.log.event_times import BatchTimes, read_times, start_of
 from tests.factories import loaded
 
 WINDOWED = "SELECT key, COUNT(*) AS value FROM source GROUP BY window(event_time, '1 minute'), key"
@@ -68,3 +70,20 @@ def test_records_older_than_the_sink_log_s_oldest_batch_are_pruned(tmp_path, mon
         recorder(batch_report(progress(batch, {"watermark": "1970-01-01T00:00:00.000Z"}), 0, None, None))
     assert sorted(read_times(log)) == [7, 8, 9, 10]  # pruned at batches 5 and 10, below the oldest kept (7)
     assert recorder.prune() == 0
+
+
+def test_the_record_keeps_where_the_batch_started(tmp_path):
+    log = str(tmp_path / "log")
+    recorder = EventTimeRecorder(log, print)
+    first = SimpleNamespace(startOffset=None, endOffset=json.dumps(model.encode({("in", 0): 9}, start={("in", 0): 2})))
+    later = SimpleNamespace(startOffset=json.dumps(model.encode({("in", 0): 9, ("in", 1): 4})),
+                            endOffset=json.dumps(model.encode({("in", 0): 20, ("in", 1): 8})))
+    odd = SimpleNamespace(startOffset="not offsets", endOffset=None)
+    for batch, source in enumerate([first, later, odd]):
+        at = progress(batch, {"watermark": "1970-01-01T00:00:00.000Z"})
+        at.sources = [source]
+        recorder(batch_report(at, 0, None, None))
+    kept = read_times(log)
+    assert start_of(kept[0]) == {("in", 0): 2}  # batch 0: the start it was planned from
+    assert start_of(kept[1]) == {("in", 0): 9, ("in", 1): 4} and kept[1].start == {"in": {"0": 9, "1": 4}}
+    assert kept[2].start is None  # not kafka-eos's offsets: not recorded (the offset log's are used)

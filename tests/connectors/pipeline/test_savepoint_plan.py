@@ -16,7 +16,7 @@ from kafka_eos.connectors.pipeline.savepoint_check import against
 from kafka_eos.connectors.pipeline.savepoint_plan import gather, window_of
 from kafka_eos.connectors.pipeline.stop_request import request_stands
 from kafka_eos.offsets import model
-from kafka_eos.offsets.rewind import NOTHING_BEFORE, SavepointRefused, StateNotRebuildable, WindowSpec
+from kafka_eos.offsets.rewind import NOTHING_BEFORE, EventTimesMissing, SavepointRefused, StateNotRebuildable, WindowSpec
 from kafka_eos.txn.log.event_times import BatchTimes, record_batch
 from kafka_eos.txn.log.savepoints import SavepointConflict
 from tests.factories import loaded
@@ -89,6 +89,24 @@ def test_a_stopped_checkpoint_s_savepoint_holds_its_end_watermark_table_and_rewi
     assert sp.rewind == {"batch": 0, "w0_ms": 3 * MINUTE, "offsets": {"in-0": 0}}
 
 
+def test_the_table_reaches_past_the_offset_log_through_the_records_starts(tmp_path):
+    cfg = stopped_pipeline(tmp_path)
+    log = tmp_path / "ckpt" / "kafka-eos-sink"
+    for batch in (0, 1):  # Spark pruned its offset log (minBatchesToRetain)
+        (tmp_path / "ckpt" / "offsets" / str(batch)).unlink()
+    with pytest.raises(EventTimesMissing, match="before batch 3"):  # batch 2's start was offsets/1's end
+        gather(cfg, "4.3.0")
+    for f in (log / "_event-times").iterdir():
+        f.unlink()
+    for batch, wm in [(1, 60_000), (2, 2 * MINUTE)]:  # records that keep their starts
+        record_batch(str(log), BatchTimes(batch, batch * MINUTE, batch * MINUTE + 59_000, wm,
+                                          start={"in": {"0": 10 * batch}}))
+    sp = gather(cfg, "4.3.0")
+    assert [b.batch for b in sp.batches] == [1, 2, 3] and sp.batches[0].start == {("in", 0): 10}
+    assert sp.prefix_bound_ms == 60_000 + 30_000  # batch 1's recorded watermark + the delay
+    assert sp.rewind == {"batch": 3, "w0_ms": 3 * MINUTE, "offsets": {"in-0": 30}}  # 1, 2 end before 3:00
+
+
 def test_a_planned_uncommitted_batch_or_none_committed_is_refused(tmp_path):
     cfg = stopped_pipeline(tmp_path)
     write_batch(tmp_path / "ckpt", 4, 50, 4 * MINUTE, committed=False)
@@ -154,3 +172,27 @@ def test_validate_against_the_savepoint_says_change_by_change(tmp_path, monkeypa
     assert code == 1 and "refused: a savepoint cannot carry this pipeline's state (no_watermark)" in text, text
     code, text = against(config(tmp_path, checkpoint="ckpt2", prefix=None), str(tmp_path / "nowhere"), offline=True)
     assert code == 1 and "no savepoint record there" in text
+
+
+def test_the_command_lines(tmp_path, monkeypatch, capsys):
+    from kafka_eos.connectors import cli
+    from tests.factories import valid, write
+    monkeypatch.setattr(savepoint, "QUIET_S", 0.0)
+    data = valid(tmp_path)
+    data["transform"] = {"sql": sql(), "watermark": WATERMARK}
+    data["errors"] = {"on_decode_error": "fail"}
+    old = write(tmp_path, "old.yaml", data)
+    stopped_pipeline(tmp_path)
+    assert cli.main(["savepoint", str(old)]) == 0
+    out = capsys.readouterr().out
+    assert "savepoint written: " in out and "--from-savepoint" in out, out
+    location = str(tmp_path / "ckpt" / "kafka-eos-sink" / "_savepoint")
+    data["checkpoint"]["location"] = str(tmp_path / "ckpt2")
+    data["sink"].pop("transactional_id_prefix")
+    new = write(tmp_path, "new.yaml", data)
+    assert cli.main(["validate", "--offline", str(new), "--against-savepoint", location]) == 0
+    assert "carries over: window: tumbling 60000 ms, unchanged" in capsys.readouterr().out
+    data["transform"]["sql"] = sql("window(event_time, '2 minutes', '1 minute')")
+    assert cli.main(["validate", "--offline", str(write(tmp_path, "new.yaml", data)), "--against-savepoint",
+                     location]) == 1
+    assert "refused: a savepoint cannot carry this pipeline's state yet: sliding windows" in capsys.readouterr().err
