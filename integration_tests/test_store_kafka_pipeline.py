@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from integration_tests.kafka_tools import read_all, unique
+from integration_tests.pipeline_cli import kafka_eos
 from integration_tests.store_cells import Store, run_cell
 from kafka_eos.txn.log.kafka_store import store_topic
 
@@ -35,6 +36,12 @@ def test_records_kept_in_kafka_are_exactly_once_through_driver_kills(bootstrap, 
     assert len(decisions) >= figures["batches"], (decisions, figures)
     assert any("/kafka-eos-sink/_verify-runs/" in k for k in keys), "verify recorded its run in the store"
     figures["store_records"] = len(keys)
+    path = str(tmp_path / "orders-store.yaml")
+    status = kafka_eos(["status", path], bootstrap, tmp_path, timeout=120, env={"KAFKA_EOS_CHECKPOINTS": str(checkpoints)})
+    assert status.code == 0, status.log()  # another process reads the records where the pipeline keeps them
+    assert re.search(r"sink log: kafka:_kafka_eos_store-\S+/kafka-eos-sink: last decision batch \d+: committed",
+                     status.stdout), status.log()
+    assert "verify: newest verified batch" in status.stdout, status.log()
     for name, value in figures.items():
         record_property(name, value)
     print(f"Kafka store: {figures}")
