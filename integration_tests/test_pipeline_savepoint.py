@@ -1,31 +1,37 @@
 """Savepoints (issue 65) on the real broker and Spark, in the session's SparkSession: a 1-minute
 tumbling windowed count per page (watermark 30 s, a late topic) over skewed pages.
 
-The old pipeline runs ``--once`` on the first minutes of input, so that windows are open at its end;
-a savepoint is taken; a start on the old checkpoint is refused (exit 5, naming the savepoint) and
-writes nothing; more input arrives (late records of closed windows among it); the pipeline with a
-changed SQL (an added output column) starts a new checkpoint from the savepoint. Every window the
-final watermark closed equals a batch count over the whole input without the late records; each is
-emitted once (read_committed), by exactly one of the two queries (the old one emitted the windows
-with end <= W, the new one the others, with all their records); each late record is in the late
-topic once. Restores the savepoint cannot carry (sliding windows longer than their slide, state
-without a watermark) are refused with their reason, writing nothing.
+The old pipeline runs over the first minutes of input, so that windows are open at its end; a
+savepoint is taken while it runs (it stops after its running batch); a start on the old
+checkpoint is refused (exit 5, naming the savepoint) and writes nothing; more input arrives (late
+records of closed windows among it); the pipeline with a changed SQL (an added output column)
+starts a new checkpoint from the savepoint. Every window the final watermark closed equals a
+batch count over the whole input without the late records; each is emitted once
+(read_committed), by exactly one of the two queries (the old one emitted the windows with end <=
+W, the new one the others, with all their records); each late record is in the late topic once.
+Restores the savepoint cannot carry (sliding windows longer than their slide, state without a
+watermark) are refused with their reason, writing nothing.
 """
 from __future__ import annotations
 
 import json
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 import pyspark
 import pytest
 import yaml
 
-from integration_tests.kafka_tools import check_exactly_once, create_topic, produce, read_all, unique
+from integration_tests.kafka_tools import check_exactly_once, create_topic, end_offsets, produce, read_all, unique
 from kafka_eos.config.loader import load_text
 from kafka_eos.connectors.pipeline import restore, savepoint
+from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.runner import PipelineFailed, run_query
+from kafka_eos.connectors.pipeline.stop import request_stop
+from kafka_eos.offsets import model
 from kafka_eos.offsets.rewind import SavepointRefused, StateNotRebuildable
 from kafka_eos.txn.log.savepoints import read_restore
 
@@ -73,7 +79,8 @@ def pipeline(tmp_path: Path, topics: dict[str, str], checkpoint: str, sql: str, 
            "source": {"kafka": {"bootstrap_servers": topics["bootstrap"]}, "topics": [topics["in"]],
                       "starting_offsets": "earliest", "format": "json", "schema": {"inline": SCHEMA},
                       "max_offsets_per_trigger": 150},
-           "transform": transform, "sink": sink, "checkpoint": {"location": str(tmp_path / checkpoint)}}
+           "transform": transform, "sink": sink,
+           "checkpoint": {"location": str(tmp_path / checkpoint), "trigger": "1 second"}}
     cfg, problems = load_text(yaml.safe_dump(doc), f"{checkpoint}.yaml")
     assert cfg is not None and not problems, problems
     return cfg
@@ -99,6 +106,31 @@ def expected(sent: Sent, late: Counter) -> list[tuple[str, int, int]]:
     return [(page, start, n) for (page, start), n in counts.items() if start + MINUTE <= closed_until]
 
 
+def save_when_read_through(cfg, input_ends: Callable[[], dict[int, int]], lines: list[str],
+                           timeout_s: float = 180.0):
+    """In a thread, while the query runs in the test's: once it committed a batch ending at the
+    input's read_committed ends (every partition), take the savepoint; (its result, seconds).
+    Failing before, it stops the run (``kafka-eos stop``) so that the test's thread returns."""
+    checkpoint = str(cfg.checkpoint.location)
+    try:
+        deadline, ends = time.monotonic() + timeout_s, {}
+        while time.monotonic() < deadline:
+            ends = input_ends()  # the commit markers reach the brokers' ends a moment after produce returns
+            reader = CheckpointReader(checkpoint)
+            committed = reader.commit_batches()
+            entry = reader.offsets(committed[-1]) if committed else None
+            if entry is not None and {p: o for (_, p), o in model.decode(json.loads(entry.sources[0])).items()} == ends:
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError(f"the input was not read through {ends} within {timeout_s} s")
+        began = time.monotonic()
+        return savepoint.take(cfg, None, pyspark.__version__, lines.append), time.monotonic() - began
+    except BaseException:
+        request_stop(checkpoint)
+        raise
+
+
 def written(location: Path, bootstrap: str, topics: dict[str, str]) -> tuple:
     files = sorted(str(p.relative_to(location)) for p in location.rglob("*") if p.is_file())
     return files, len(windows(bootstrap, topics["out"]))
@@ -112,11 +144,12 @@ def test_a_savepoint_restored_with_a_changed_sql_emits_every_window_once(bootstr
     create_topic(bootstrap, topics["late"])
     sent = seed(bootstrap, topics["in"], 0, T0, T0 + 3 * MINUTE + 20_000)
     old = pipeline(tmp_path, topics, "cp", SQL.format(size="1 minute", slide=""), prefix=unique("old"))
-    assert run_query(spark, old, once=True, emit=lambda _: None).batches >= 3
-
-    began = time.monotonic()
-    done = savepoint.take(old, None, pyspark.__version__, lambda _: None)
-    save_s = time.monotonic() - began
+    lines: list[str] = []
+    with ThreadPoolExecutor(1) as pool:  # the old pipeline runs (a trigger a second) until the savepoint stops it
+        saving = pool.submit(save_when_read_through, old, lambda: end_offsets(bootstrap, topics["in"]), lines)
+        stopped = run_query(spark, old, False, lambda _: None)
+        done, save_s = saving.result(timeout=120)
+    assert "the run stopped" in lines[-1] and stopped.stopped and stopped.batches >= 3, (lines, stopped)
     sp = done.savepoint
     assert sp.rewind is not None and sp.watermark_ms > 0 and sp.last_batch >= 2
     emitted_by_old = windows(bootstrap, topics["out"])
