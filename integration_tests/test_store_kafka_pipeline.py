@@ -18,6 +18,7 @@ from kafka_eos.txn.log.kafka_store import store_topic
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes: make long (CI, after make test)
 def test_records_kept_in_kafka_are_exactly_once_through_driver_kills(bootstrap, tmp_path, record_property):
     checkpoints = tmp_path / unique("ck")
     began = time.monotonic()
