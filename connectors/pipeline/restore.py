@@ -98,13 +98,12 @@ def prepare(cfg: PipelineConfig, location: str, timeout_s: float = 10.0) -> Rest
     """Step 1 (see module); a checkpoint started from this savepoint already keeps its record."""
     checkpoint = str(cfg.checkpoint.location)
     existing = read_restore(checkpoint)
-    sp = read_savepoint(location)
     if existing is not None:
         if existing.savepoint.rstrip("/") != location.rstrip("/"):
             raise SavepointRefused(f"checkpoint {checkpoint} was started from savepoint {existing.savepoint}, not "
                                    f"{location}: give a new checkpoint.location")
         return existing
-    start = plan_start(cfg, sp)
+    start = plan_start(cfg, read_savepoint(location))
     check_replay_fits(cfg, start.rewind, start.end, timeout_s)
     write_restore(checkpoint, start)
     return start

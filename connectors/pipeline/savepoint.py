@@ -10,7 +10,9 @@ what a new checkpoint needs to go on from there, retire the old checkpoint for s
 Invariants:
 - Nothing decided and uncommitted is saved: step 3 reads the last committed batch only after the
   run stopped (the marker gone) or none runs (the marker stayed ``QUIET_S`` with every planned
-  batch committed: a run polls it every second and removes it once idle).
+  batch committed: a run polls it every second and removes it once idle). The marker is then
+  left in place: a driver that was only frozen plans no new data when it wakes, and stops (a
+  start removes a marker without a run: ``stop.StopControl``; every start is refused anyway).
 - The mark comes before the record: once it exists, every start of the old checkpoint is refused
   (``SavepointTaken``, exit 5: a start of a saved checkpoint is a deployment that still runs the old
   file; a person must move it to the new one, and every restart would be refused the same way).
@@ -64,8 +66,7 @@ def _running_stopped(checkpoint: str, wait_s: float) -> bool:
     while marker.present():
         waited = time.monotonic() - started
         if waited >= QUIET_S and is_idle({"isTriggerActive": False}, reader):
-            marker.remove()  # no run took it: leave no marker behind (the stop request stands)
-            return False
+            return False  # the marker stays: a run that was only frozen plans nothing when it wakes
         if waited >= wait_s:
             raise RunDidNotStop(f"{checkpoint}: the run did not stop within {wait_s:.0f} s (its batch is still "
                                 "running); the stop request stands, so it stops after that batch: run "

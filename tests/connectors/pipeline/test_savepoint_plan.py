@@ -123,7 +123,7 @@ def test_take_marks_the_old_checkpoint_and_a_start_is_refused_naming_the_savepoi
     lines: list[str] = []
     done = take(cfg, None, "4.3.0", lines.append)
     assert done.written and "no run was running" in lines[-1] and request_stands(str(tmp_path / "ckpt"))
-    assert not (tmp_path / "ckpt" / "kafka-eos-stop").exists()  # the marker no run took is removed
+    assert (tmp_path / "ckpt" / "kafka-eos-stop").exists()  # stays: a frozen driver that wakes plans nothing
     with pytest.raises(SavepointTaken, match=f"--from-savepoint {done.location}"):
         check_no_savepoint(cfg)
     with pytest.raises(SavepointTaken):  # before Spark, and before the stop request the savepoint left
