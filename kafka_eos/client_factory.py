@@ -28,6 +28,7 @@ Invariants:
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 import logging
 import threading
 from enum import Enum
@@ -111,6 +112,16 @@ def control_plane_client(settings: Mapping[str, object]) -> ControlPlaneClient:
     librdkafka's), with the per-request timeout and keepalive of ``kafka_clients``."""
     from kafka_eos.control_plane_client import ControlPlaneClient
     return ControlPlaneClient(**settings, **control_plane_settings())
+
+
+@dataclass(frozen=True)
+class QuietClients:
+    """Admin, consumer and producer factories logging librdkafka's errors only (``Noise.ERRORS``),
+    for collaborators that report their own failures (the prefix-claim topic, the record store);
+    a unit test passes fakes."""
+    admin: AdminFactory = quiet(admin, Noise.ERRORS)
+    consumer: ConsumerFactory = quiet(consumer, Noise.ERRORS)
+    producer: ProducerFactory = quiet(producer, Noise.ERRORS)
 
 
 class HeldClients(Generic[C]):

@@ -170,6 +170,18 @@ _TRANSIENT_CODES = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._AL
 _PYTHON_TRANSIENT = ("KafkaConnectionError", "BrokerNotAvailableError", "NodeNotReadyError", "KafkaTimeoutError")
 
 
+def kafka_error(exc: BaseException) -> KafkaError | None:
+    """The ``KafkaError`` confluent-kafka raised (inside a ``KafkaException``, or as itself), else None."""
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    return error if isinstance(error, KafkaError) else None
+
+
+def error_code(exc: BaseException) -> int | None:
+    """The ``KafkaError`` code of ``exc`` (``kafka_error``), None for another exception."""
+    error = kafka_error(exc)
+    return None if error is None else error.code()
+
+
 def is_transient(exc: BaseException) -> bool:
     """True for a failure a broker outage, a hung broker, or a leader/coordinator move explains."""
     if isinstance(exc, BrokersUnreachable):

@@ -14,7 +14,8 @@ from kafka_eos import client_factory
 from kafka_eos.client_factory import Noise, with_noise
 from kafka_eos.offsets.record_times import RecordTimes
 from kafka_eos.txn.cluster import acl_checks, broker_configs
-from kafka_eos.txn.topics.claim_topic import ClaimClients, ClaimTopic
+from kafka_eos.client_factory import QuietClients
+from kafka_eos.txn.topics.claim_topic import ClaimTopic
 from kafka_eos.txn.protocol.errors import PrefixClaimAccessError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,7 +99,7 @@ def test_a_truststore_reaches_every_librdkafka_client_as_ssl_ca_pem(tmp_path):
 def test_each_caller_keeps_its_log_level():
     assert acl_checks.CHECK_ADMIN.keywords == {"noise": Noise.ERRORS}
     assert acl_checks.PROBE_PRODUCER.keywords == {"noise": Noise.DEBUG}
-    assert {f.keywords["noise"] for f in vars(ClaimClients()).values()} == {Noise.ERRORS}
+    assert {f.keywords["noise"] for f in vars(QuietClients()).values()} == {Noise.ERRORS}
 
 
 class Recorder:
@@ -119,7 +120,7 @@ def test_claim_topic_gives_its_clients_only_connection_and_security_settings():
     admin = Recorder(NoTopic())
     conf = {"bootstrap.servers": "b:1", "sasl.username": "u", "linger.ms": "5", "transactional.id": "x"}
     with pytest.raises(PrefixClaimAccessError, match="_claims"):
-        ClaimTopic(conf, "_claims", clients=ClaimClients(admin=admin)).exists()
+        ClaimTopic(conf, "_claims", clients=QuietClients(admin=admin)).exists()
     assert admin.settings == [{"bootstrap.servers": "b:1", "sasl.username": "u"}]
 
 

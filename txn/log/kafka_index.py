@@ -18,7 +18,7 @@ Invariants:
 - ``ensure_topic`` (writers only) creates the topic when absent: compact, one partition,
   replication min(3, brokers), min.insync.replicas one below it (at least 1), max.message.bytes
   ``BATCH_BYTES``; a topic that exists is left as it is.
-- Clients come from ``kafka_eos.client_factory`` (``StoreClients``), given only the connection
+- Clients come from ``kafka_eos.client_factory`` (``QuietClients``), given only the connection
   and security settings (``connection_settings``); an error shows no setting's value.
 """
 from __future__ import annotations
@@ -32,9 +32,8 @@ from confluent_kafka import (OFFSET_BEGINNING, IsolationLevel, KafkaError, Kafka
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
-from kafka_eos import client_factory
-from kafka_eos.client_factory import AdminFactory, ConsumerFactory, Noise, ProducerFactory
-from kafka_eos.kafka_clients import REQUEST_S, admin_settings, data_settings, is_transient
+from kafka_eos.client_factory import ConsumerFactory, QuietClients
+from kafka_eos.kafka_clients import REQUEST_S, admin_settings, data_settings, error_code, is_transient, kafka_error
 from kafka_eos.secrets import redact_pairs
 from kafka_eos.txn.cluster.client_settings import CARRIED, is_security_key
 from kafka_eos.txn.protocol.errors import SinkLogError
@@ -102,27 +101,9 @@ def connection_settings(conf: Mapping[str, str]) -> dict[str, str]:
     return {k: str(v) for k, v in conf.items() if k in CARRIED or is_security_key(k)}
 
 
-def error_of(exc: BaseException) -> KafkaError | None:
-    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
-    return error if isinstance(error, KafkaError) else None
-
-
-def _code(exc: BaseException) -> int | None:
-    error = error_of(exc)
-    return None if error is None else error.code()
-
-
 def _shown(exc: BaseException) -> str:
-    error = error_of(exc)
+    error = kafka_error(exc)
     return redact_pairs(error.str() if error is not None else str(exc))
-
-
-@dataclass(frozen=True)
-class StoreClients:
-    """How the store builds its clients: settings -> client (fakes in unit tests)."""
-    admin: AdminFactory = client_factory.quiet(client_factory.admin, Noise.ERRORS)
-    consumer: ConsumerFactory = client_factory.quiet(client_factory.consumer, Noise.ERRORS)
-    producer: ProducerFactory = client_factory.quiet(client_factory.producer, Noise.ERRORS)
 
 
 class TopicTail:
@@ -154,7 +135,7 @@ class TopicTail:
         try:
             return cast(int, asked[self._partition].result(REQUEST_S).offset)
         except KafkaException as exc:
-            if _code(exc) in _MISSING:
+            if error_code(exc) in _MISSING:
                 return None
             raise
 
@@ -210,11 +191,11 @@ class TopicTail:
 
 
 def _not_yet_readable(exc: BaseException) -> bool:
-    error = error_of(exc)
+    error = kafka_error(exc)
     return is_transient(exc) or (error is not None and error.code() in _MISSING)
 
 
-def open_tail(conf: Mapping[str, str], topic: str, clients: StoreClients, wait_s: float = 0.0) -> TopicTail:
+def open_tail(conf: Mapping[str, str], topic: str, clients: QuietClients, wait_s: float = 0.0) -> TopicTail:
     """A tail of ``topic`` read to its last stable offset; ``wait_s``: retry a topic not yet readable."""
     settings = connection_settings(conf)
     tail = TopicTail(data_settings(settings), topic, clients.consumer, clients.admin(admin_settings(settings)))
@@ -225,7 +206,7 @@ def open_tail(conf: Mapping[str, str], topic: str, clients: StoreClients, wait_s
     return tail
 
 
-def ensure_topic(conf: Mapping[str, str], topic: str, clients: StoreClients) -> None:
+def ensure_topic(conf: Mapping[str, str], topic: str, clients: QuietClients) -> None:
     """Create ``topic`` when absent (see the module's invariants); an existing one is left as it is."""
     admin = clients.admin(admin_settings(connection_settings(conf)))
     meta = admin.list_topics(timeout=REQUEST_S)
@@ -239,7 +220,7 @@ def ensure_topic(conf: Mapping[str, str], topic: str, clients: StoreClients) -> 
     try:
         admin.create_topics([new], request_timeout=REQUEST_S)[topic].result(REQUEST_S)
     except KafkaException as exc:
-        error = error_of(exc)
+        error = kafka_error(exc)
         if error is None or error.code() != KafkaError.TOPIC_ALREADY_EXISTS:
             raise SinkLogError(f"kafka-eos's record store topic {topic!r} could not be created: {_shown(exc)}. "
                                f"Let an admin create it (kafka-topics --create --topic {topic} --partitions 1 "

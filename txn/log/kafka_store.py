@@ -22,7 +22,7 @@ Invariants this module enforces:
 - A writer creates its topic when absent (compact, 1 partition, replication min(3, brokers),
   min.insync.replicas one below it, at least 1; records up to ``RECORD_MAX_BYTES``); a larger
   record is refused before anything is written (``SinkLogError`` naming it and the limit).
-- Clients come from ``kafka_eos.client_factory`` (``StoreClients``); only connection and security
+- Clients come from ``kafka_eos.client_factory`` (``client_factory.QuietClients``); only connection and security
   settings are used, and no setting's value appears in an error.
 """
 from __future__ import annotations
@@ -35,10 +35,10 @@ from typing import Callable, Mapping, cast
 from confluent_kafka import KafkaError, KafkaException, Producer
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
-from kafka_eos.kafka_clients import COMMIT_DEADLINE_MS, REQUEST_S, data_settings
-from kafka_eos.txn.log.kafka_index import (BATCH_BYTES, OPEN_S, RECORD_MAX_BYTES, StoreClients, TopicTail,
-                                           connection_settings, ensure_topic, error_of, folder_of, open_tail,
-                                           record_key)
+from kafka_eos.client_factory import QuietClients
+from kafka_eos.kafka_clients import COMMIT_DEADLINE_MS, REQUEST_S, data_settings, kafka_error
+from kafka_eos.txn.log.kafka_index import (BATCH_BYTES, OPEN_S, RECORD_MAX_BYTES, TopicTail, connection_settings,
+                                           ensure_topic, folder_of, open_tail, record_key)
 from kafka_eos.txn.log.log_store import LogReader, LogStore
 from kafka_eos.txn.protocol.errors import SinkLogError, StoreFencedError
 
@@ -70,7 +70,7 @@ def transactional_id(prefix: str, role: StoreRole) -> str:
 
 
 def is_fenced(exc: BaseException) -> bool:
-    error = error_of(exc)
+    error = kafka_error(exc)
     return error is not None and error.code() in _FENCED
 
 
@@ -81,7 +81,7 @@ def too_large(where: str, size: int, limit: str = f"{RECORD_MAX_BYTES} bytes") -
 
 
 def _retriable(exc: BaseException) -> bool:
-    error = error_of(exc)
+    error = kafka_error(exc)
     return error is not None and error.retriable()
 
 
@@ -107,7 +107,7 @@ class KafkaWriter:
 
     @classmethod
     def open(cls, conf: Mapping[str, str], prefix: str, role: StoreRole, topic: str | None = None,
-             clients: StoreClients = StoreClients()) -> "KafkaWriter":
+             clients: QuietClients = QuietClients()) -> "KafkaWriter":
         """Create the topic if absent, fence an older writer of ``role``, read the topic."""
         topic = topic or store_topic(prefix)
         ensure_topic(conf, topic, clients)
@@ -164,7 +164,7 @@ class KafkaWriter:
                 self._fenced = True
                 raise StoreFencedError.of_writer(self.topic, self.role.value, self.transactional_id, key) from None
             raise
-        error = error_of(exc)
+        error = kafka_error(exc)
         if error is not None and error.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE):
             raise too_large(f"kafka:{self.topic}/{key}", len(value or b""), "the topic's max.message.bytes") from None
         raise exc
@@ -181,7 +181,7 @@ class KafkaReader(LogReader):
 
     @classmethod
     def open(cls, conf: Mapping[str, str], topic: str, folder: str, max_age_s: float = 0.0,
-             clients: StoreClients = StoreClients()) -> "KafkaReader":
+             clients: QuietClients = QuietClients()) -> "KafkaReader":
         return cls(open_tail(conf, topic, clients), folder, max_age_s)
 
     def child(self, name: str) -> "KafkaReader":

@@ -22,7 +22,7 @@ from typing import Callable, TypeVar
 
 from confluent_kafka import KafkaError
 
-from kafka_eos.txn.log.kafka_index import error_of
+from kafka_eos.kafka_clients import kafka_error
 from kafka_eos.txn.log.log_store import LogStore
 from kafka_eos.txn.log.kafka_store import StoreRole
 from kafka_eos.txn.log.stores import acl_advice, open_store
@@ -93,7 +93,7 @@ def _step(location: str, step: str, call: Callable[[], T]) -> T:
 def _refused(exc: BaseException) -> bool:
     """The broker refused the principal (an ACL): by the error's code, or its text where the store
     reworded it (the topic's creation)."""
-    error = error_of(exc)
+    error = kafka_error(exc)
     if error is not None:
         return error.code() in _DENIED
     return "AUTHORIZATION_FAILED" in str(exc).upper() or "authorization failed" in str(exc).lower()

@@ -24,7 +24,8 @@ import threading
 from dataclasses import dataclass
 from typing import Mapping
 
-from kafka_eos.txn.log.kafka_index import StoreClients, TopicTail, connection_settings, open_tail, record_key
+from kafka_eos.client_factory import QuietClients
+from kafka_eos.txn.log.kafka_index import TopicTail, connection_settings, open_tail, record_key
 from kafka_eos.txn.log.kafka_store import KafkaReader, KafkaStore, KafkaWriter, StoreRole, store_topic
 from kafka_eos.txn.log.log_store import LogReader, LogStore
 from kafka_eos.txn.protocol.errors import SinkLogError
@@ -81,7 +82,7 @@ class _Registry:
         self.tails: dict[str, TopicTail] = {}
         self.topic_locks: dict[str, threading.RLock] = {}
         self.role = StoreRole.OPERATOR
-        self.clients = StoreClients()
+        self.clients = QuietClients()
 
 
 _REGISTRY = _Registry()

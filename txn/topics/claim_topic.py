@@ -16,21 +16,19 @@ Invariants enforced here:
   any other error, is ``PrefixClaimAccessError`` raised. A read's requests are bounded by
   ``kafka_clients.TIMEOUTS["sink.prefix_claim"]`` and each retry reads on a new consumer.
 - Only connection and security settings of the sink's client settings are used; the clients
-  come from ``clients`` (``ClaimClients``: factories, by default ``kafka_eos.client_factory``'s
+  come from ``clients`` (``QuietClients``: factories, by default ``kafka_eos.client_factory``'s
   builders logging librdkafka errors only).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Mapping, TypeVar, cast
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
-from kafka_eos import client_factory
-from kafka_eos.client_factory import AdminFactory, ConsumerFactory, Noise, ProducerFactory
-from kafka_eos.kafka_clients import is_transient, request_s
+from kafka_eos.client_factory import QuietClients
+from kafka_eos.kafka_clients import error_code, is_transient, request_s
 from kafka_eos.txn.cluster.client_settings import CARRIED, is_security_key
 from kafka_eos.txn.protocol.errors import PrefixClaimAccessError
 from kafka_eos.txn.topics.prefix_claim import Claim
@@ -46,27 +44,14 @@ _NO_GROUP_NEEDED = {KafkaError.GROUP_AUTHORIZATION_FAILED}
 _NOT_YET_KNOWN = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 
 
-def _code(exc: BaseException) -> int | None:
-    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
-    return error.code() if isinstance(error, KafkaError) else None
-
-
 def _not_yet_readable(exc: BaseException) -> bool:
     """Transient, or not yet known to the broker asked (``ensure`` just created the topic)."""
-    return is_transient(exc) or _code(exc) in _NOT_YET_KNOWN
-
-
-@dataclass(frozen=True)
-class ClaimClients:
-    """How ``ClaimTopic`` builds its clients (one per call): settings -> client."""
-    admin: AdminFactory = client_factory.quiet(client_factory.admin, Noise.ERRORS)
-    consumer: ConsumerFactory = client_factory.quiet(client_factory.consumer, Noise.ERRORS)
-    producer: ProducerFactory = client_factory.quiet(client_factory.producer, Noise.ERRORS)
+    return is_transient(exc) or error_code(exc) in _NOT_YET_KNOWN
 
 
 class ClaimTopic:
     def __init__(self, conf: Mapping[str, str], topic: str, timeout_s: float = 30.0,
-                 clients: ClaimClients = ClaimClients()) -> None:
+                 clients: QuietClients = QuietClients()) -> None:
         self._conf = {k: v for k, v in conf.items() if k in CARRIED or is_security_key(k)}
         self.topic, self._timeout_s, self._clients = topic, timeout_s, clients
 
@@ -99,7 +84,7 @@ class ClaimTopic:
         try:
             admin.create_topics([new], request_timeout=self._timeout_s)[self.topic].result(self._timeout_s)
         except KafkaException as exc:
-            if _code(exc) != KafkaError.TOPIC_ALREADY_EXISTS:
+            if error_code(exc) != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise PrefixClaimAccessError.of_topic(self.topic, "created", str(exc.args[0])) from None
 
     def read(self, prefix: str, start: int | None = None, end: int | None = None) -> tuple[list[Claim | None], int]:

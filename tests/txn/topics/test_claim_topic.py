@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kafka_eos.txn.topics.claim_topic import ClaimClients, ClaimTopic
+from kafka_eos.client_factory import QuietClients
+from kafka_eos.txn.topics.claim_topic import ClaimTopic
 from kafka_eos.txn.protocol.errors import PrefixClaimAccessError
 
 
@@ -28,7 +29,7 @@ class FakeConsumer:
 
 def claims(consumer: FakeConsumer, timeout_s: float = 5.0) -> ClaimTopic:
     return ClaimTopic({"bootstrap.servers": "localhost:1"}, "_claims", timeout_s,
-                      ClaimClients(consumer=lambda conf: consumer))
+                      QuietClients(consumer=lambda conf: consumer))
 
 
 def error(code: int) -> KafkaException:
@@ -73,7 +74,7 @@ def test_a_hung_leader_is_left_for_a_new_consumer_with_fresh_metadata():
             return answer(partition, timeout)
         consumer.get_watermark_offsets = bounded
     store = ClaimTopic({"bootstrap.servers": "localhost:1"}, "_claims", 120.0,
-                       ClaimClients(consumer=lambda conf: next(built)))
+                       QuietClients(consumer=lambda conf: next(built)))
     assert store.read("p") == ([], 0)
     assert hung.closed and moved.closed
     assert timeouts == [request_s("sink.prefix_claim")] * 2 and timeouts[0] <= 10
@@ -99,6 +100,6 @@ def test_the_topic_lookup_leaves_a_hung_broker_for_a_new_client():
     known = SimpleNamespace(topics={"_claims": SimpleNamespace(error=None)})
     built = iter([Admin(error(KafkaError._TRANSPORT)), Admin(known)])
     store = ClaimTopic({"bootstrap.servers": "localhost:1"}, "_claims", 120.0,
-                       ClaimClients(admin=lambda conf: next(built)))
+                       QuietClients(admin=lambda conf: next(built)))
     assert store.exists()
     assert timeouts == [request_s("sink.prefix_claim")] * 2
