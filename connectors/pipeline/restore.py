@@ -54,7 +54,8 @@ def _refuse_mismatch(cfg: PipelineConfig, sp: Savepoint) -> None:
         raise SavepointRefused("source.topics/pattern/assign differ from the saved pipeline's: the savepoint's "
                                "offsets are of its input; keep the subscription for the restore, change it after")
     batches = CheckpointReader(checkpoint).offset_batches()
-    if batches:
+    started = read_restore(checkpoint)
+    if batches and (started is None or started.savepoint.rstrip("/") != sp.location.rstrip("/")):
         raise SavepointRefused(f"checkpoint {checkpoint} has batches ({batches[-1]} the newest) and was not started "
                                "from this savepoint: give a new checkpoint.location")
 

@@ -18,7 +18,7 @@ from kafka_eos.connectors.pipeline.stop_request import request_stands
 from kafka_eos.offsets import model
 from kafka_eos.offsets.rewind import NOTHING_BEFORE, EventTimesMissing, SavepointRefused, StateNotRebuildable, WindowSpec
 from kafka_eos.txn.log.event_times import BatchTimes, record_batch
-from kafka_eos.txn.log.savepoints import SavepointConflict
+from kafka_eos.txn.log.savepoints import SavepointConflict, write_restore
 from tests.factories import loaded
 
 MINUTE = 60_000
@@ -147,6 +147,9 @@ def test_the_restore_plans_with_the_new_window_and_refuses_what_it_cannot_carry(
     new = config(tmp_path, checkpoint="ckpt2", prefix=None)
     start = plan_start(new, sp)
     assert start.w0_ms == 3 * MINUTE and start.rewind == {("in", 0): 0} and start.end == {("in", 0): 40}
+    write_restore(str(tmp_path / "ckpt2"), start)
+    write_batch(tmp_path / "ckpt2", 0, 40, 0)  # started from it: validate later says the same, no refusal
+    assert plan_start(new, sp) == start
     first = first_config(new, start)
     assert first.source.max_offsets_per_trigger is None and json.loads(first.source.starting_offsets) == {"in": {"0": 0}}
     assert ("availableNowTarget", '{"in": {"0": 40}}') in first.source.options
