@@ -1,5 +1,5 @@
 """Savepoints (issue 65) on the real broker and Spark, in the session's SparkSession: a 1-minute
-tumbling windowed count per page (watermark 30 s, a late topic) over skewed pages.
+tumbling windowed count per page (watermark 30 s, a late topic, a DLQ) over skewed pages.
 
 The old pipeline runs over the first minutes of input, so that windows are open at its end; a
 savepoint is taken while it runs (it stops after its running batch); a start on the old
@@ -8,7 +8,8 @@ records of closed windows among it); the pipeline with a changed SQL (an added o
 starts a new checkpoint from the savepoint. Every window the final watermark closed equals a
 batch count over the whole input without the late records; each is emitted once
 (read_committed), by exactly one of the two queries (the old one emitted the windows with end <=
-W, the new one the others, with all their records); each late record is in the late topic once.
+W, the new one the others, with all their records); each late record is in the late topic once,
+each undecodable one in the DLQ once (the replay reads them again).
 Restores the savepoint cannot carry (sliding windows longer than their slide, state without a
 watermark) are refused with their reason, writing nothing.
 """
@@ -81,6 +82,8 @@ def pipeline(tmp_path: Path, topics: dict[str, str], checkpoint: str, sql: str, 
                       "max_offsets_per_trigger": 150},
            "transform": transform, "sink": sink,
            "checkpoint": {"location": str(tmp_path / checkpoint), "trigger": "1 second"}}
+    if "dlq" in topics:
+        doc["errors"] = {"on_decode_error": "dlq", "dlq_topic": topics["dlq"]}
     cfg, problems = load_text(yaml.safe_dump(doc), f"{checkpoint}.yaml")
     assert cfg is not None and not problems, problems
     return cfg
@@ -139,11 +142,16 @@ def written(location: Path, bootstrap: str, topics: dict[str, str]) -> tuple:
 @pytest.mark.slow  # about 2 minutes: two pipelines, the first stopped by the savepoint, the second replaying
 def test_a_savepoint_restored_with_a_changed_sql_emits_every_window_once(bootstrap, spark, tmp_path, monkeypatch):
     monkeypatch.setattr(savepoint, "QUIET_S", 1.0)  # no run is running: the marker's wait is all it costs
-    topics = {"bootstrap": bootstrap, "in": unique("views"), "out": unique("views-out"), "late": unique("views-late")}
+    topics = {"bootstrap": bootstrap, "in": unique("views"), "out": unique("views-out"), "late": unique("views-late"),
+              "dlq": unique("views-dlq")}
     create_topic(bootstrap, topics["in"], partitions=2)
     create_topic(bootstrap, topics["out"], partitions=2)
     create_topic(bootstrap, topics["late"])
+    create_topic(bootstrap, topics["dlq"])
     sent = seed(bootstrap, topics["in"], 0, T0, T0 + 3 * MINUTE + 20_000)
+    poison = [f"not a view {k}".encode() for k in range(6)]  # read before the savepoint, inside its replay
+    produce(bootstrap, topics["in"], [(b"home" if k % 2 else b"help", v) for k, v in enumerate(poison)],
+            transactional=unique("poison"))
     old = pipeline(tmp_path, topics, "cp", SQL.format(size="1 minute", slide=""), prefix=unique("old"))
     lines: list[str] = []
     with ThreadPoolExecutor(1) as pool:  # the old pipeline runs (a trigger a second) until the savepoint stops it
@@ -179,6 +187,8 @@ def test_a_savepoint_restored_with_a_changed_sql_emits_every_window_once(bootstr
     restore_s = time.monotonic() - began
     assert result.batches >= 2 and read_restore(str(tmp_path / "cp2")) == start
 
+    dlq = Counter(m.value() for m in read_all(bootstrap, topics["dlq"], "read_committed", idle_s=2.0, timeout_s=120))
+    assert dlq == Counter(poison), f"every undecodable record in the DLQ once, the replay's not again: {dlq}"
     late = late_ids(bootstrap, topics["late"])
     assert all(n == 1 for n in late.values()), f"late records twice: {[i for i, n in late.items() if n > 1]}"
     assert {i for i, _, _ in late_new} <= set(late), "late records of closed windows reach the late topic"
