@@ -29,9 +29,13 @@ from kafka_eos.connectors.pipeline.progress import BatchReport, sink_log_locatio
 from kafka_eos.offsets import model
 from kafka_eos.offsets.model import Offsets
 from kafka_eos.txn.log import event_times
+from kafka_eos.txn.log.kafka_store import StoreRole
 from kafka_eos.txn.log.sink_log import SinkLogReader
 
 PRUNE_EVERY = 100
+# the run's own process writes them: as the runner role of a Kafka record store, which a command
+# beside the run (verify, status, savepoint: the operator role) never fences
+ROLE = StoreRole.RUNNER
 
 
 def start_offsets(report: BatchReport) -> Offsets | None:
@@ -64,7 +68,7 @@ class EventTimeRecorder:
             return
         times = event_times.from_progress(report.batch_id, report.event_time, start=start_offsets(report))
         try:
-            kept, created = event_times.record_batch(self.location, times)
+            kept, created = event_times.record_batch(self.location, times, ROLE)
             if not created and kept != times:
                 self._warn("differs", f"batch {report.batch_id}'s event times {times} differ from its record {kept} "
                                       "(kept: a replayed batch reads the same records)")
@@ -77,7 +81,7 @@ class EventTimeRecorder:
     def prune(self) -> int:
         """Delete the records of batches the sink log no longer keeps; how many."""
         kept = SinkLogReader(self.location).batch_ids()
-        return event_times.prune(self.location, kept[0]) if kept else 0
+        return event_times.prune(self.location, kept[0], ROLE) if kept else 0
 
     def _warn(self, kind: str, text: str) -> None:
         if kind not in self._warned:

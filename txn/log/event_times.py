@@ -28,6 +28,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Literal, Mapping
 
 from kafka_eos.txn.log.log_store import LogReader, child, versioned
+from kafka_eos.txn.log.kafka_store import StoreRole
 from kafka_eos.txn.log.stores import open_reader, open_store
 
 FOLDER = "_event-times"
@@ -100,10 +101,11 @@ def start_of(times: BatchTimes) -> dict[tuple[str, int], int] | None:
     return {(topic, int(p)): int(o) for topic, parts in times.start.items() for p, o in parts.items()}
 
 
-def record_batch(log_location: str, times: BatchTimes) -> tuple[BatchTimes, bool]:
-    """Create the record of ``times.batch``; (the record kept, whether this call created it).
-    Raises what the store raises, ``SinkLogError`` for an existing record of another format."""
-    store = open_store(_folder(log_location))
+def record_batch(log_location: str, times: BatchTimes, role: StoreRole | None = None) -> tuple[BatchTimes, bool]:
+    """Create the record of ``times.batch`` (a Kafka store: as ``role``, default the process's);
+    (the record kept, whether this call created it). Raises what the store raises,
+    ``SinkLogError`` for an existing record of another format."""
+    store = open_store(_folder(log_location), role)
     name = record_name(times.batch)
     try:
         store.create(name, json.dumps(times.to_dict()))
@@ -152,10 +154,10 @@ def prefix_bound(records: Mapping[int, BatchTimes], delay_ms: int) -> int | None
     return None if first.watermark_ms is None else first.watermark_ms + delay_ms
 
 
-def prune(log_location: str, below_batch: int) -> int:
+def prune(log_location: str, below_batch: int, role: StoreRole | None = None) -> int:
     """Delete the records of batches below ``below_batch``; how many. Safe for exactness: a rewind
     then bounds those batches by ``prefix_bound`` or refuses, it never guesses."""
-    store = open_store(_folder(log_location))
+    store = open_store(_folder(log_location), role)
     gone = [n for n in store.names() if (m := _NAME.match(n)) and int(m[1]) < below_batch]
     for name in gone:
         store.delete(name)

@@ -87,3 +87,22 @@ def test_the_record_keeps_where_the_batch_started(tmp_path):
     assert start_of(kept[0]) == {("in", 0): 2}  # batch 0: the start it was planned from
     assert start_of(kept[1]) == {("in", 0): 9, ("in", 1): 4} and kept[1].start == {"in": {"0": 9, "1": 4}}
     assert kept[2].start is None  # not kafka-eos's offsets: not recorded (the offset log's are used)
+
+
+def test_in_a_kafka_store_the_records_are_written_as_the_runner_role(tmp_path, monkeypatch):
+    """A command beside the run writes as the operator role: had the hook written as the process's
+    default (operator), a `kafka-eos verify` would fence it and the run would record no more."""
+    from kafka_eos.txn.log import stores
+    from kafka_eos.txn.log.kafka_store import StoreRole
+    from tests.store_fakes import FakeWriter, fake_kafka
+    records = fake_kafka(monkeypatch)
+    next(records)
+    location = stores.kafka_records_root("p", str(tmp_path / "ck")) + "/kafka-eos-sink"
+    stores.register(location, {"bootstrap.servers": "unused:1"}, "p")
+    recorder = EventTimeRecorder(location, lambda line: None)
+    recorder(batch_report(progress(0, {"min": "1970-01-01T00:01:00.000Z", "max": "1970-01-01T00:01:00.000Z",
+                                       "avg": "1970-01-01T00:01:00.000Z", "watermark": "1970-01-01T00:00:00.000Z"}),
+                          1, None, None))
+    assert [role for _, role, _, _ in FakeWriter.opened] == [StoreRole.RUNNER], FakeWriter.opened
+    assert list(read_times(location)) == [0]
+    next(records, None)
