@@ -140,6 +140,7 @@ def written(location: Path, bootstrap: str, topics: dict[str, str]) -> tuple:
 
 
 @pytest.mark.slow  # about 2 minutes: two pipelines, the first stopped by the savepoint, the second replaying
+@pytest.mark.long  # make long (CI, after make test); make test keeps the refused restores
 def test_a_savepoint_restored_with_a_changed_sql_emits_every_window_once(bootstrap, spark, tmp_path, monkeypatch):
     monkeypatch.setattr(savepoint, "QUIET_S", 1.0)  # no run is running: the marker's wait is all it costs
     topics = {"bootstrap": bootstrap, "in": unique("views"), "out": unique("views-out"), "late": unique("views-late"),
