@@ -180,7 +180,25 @@ def forget_clusters() -> None:
         _REGISTRY.clusters.clear()
 
 
-class SharedReader(KafkaReader):
+class _LockedReads:
+    """The reading methods of a shared reader or store, each holding the topic's lock (the view is
+    the process's)."""
+    _lock: threading.RLock
+
+    def exists(self, name: str) -> bool:
+        with self._lock:
+            return super().exists(name)  # type: ignore[misc]
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return super().names()  # type: ignore[misc]
+
+    def read_bytes(self, name: str) -> bytes | None:
+        with self._lock:
+            return super().read_bytes(name)  # type: ignore[misc]
+
+
+class SharedReader(_LockedReads, KafkaReader):
     """A ``KafkaReader`` whose view other readers of the process share: reads hold the topic's lock."""
 
     def __init__(self, tail: TopicTail, folder: str, lock: threading.RLock) -> None:
@@ -193,20 +211,8 @@ class SharedReader(KafkaReader):
     def close(self) -> None:
         """The view is the process's: it stays open for the other readers."""
 
-    def exists(self, name: str) -> bool:
-        with self._lock:
-            return super().exists(name)
 
-    def names(self) -> list[str]:
-        with self._lock:
-            return super().names()
-
-    def read_bytes(self, name: str) -> bytes | None:
-        with self._lock:
-            return super().read_bytes(name)
-
-
-class SharedStore(KafkaStore):
+class SharedStore(_LockedReads, KafkaStore):
     """A ``KafkaStore`` on the process's writer of its role; every call holds the topic's lock."""
 
     def __init__(self, writer: KafkaWriter, folder: str, lock: threading.RLock) -> None:
@@ -218,18 +224,6 @@ class SharedStore(KafkaStore):
 
     def close(self) -> None:
         """The writer is the process's: it stays open."""
-
-    def exists(self, name: str) -> bool:
-        with self._lock:
-            return super().exists(name)
-
-    def names(self) -> list[str]:
-        with self._lock:
-            return super().names()
-
-    def read_bytes(self, name: str) -> bytes | None:
-        with self._lock:
-            return super().read_bytes(name)
 
     def create_bytes(self, name: str, data: bytes) -> None:
         with self._lock:
