@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-POMS = {"s3a": ROOT / "integration_tests" / "jobs" / "hadoop-s3a.pom.xml"}
+POMS = {"s3a": ROOT / "integration_tests" / "jobs" / "hadoop-s3a.pom.xml",
+        "minicluster": ROOT / "integration_tests" / "jobs" / "hadoop-minicluster.pom.xml"}
 
 
 def hadoop_version() -> str:
