@@ -74,6 +74,9 @@ SOURCE_OPTIONS: tuple[SparkOption, ...] = (
             "(what `verify --recompute` runs)"),
     _source("checkpointLocation", T, None, "streams on pyspark 4.0/4.1 only (required there): the query's own checkpoint, "
             "where the source reads the start of its next batch after a restart (Spark's offset log)"),
+    _source("offsetLogEntry", T, None, "streams on pyspark 4.0/4.1: the newest entry of the query's offset log, "
+            "`{\"batch\": <id>, \"text\": <the file's text>}`, as the run read it in the driver before the start "
+            "(through Spark's Hadoop); the source takes its start from it instead of reading checkpointLocation"),
     _source("scanName", T, None, "streams: a name for this scan, distinct among the kafka-eos scans of one query "
             "(needed on pyspark 4.0/4.1 when two scans read the same topics)"),
     _source("availableNowTarget", T, None, "streams: never plan past these offsets (`{topic: {partition: offset}}`, "
@@ -103,6 +106,8 @@ SINK_OPTIONS: tuple[SparkOption, ...] = (
     _sink("guarantee", C, "exactly_once", "`at_least_once`: plain idempotent producers, no transactions",
           "guarantee",
           choices=("exactly_once", "at_least_once")),
+    _sink("queryId", T, None, "the query id of the checkpoint (Spark's `<checkpointLocation>/metadata`), as the "
+          "run read or wrote it in the driver before the start; the sink then does not read it itself"),
     _sink("sinkLogLocation", T, None, "where the sink log lives (default `<checkpointLocation>/kafka-eos-sink`)"),
     _sink("transactional.id.slots", INT, DEFAULT_SLOTS, "transactional ids per sink partition"),
     _sink("commit.timeout.ms", INT, COMMIT_DEADLINE_MS, "deadline of the driver's commit of one batch (ms)"),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, cast
+from typing import Any
 
 from kafka_eos.connectors.cli_dev import add_dev_commands
 from kafka_eos.connectors.cli_operator import add_operator_commands
@@ -65,10 +65,11 @@ def _run(args: argparse.Namespace) -> int:
         emit = lambda line: print(redactor(line), flush=True)  # noqa: E731
         return Supervisor(child_args(args.argv), args.restarts, emit, cfg.name or "kafka-eos").run()
     if args.master:
+        from kafka_eos.connectors.pipeline.stop import stop_home
         from kafka_eos.connectors.pipeline.submit import submit
         return submit(args.pipeline, args.master, redactor, args.once, conf, name=f"kafka-eos {cfg.name}",
                       verbose=args.verbose, metrics_port=args.metrics_port, metrics_host=args.metrics_host,
-                      checkpoint=cfg.checkpoint.location)
+                      stop_home=stop_home(cfg) if cfg.checkpoint.location else None)
     from kafka_eos.connectors.pipeline.runner import run_local, run_remote
     emit = lambda line: print(line, flush=True)  # noqa: E731
     try:
@@ -112,12 +113,12 @@ def _failed(exc: Exception, redactor) -> int:
 def _stop(args: argparse.Namespace) -> int:
     """Place the stop request and marker in the pipeline's checkpoint: the run stops after its
     running batch, and no start runs until ``kafka-eos resume``."""
-    from kafka_eos.connectors.pipeline.stop import StopNotSupported, request_stop
+    from kafka_eos.connectors.pipeline.stop import StopNotSupported, request_stop, stop_home
     from kafka_eos.connectors.pipeline.validation import load_valid
     from kafka_eos.config.violations import InvalidPipeline
     try:
         cfg = load_valid(args.pipeline, offline=True)
-        path = request_stop(cast(str, cfg.checkpoint.location))  # load_valid refuses a missing location
+        path = request_stop(stop_home(cfg))  # load_valid refuses a missing location
     except (InvalidPipeline, StopNotSupported, OSError) as exc:  # OSError: the checkpoint's store refused
         print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
         return 1
@@ -129,11 +130,11 @@ def _stop(args: argparse.Namespace) -> int:
 def _resume(args: argparse.Namespace) -> int:
     """Withdraw the stop request: the pipeline's next start (its supervisor's restart too) runs."""
     from kafka_eos.config.violations import InvalidPipeline
-    from kafka_eos.connectors.pipeline.stop import StopNotSupported, withdraw_stop
+    from kafka_eos.connectors.pipeline.stop import StopNotSupported, stop_home, withdraw_stop
     from kafka_eos.connectors.pipeline.validation import load_valid
     try:
         cfg = load_valid(args.pipeline, offline=True)
-        stood = withdraw_stop(cast(str, cfg.checkpoint.location))
+        stood = withdraw_stop(stop_home(cfg))
     except (InvalidPipeline, StopNotSupported, OSError) as exc:
         print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
         return 1

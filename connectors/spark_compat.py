@@ -14,6 +14,8 @@ version number):
   tasks. Without it (4.0) the sink is a row writer and its tasks turn rows into Arrow batches.
 
 - ``arrow_schema``: pyspark's ``to_arrow_schema`` changed its timestamp argument in 4.2.
+- ``stream_metadata``: Spark's ``StreamMetadata`` (a checkpoint's query id) moved to
+  ``...streaming.runtime`` in 4.1.
 
 ``ReadLimit``, ``ReadAllAvailable``, ``ReadMaxRows`` and ``SupportsTriggerAvailableNow`` are
 pyspark's where it has them, else small stand-ins with the same names and fields (Spark never
@@ -64,6 +66,24 @@ def available_now_drains() -> bool:
     the end offsets taken when the run starts, the query runs back-to-back batches and the runner
     stops it after the first trigger that plans none (Spark's availableNow ends the same way)."""
     return not ADMISSION_CONTROL
+
+
+STREAM_METADATA = ("org.apache.spark.sql.execution.streaming.runtime.StreamMetadata",  # 4.1+
+                   "org.apache.spark.sql.execution.streaming.StreamMetadata")          # 4.0
+
+
+def stream_metadata(jvm: Any) -> Any:
+    """Spark's ``StreamMetadata`` class in ``jvm`` (its companion's ``read``/``write``)."""
+    for name in STREAM_METADATA:
+        try:
+            jvm.java.lang.Class.forName(name)
+        except Exception:  # noqa: BLE001 - py4j's error for a class this Spark does not have
+            continue
+        found = jvm
+        for part in name.split("."):
+            found = getattr(found, part)
+        return found
+    raise RuntimeError(f"this Spark ({VERSION}) has none of {', '.join(STREAM_METADATA)}")
 
 
 def arrow_schema(schema) -> Any:

@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.spark_option_table import source_option
 from kafka_eos.connectors.operate import recorded_view
+from kafka_eos.connectors.pipeline import checkpoint_files
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
 from kafka_eos.connectors.operate.output_sets import SETS_SCHEMA, Buckets, merge_rows, sets_fn
 from kafka_eos.connectors.pipeline.spark_options import sink_options
@@ -107,6 +108,7 @@ def replay_batches(spark: Any, frame_of: Callable[[dict[str, str]], Any], record
     if getattr(spark, "_jsc", None) is None:
         return Recomputed(missing={b: "the re-run needs a classic SparkSession (this one is a Spark Connect client)"
                                    for b in batches})
+    checkpoint_files.use_session(spark)  # the recorded checkpoint at a URI: read through the session's Hadoop
     plan = recorded_view.plan(recorded, config.log_location, batches)
     done = Recomputed(missing=dict(plan.missing))
     first, last = plan.first, plan.through

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, parse_entry
 from kafka_eos.txn.log.log_store import child
-from kafka_eos.txn.log.stores import open_reader
+from kafka_eos.connectors.pipeline.checkpoint_files import open_reader
 from kafka_eos.txn.log.sink_log import SinkLogReader
 
 STATEFUL = ("the plan keeps state, and Spark keeps the state of its newest batches only "

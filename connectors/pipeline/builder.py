@@ -43,7 +43,7 @@ from kafka_eos import KafkaEosError
 from kafka_eos import connectors
 from kafka_eos.config.model import DataFormat, PipelineConfig, Step
 from kafka_eos.config.spark_option_table import sink_option, source_option
-from kafka_eos.connectors.pipeline import drain, stop
+from kafka_eos.connectors.pipeline import drain, stop, worker_handoff
 from kafka_eos.connectors.plan_check import NonDeterministicPlanError, check_deterministic
 from kafka_eos.connectors.pipeline.late_records import late_frame
 from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema, dlq_spark_schema
@@ -86,7 +86,7 @@ def passes_through(cfg: PipelineConfig) -> bool:
 def stream_source_options(cfg: PipelineConfig, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The source's options in the query (also the sink's ``source.*`` when it reads the ranges);
     ``extra`` last (``recompute``: a replay, which reads records)."""
-    options = {**source_options(cfg), **stop.source_options(cfg.checkpoint.location)}
+    options = {**source_options(cfg), **stop.source_options(cfg), **worker_handoff.source_options(cfg)}
     if cfg.checkpoint.location:  # where a source without admission control finds its start (legacy_reader)
         options[source_option("checkpointLocation").name] = cfg.checkpoint.location
     if scans_per_batch(cfg) > 1:
@@ -197,6 +197,7 @@ def build_frame(spark: SparkSession, cfg: PipelineConfig, on_skipped: Callable[[
     source options; a copy then reads its records, and the frame is the records the sink writes;
     ``available_now``: the scans stop at the ends taken now where that is a drain, ``pipeline.drain``)."""
     connectors.register(spark)  # once: Spark warns on each registration that replaces one
+    worker_handoff.prepare(spark, cfg)  # what the workers cannot read of the checkpoint themselves
     options = stream_source_options(cfg, source_extra)
     if available_now:
         options = drain.prepare(spark, options)
@@ -219,7 +220,7 @@ def writer_options(cfg: PipelineConfig, once: bool) -> dict[str, str]:
     """``sink_options`` plus the guarantee; ``once`` (availableNow) has no trigger interval."""
     # batchLog off: the runner prints one richer line per batch (progress.py) instead
     guarantee, batch_log, interval = (sink_option(n) for n in ("guarantee", "batchLog", "trigger.interval.ms"))
-    options = {**sink_options(cfg), guarantee.name: guarantee.text(cfg.guarantee.value),
+    options = {**sink_options(cfg), **worker_handoff.sink_options(cfg), guarantee.name: guarantee.text(cfg.guarantee.value),
                batch_log.name: batch_log.text(False)}
     if once:
         options[interval.name] = interval.text(0)

@@ -6,8 +6,9 @@
     <checkpoint>/metadata          {"id": <query id>}
 
 Invariants:
-- Reads only, through ``LogReader``: looking at a checkpoint, local or remote,
-  creates nothing; a missing checkpoint reads as empty (no batches, no query id).
+- Reads only, through ``checkpoint_files``' readers (a URI through the session's Hadoop where this
+  process has one): looking at a checkpoint, local or remote, creates nothing; a missing
+  checkpoint reads as empty (no batches, no query id).
 - Batches are the file names that are whole numbers, in numeric order (10 is newer than 9).
 - An offset-log entry is only taken as one when it starts with a version line (``v…``); a
   torn or empty file reads as None.
@@ -19,8 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_eos.connectors.pipeline.checkpoint_files import open_reader
 from kafka_eos.txn.log.log_store import LogReader, child
-from kafka_eos.txn.log.stores import open_reader
 
 _BATCH = re.compile(r"[0-9]+")
 
@@ -83,7 +84,11 @@ class CheckpointReader:
         return self._batches("commits")
 
     def offsets(self, batch_id: int) -> OffsetEntry | None:
-        return parse_entry(batch_id, self._store("offsets").read(str(batch_id)))
+        return parse_entry(batch_id, self.offset_text(batch_id))
+
+    def offset_text(self, batch_id: int) -> str | None:
+        """The offset-log file of ``batch_id`` as Spark wrote it (None: there is none)."""
+        return self._store("offsets").read(str(batch_id))
 
     def latest_offsets(self) -> OffsetEntry | None:
         """The newest readable offset-log entry."""

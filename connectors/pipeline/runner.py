@@ -44,13 +44,13 @@ from kafka_eos import KafkaEosError
 from kafka_eos.config.model import OnDecodeError, PipelineConfig
 from kafka_eos.config.redact import Redactor, install
 from kafka_eos.connectors import exit_codes
-from kafka_eos.connectors.pipeline import builder, drain, restore
+from kafka_eos.connectors.pipeline import builder, checkpoint_files, drain, restore
 from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError, check_checkpoint
 from kafka_eos.connectors.pipeline.event_time_hook import recorder_for
 from kafka_eos.connectors.pipeline.pipeline_shape import record_shape
 from kafka_eos.connectors.pipeline.progress import BatchReport, ProgressReporter
 from kafka_eos.connectors.pipeline.state_store import applied, for_start
-from kafka_eos.connectors.pipeline.stop import StopControl
+from kafka_eos.connectors.pipeline.stop import StopControl, stop_home
 from kafka_eos.secrets import spark_redaction_conf
 
 # Python workers (spark.executorEnv reaches the task workers and the driver-side data source
@@ -127,12 +127,13 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
               poll_s: float = POLL_S, listeners: list[Callable[[BatchReport], None]] | None = None) -> RunResult:
     """Build, start and wait for the pipeline's query in ``spark``; raise ``PipelineFailed``."""
     redactor: Redactor = install(cfg.secrets())
+    checkpoint_files.use_session(spark)  # a checkpoint at a URI is read through the session's Hadoop
     started, started_ms = time.monotonic(), int(time.time() * 1000)
     on_skipped, skipped = _skipped_counter(spark, cfg)
     # before the query starts: a marker left from an earlier run would stop the source planning
     # cast: a pipeline runs validated, and the checkpoint rule refuses a missing location
     restore.refuse_saved(cfg, redactor)  # a savepoint was taken of the checkpoint: exit 5
-    stop = StopControl(cast(str, cfg.checkpoint.location), lambda line: emit(redactor(line))).install()
+    stop = StopControl(cast(str, cfg.checkpoint.location), lambda line: emit(redactor(line)), stop_home(cfg)).install()
     try:
         listeners = [*(listeners or []), *recorder_for(cfg, lambda line: emit(redactor(line)))]  # event times
         reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners, since_ms=started_ms)

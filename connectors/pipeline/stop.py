@@ -23,24 +23,36 @@ Invariants:
   request, 128 + the first signal's number by a signal alone (143: SIGTERM), so a platform that
   restarts a non-zero exit starts a run its own signal stopped again (a Kubernetes Job's pod
   evicted from its node), and ``kafka-eos stop`` ends it for good.
-- The marker lives in the checkpoint's own store (``source.stop_marker``: local, ``file:``,
-  ``hdfs://``, ``s3a://``); where no marker can be placed (a store pyarrow cannot open) a signal
-  still stops the run between batches, but the source keeps planning until the query is seen idle.
+- The request and the marker live where the pipeline keeps its records (``stop_request.stop_home``:
+  the Kafka record store, or the checkpoint). The source reads a local file (``source_marker``):
+  the marker itself where it is one, else a file of this run's that ``StopControl`` places and
+  removes with the marker (the source's planner runs beside the driver; over Spark Connect it
+  does not, and the stop waits for the query to be idle). Where no marker can be placed (a store
+  that refuses it) a signal still stops the run between batches, but the source keeps planning
+  until the query is seen idle. The run writes a marker in a Kafka store as its ``runner`` role.
 """
 from __future__ import annotations
 
+import os
 import signal
+import tempfile
 import threading
+from pathlib import Path
 from typing import Callable
+
+from kafka_eos.config.model import PipelineConfig
 
 from kafka_eos.connectors.exit_codes import of_signal
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
 from kafka_eos.connectors.pipeline.stop_request import (StopRequested, check_no_stop_request, place_request,
-                                                        request_stands, withdraw_stop)
+                                                        request_stands, stop_home, withdraw_stop)
 from kafka_eos.connectors.source.stop_marker import MARKER, StopMarker, StopNotSupported, marker_location
+from kafka_eos.txn.log.kafka_store import StoreRole
+from kafka_eos.txn.log.log_store import local_path
+from kafka_eos.txn.log.stores import checkpoint_folder
 
 __all__ = ["MARKER", "StopControl", "StopNotSupported", "StopRequested", "check_no_stop_request", "request_stop",
-           "source_options", "withdraw_stop"]
+           "source_options", "stop_home", "withdraw_stop"]
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -53,9 +65,18 @@ def request_stop(checkpoint: str) -> str:
     return marker.location
 
 
-def source_options(checkpoint: str | None) -> dict[str, str]:
+def source_marker(checkpoint: str, home: str) -> str:
+    """The local file the source reads as the stop marker of the pipeline whose stop files are in
+    ``home``: the marker itself where it is a local file, else a file of this process's run."""
+    if local_path(home) is not None:
+        return marker_location(home)
+    return str(Path(tempfile.gettempdir()) / f"kafka-eos-stop-{os.getpid()}-{checkpoint_folder(checkpoint)}")
+
+
+def source_options(cfg: PipelineConfig) -> dict[str, str]:
     """The source option that makes the stream plan no new data once a stop is requested."""
-    return {"stopMarker": marker_location(checkpoint)} if checkpoint else {}
+    checkpoint = cfg.checkpoint.location
+    return {"stopMarker": source_marker(checkpoint, stop_home(cfg))} if checkpoint else {}
 
 
 def is_idle(status: dict, reader: CheckpointReader) -> bool:
@@ -86,11 +107,13 @@ def describe_offsets(reader: CheckpointReader) -> tuple[int | None, str]:
 class StopControl:
     """Signal handlers and the marker; ``poll(query)`` stops the query when a stop is due."""
 
-    def __init__(self, checkpoint: str, emit: Callable[[str], None]) -> None:
-        self.checkpoint = checkpoint
+    def __init__(self, checkpoint: str, emit: Callable[[str], None], home: str | None = None) -> None:
+        self.checkpoint, self.home = checkpoint, home or checkpoint  # home: where the stop files are
         self.reader = CheckpointReader(checkpoint)
         self.emit = emit
-        self.marker = StopMarker.of_checkpoint(checkpoint)
+        self.marker = StopMarker.of_checkpoint(self.home, StoreRole.RUNNER)
+        local = source_marker(checkpoint, self.home)
+        self.mirror = StopMarker(local) if local != self.marker.location else None  # what the source reads
         self.signals = 0
         self.signum: int | None = None  # the first signal's number
         self._announced = 0
@@ -99,7 +122,9 @@ class StopControl:
 
     def install(self) -> "StopControl":
         """Raise ``StopRequested`` while a stop request stands; remove a marker a signal left."""
-        check_no_stop_request(self.checkpoint)
+        check_no_stop_request(self.home)
+        if self.mirror is not None and self.mirror.present():
+            self.mirror.remove()  # a file of this process's: a pid the system gave again
         if self.marker.present():
             self.emit(f"kafka-eos: removing a stop marker left from before this run: {self.marker.location}")
             self._remove_marker()
@@ -125,7 +150,7 @@ class StopControl:
     @property
     def exit_code(self) -> int:
         """0 unless a signal alone asked the stop (no marker before it, no stop request): 128 + its number."""
-        if self.signum is None or request_stands(self.checkpoint):
+        if self.signum is None or request_stands(self.home):
             return 0
         return of_signal(self.signum)
 
@@ -134,6 +159,7 @@ class StopControl:
             self.signals = 1
             self._announced = 1
             self.emit(f"kafka-eos: stop requested by {self.marker.location}; stopping after the running batch commits")
+            self._on_marker(self._place_mirror, "place", "stopping once the query is idle between batches")
         if self.signals >= 1 > self._announced:
             self._place_marker()
             self.emit("kafka-eos: stop requested; stopping after the running batch commits "
@@ -145,9 +171,16 @@ class StopControl:
 
     def _place_marker(self) -> None:
         """So the source plans no new batch from now on (without it, the stop waits for an idle query)."""
+        self._on_marker(self._place_mirror, "place", "stopping once the query is idle between batches")
         self._on_marker(self.marker.place, "place", "stopping once the query is idle between batches")
 
+    def _place_mirror(self) -> None:
+        if self.mirror is not None:
+            self.mirror.place()
+
     def _remove_marker(self) -> None:
+        if self.mirror is not None:
+            self._on_marker(self.mirror.remove, "remove", "it is this run's own file; delete it by hand")
         self._on_marker(self.marker.remove, "remove",
                         "remove it before the next run or that run stops after its first batch")
 
@@ -171,7 +204,7 @@ class StopControl:
 
     def summary(self, name: str) -> str:
         batch, offsets = describe_offsets(self.reader)
-        stays = "; the stop request stands until `kafka-eos resume`" if request_stands(self.checkpoint) else ""
+        stays = "; the stop request stands until `kafka-eos resume`" if request_stands(self.home) else ""
         if self.stopped == "forced":
             return f"kafka-eos {name}: stopped at once; last committed batch {batch} at offsets {offsets}{stays}"
         if batch is None:

@@ -10,14 +10,17 @@ read: ``stop.StopControl``). Enforced here:
 - only ``withdraw_stop`` (``kafka-eos resume``, an operator's explicit act) removes it, with the
   marker; nothing a run does removes the request;
 - a signal is a supervisor's own stop and places no request (``StopControl``);
-- both files live in the checkpoint's own store (``source.stop_marker``); a store that cannot be
-  asked now reads as no request, never as a failed start.
+- both files live where the pipeline keeps its own records (``stop_home``): in the Kafka record
+  store under ``checkpoint.records: kafka``, else in the checkpoint (``source.stop_marker``); a
+  store that cannot be asked now reads as no request, never as a failed start.
 """
 from __future__ import annotations
 
 import time
 
 from kafka_eos import KafkaEosError
+from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.records import kafka_records, register_records
 from kafka_eos.connectors.source.stop_marker import StopMarker, request_location
 
 PREFIX = "requested "
@@ -34,28 +37,35 @@ class StopRequested(KafkaEosError):
                    "resume <pipeline.yaml>` withdraws the request; then start it.")
 
 
-def place_request(checkpoint: str) -> str:
-    """Create the stop request of ``checkpoint`` (a request already there is kept); its location."""
-    request = StopMarker(request_location(checkpoint))
+def stop_home(cfg: PipelineConfig) -> str:
+    """Where the stop request and marker of ``cfg`` live: its folder of the Kafka record store
+    (registered in this process) under ``checkpoint.records: kafka``, else its checkpoint."""
+    register_records(cfg)
+    return kafka_records(cfg) or str(cfg.checkpoint.location)
+
+
+def place_request(home: str) -> str:
+    """Create the stop request of ``home`` (a request already there is kept); its location."""
+    request = StopMarker(request_location(home))
     request.place(PREFIX + time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) + "\n")
     return request.location
 
 
-def request_stands(checkpoint: str) -> bool:
-    return StopMarker(request_location(checkpoint)).present()
+def request_stands(home: str) -> bool:
+    return StopMarker(request_location(home)).present()
 
 
-def check_no_stop_request(checkpoint: str) -> None:
-    """Raise ``StopRequested`` while the stop request of ``checkpoint`` stands."""
-    request = StopMarker(request_location(checkpoint))
+def check_no_stop_request(home: str) -> None:
+    """Raise ``StopRequested`` while the stop request of ``home`` stands."""
+    request = StopMarker(request_location(home))
     if request.present():
         raise StopRequested.of_request(request.location, request.text())
 
 
-def withdraw_stop(checkpoint: str) -> bool:
-    """Remove the stop request and the stop marker of ``checkpoint``; True when a request stood."""
-    request = StopMarker(request_location(checkpoint))
+def withdraw_stop(home: str) -> bool:
+    """Remove the stop request and the stop marker of ``home``; True when a request stood."""
+    request = StopMarker(request_location(home))
     stood = request.exists()
-    StopMarker.of_checkpoint(checkpoint).remove()
+    StopMarker.of_checkpoint(home).remove()
     request.remove()
     return stood

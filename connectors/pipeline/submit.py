@@ -107,7 +107,7 @@ def _pump(source: IO[str], sink: IO[str], redact: Redactor) -> None:
 def submit(pipeline: str | Path, master: str, redact: Redactor, once: bool = False,
            conf: Mapping[str, str] | None = None, name: str = "kafka-eos",
            stdout: IO[str] | None = None, stderr: IO[str] | None = None, verbose: bool = False,
-           metrics_port: int | None = None, metrics_host: str | None = None, checkpoint: str | None = None) -> int:
+           metrics_port: int | None = None, metrics_host: str | None = None, stop_home: str | None = None) -> int:
     """Run the pipeline with spark-submit; stream its output (redacted); return its exit code (128 + N
     when signal N stopped it: ``SignalStop``)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
@@ -125,7 +125,7 @@ def submit(pipeline: str | Path, master: str, redact: Redactor, once: bool = Fal
                  threading.Thread(target=_pump, args=(proc.stderr, stderr, redact), daemon=True)]
         for pump in pumps:
             pump.start()
-        with SignalStop(proc, checkpoint) as signalled:
+        with SignalStop(proc, stop_home) as signalled:
             try:
                 code = proc.wait()
             except KeyboardInterrupt:
@@ -140,17 +140,17 @@ def submit(pipeline: str | Path, master: str, redact: Redactor, once: bool = Fal
 class SignalStop:
     """SIGTERM or SIGINT to this process (a supervisor's or a platform's stop, which reaches only the
     process it started) stops the driver spark-submit runs as its own signal would: the stop marker
-    in ``checkpoint`` (``stop``), honoured after the running batch; a second signal terminates
-    spark-submit. The exit code is then 128 + the first signal's number. Outside the main thread,
-    or without a checkpoint, signals keep Python's handling."""
+    in ``stop_home``, where the pipeline keeps its stop files (``stop``), honoured after the running
+    batch; a second signal terminates spark-submit. The exit code is then 128 + the first signal's
+    number. Outside the main thread, or without a ``stop_home``, signals keep Python's handling."""
 
-    def __init__(self, proc: subprocess.Popen, checkpoint: str | None) -> None:
-        self.proc, self.checkpoint = proc, checkpoint
+    def __init__(self, proc: subprocess.Popen, stop_home: str | None) -> None:
+        self.proc, self.home = proc, stop_home
         self.signum: int | None = None
         self._saved: dict[int, object] = {}
 
     def __enter__(self) -> "SignalStop":
-        if self.checkpoint and threading.current_thread() is threading.main_thread():
+        if self.home and threading.current_thread() is threading.main_thread():
             self._saved = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
         return self
 
@@ -165,7 +165,7 @@ class SignalStop:
         self.signum = signum
         from kafka_eos.connectors.source.stop_marker import StopMarker
         try:
-            StopMarker.of_checkpoint(str(self.checkpoint)).place()
+            StopMarker.of_checkpoint(str(self.home)).place()
         except Exception:  # noqa: BLE001 - no marker can be placed: spark-submit gets the signal
             self.proc.send_signal(signum)
 

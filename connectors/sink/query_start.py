@@ -81,8 +81,11 @@ def writer_role(argv: Sequence[str] | None = None) -> WriterRole:
 
 
 def checkpoint_query_id(options: Mapping[str, str]) -> str | None:
-    """The query id Spark keeps in ``<checkpointLocation>/metadata`` ({"id": ...}), if any."""
-    location = OptionMap.of(options).get("checkpointLocation")
+    """The query id Spark keeps in ``<checkpointLocation>/metadata`` ({"id": ...}), if any: option
+    ``queryId`` where the run read it in the driver (``worker_handoff``), else read here."""
+    given, location = (OptionMap.of(options).get(name) for name in ("queryId", "checkpointLocation"))
+    if given:
+        return str(given)
     return CheckpointReader(str(location)).query_id() if location else None
 
 

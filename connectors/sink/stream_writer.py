@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # the driver's planner and commit runner need no pyarrow of o
     from kafka_eos.txn.protocol.protocol import TwoPhaseCommitProtocol  # the driver's (and kafka-python's) alone
 
 log = logging.getLogger(__name__)
+_UNREAD: set[str] = set()  # checkpoints whose offset log this process could not read (warned once)
 DRIVER_ONLY = ("_protocol", "_offset_log")
 
 
@@ -116,8 +117,11 @@ class KafkaEosStreamWriter(spark_compat.StreamWriterBase):  # type: ignore[misc,
                 reader = self._offset_log = open_reader(child(checkpoint, "offsets"))
             return reader.read(str(batch_id))
         except Exception as exc:  # noqa: BLE001 - evidence for a later re-run, never a reason to fail a commit
-            log.warning("kafka-eos: batch %d: could not read Spark's offset log under %s (%s); its sink log "
-                        "record has no inputs", batch_id, checkpoint, exc)
+            if checkpoint not in _UNREAD:  # once per worker: a store this Python cannot open fails every batch
+                _UNREAD.add(checkpoint)
+                log.warning("kafka-eos: batch %d: could not read Spark's offset log under %s (%s); its sink log "
+                            "record has no inputs (nor has a later batch's while this stays so): verify --recompute "
+                            "reaches back only as far as Spark's offset log", batch_id, checkpoint, exc)
             return None
 
     def abort(self, messages: list, batchId: int) -> None:

@@ -7,9 +7,11 @@ batch before has committed. So this reader keeps the start itself and plans exac
 
 1. the start is the end this reader last returned, or the end of the batch Spark last ran
    (``partitions``: on a restart Spark re-runs the newest uncommitted batch first);
-2. before either, the newest entry of the query's offset log (option ``checkpointLocation``):
-   this scan's line, told apart from other kafka-eos scans by its ``scanName`` recorded on every
-   end it plans (``offsets.model.with_scan``);
+2. before either, the newest entry of the query's offset log: as the run read it in the driver
+   before the start (option ``offsetLogEntry``: a checkpoint this worker's Python may not reach,
+   ``worker_handoff``), else read from option ``checkpointLocation``; this scan's line, told apart
+   from other kafka-eos scans by its ``scanName`` recorded on every end it plans
+   (``offsets.model.with_scan``);
 3. with no offset log (a new query), the start ``initialOffset`` resolves.
 
 Invariants:
@@ -27,7 +29,7 @@ from typing import Any, Sequence
 from pyspark.sql.types import StructType
 
 from kafka_eos.connectors import spark_compat
-from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
+from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, OffsetEntry, parse_entry
 from kafka_eos.connectors.source.options import SourceOptionError
 from kafka_eos.connectors.source.stream_reader import KafkaStreamReader
 from kafka_eos.offsets import model
@@ -65,10 +67,17 @@ class LegacyKafkaStreamReader(KafkaStreamReader):
 
     def _start(self) -> dict:
         if self._next_start is None:
-            entry = CheckpointReader(str(self._checkpoint())).latest_offsets()
+            entry = self._newest_entry()
             logged = None if entry is None else own_line(entry.sources, self.options.scan_name, entry.batch_id)
             self._next_start = logged if logged is not None else self.initialOffset()
         return self._next_start
+
+    def _newest_entry(self) -> OffsetEntry | None:
+        given = self.options.offset_log_entry
+        if given is not None and self.options.replay is None:  # a replay's start is in its own checkpoint
+            data = json.loads(given)
+            return parse_entry(int(data["batch"]), data.get("text")) if data.get("batch") is not None else None
+        return CheckpointReader(str(self._checkpoint())).latest_offsets()
 
 
 def own_line(lines: Sequence[str], scan: str | None, batch_id: int) -> dict[str, Any]:

@@ -18,9 +18,10 @@ Invariants:
   exists the stream plans no new data.
 - ``emit=offsetRanges`` (streaming only) makes the rows offset ranges (``range_rows``).
 - ``replayOffsetLog`` (streaming only) plans each batch as another checkpoint recorded it (``replay``).
-- ``checkpointLocation``, ``scanName`` and ``availableNowTarget`` (streaming only): where a source
-  without Spark's admission control finds its start (``legacy_reader``), its name in the offset
-  log, and the end a drained ``run --once`` stops at.
+- ``checkpointLocation``, ``offsetLogEntry``, ``scanName`` and ``availableNowTarget`` (streaming
+  only): where a source without Spark's admission control finds its start (``legacy_reader``: the
+  offset log, or its newest entry as the run read it), its name in the offset log, and the end a
+  drained ``run --once`` stops at.
 """
 from __future__ import annotations
 
@@ -95,6 +96,7 @@ class SourceOptions:
     checkpoint: str | None = None     # the query's checkpoint (pyspark 4.0/4.1: the start after a restart)
     scan_name: str | None = None      # this scan's name, recorded on its batch ends
     target: str | None = None         # availableNowTarget: never plan past these offsets (JSON topics map)
+    offset_log_entry: str | None = None  # the newest offset-log entry as the run read it (4.0/4.1's start)
     kafka_items: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @property
@@ -243,8 +245,8 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         replay_spec = ReplaySpec.parse(str(replay)) if replay else None
     except ValueError as exc:
         raise SourceOptionError(str(exc)) from None
-    checkpoint, scan_name, target = (_stream_only(options, name, streaming)
-                                     for name in ("checkpointLocation", "scanName", "availableNowTarget"))
+    checkpoint, scan_name, target, entry = (_stream_only(options, name, streaming) for name in
+                                            ("checkpointLocation", "scanName", "availableNowTarget", "offsetLogEntry"))
     return SourceOptions(
         subscription=_subscription(options),
         starting=starting,
@@ -267,5 +269,6 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         checkpoint=checkpoint,
         scan_name=scan_name,
         target=target,
+        offset_log_entry=entry,
         kafka_items=tuple(sorted(kafka.items())),
     )

@@ -21,6 +21,7 @@ import logging
 from typing import Callable, TypeVar
 
 from kafka_eos import KafkaEosError
+from kafka_eos.txn.log.kafka_store import StoreRole
 from kafka_eos.txn.log.log_store import LogReader, LogStore, child
 from kafka_eos.txn.log.stores import open_reader, open_store
 
@@ -45,10 +46,11 @@ def request_location(checkpoint: str) -> str:
 
 
 class StopMarker:
-    """The marker at ``location`` (``marker_location``'s form): its folder and its name."""
+    """The marker at ``location`` (``marker_location``'s form): its folder and its name; in a Kafka
+    record store written as ``role`` (default: the process's)."""
 
-    def __init__(self, location: str) -> None:
-        self.location = location
+    def __init__(self, location: str, role: StoreRole | None = None) -> None:
+        self.location, self.role = location, role
         self.folder, _, self.name = location.rstrip("/").rpartition("/")
         self._reader: LogReader | None = None
         self._store: LogStore | None = None
@@ -57,8 +59,9 @@ class StopMarker:
         return {**self.__dict__, "_reader": None, "_store": None}
 
     @classmethod
-    def of_checkpoint(cls, checkpoint: str) -> "StopMarker":
-        return cls(marker_location(checkpoint))
+    def of_checkpoint(cls, checkpoint: str, role: StoreRole | None = None) -> "StopMarker":
+        """The marker of ``checkpoint``, or of any folder that holds a pipeline's stop files."""
+        return cls(marker_location(checkpoint), role)
 
     def _open(self, store: Callable[[str], Store]) -> Store:
         try:
@@ -74,7 +77,7 @@ class StopMarker:
 
     def _write(self) -> LogStore:
         if self._store is None:
-            self._store = self._open(open_store)
+            self._store = self._open(lambda folder: open_store(folder, self.role))
         return self._store
 
     def exists(self) -> bool:

@@ -130,12 +130,47 @@ def test_a_file_uri_checkpoint_gets_its_marker_in_the_same_folder(tmp_path):
     assert StopMarker.of_checkpoint(str(tmp_path)).present()
 
 
-def test_the_source_is_handed_the_marker_of_its_checkpoint(tmp_path):
-    from kafka_eos.connectors.pipeline.stop import source_options
-    assert source_options(str(tmp_path)) == {"stopMarker": f"{tmp_path}/{MARKER}"}
-    assert source_options(f"file://{tmp_path}") == {"stopMarker": f"file://{tmp_path}/{MARKER}"}
-    assert source_options("s3a://bucket/c") == {"stopMarker": f"s3a://bucket/c/{MARKER}"}
-    assert source_options(None) == {}
+def test_the_source_reads_the_marker_itself_where_that_is_a_local_file(tmp_path):
+    from kafka_eos.connectors.pipeline.stop import source_marker
+    assert source_marker("s3a://bucket/c", str(tmp_path)) == f"{tmp_path}/{MARKER}"
+    assert source_marker("s3a://bucket/c", f"file://{tmp_path}") == f"file://{tmp_path}/{MARKER}"
+
+
+@pytest.mark.parametrize("home", ["s3a://bucket/c", "hdfs://nn:8020/c", "kafka:_kafka_eos_store-p/ck-0123456789abcdef"])
+def test_elsewhere_the_source_reads_a_local_file_of_this_run(home):
+    """The records in Kafka, a checkpoint at a URI: the source's planner (a worker beside the driver,
+    with no store clients or credentials) reads a local file the run keeps in step."""
+    import tempfile
+    from kafka_eos.connectors.pipeline.stop import source_marker
+    from kafka_eos.txn.log.log_store import local_path
+    local = source_marker("hdfs://nn:8020/c", home)
+    assert local_path(local) is not None and local.startswith(tempfile.gettempdir())
+    assert f"-{os.getpid()}-" in local, "one run's file: another process's run has its own"
+    assert source_marker("hdfs://nn:8020/d", home) != local, "one file per checkpoint"
+
+
+def test_the_run_keeps_the_sources_file_in_step_with_the_marker(tmp_path, monkeypatch):
+    from kafka_eos.connectors.pipeline import stop
+    mirror = tmp_path / "mirror"
+    monkeypatch.setattr(stop, "source_marker", lambda checkpoint, home: str(mirror))
+    mirror.write_text("stop\n")  # left by a run of an earlier process with this pid
+    control = StopControl(str(tmp_path), [].append).install()
+    try:
+        assert not mirror.exists(), "removed at the start"
+        query = Query(active=True)
+        request_stop(str(tmp_path))  # kafka-eos stop from another process: the marker only
+        assert not control.poll(query) and mirror.exists(), "placed once the marker is seen"
+        query.status["isTriggerActive"] = False
+        assert control.poll(query) and not mirror.exists() and not (tmp_path / MARKER).exists()
+    finally:
+        control.uninstall()
+    control = StopControl(str(tmp_path / "b"), [].append).install()
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert not control.poll(Query(active=True)) and mirror.exists(), "a signal places it too"
+    finally:
+        control.uninstall()
+    assert not mirror.exists(), "the run's end removes it"
 
 
 def test_a_signal_places_the_marker_so_the_source_plans_no_new_batch(tmp_path):

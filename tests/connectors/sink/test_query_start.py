@@ -216,3 +216,12 @@ def test_the_cluster_checks_run_beside_the_claim_and_their_failure_stops_the_sta
     with pytest.raises(PermissionError, match="may not Write"):
         start_.writer(options(tmp_path), SCHEMA)
     assert seen == ["claim"]
+
+
+def test_the_query_id_the_run_hands_over_is_taken_without_reading_the_checkpoint():
+    """A checkpoint the sink's worker cannot read (hdfs://: pyarrow has no libhdfs here): the run
+    read Spark's metadata in the driver and gives it as option queryId."""
+    from kafka_eos.connectors.sink.query_start import checkpoint_query_id
+    given = {"checkpointLocation": "hdfs://nn:8020/nowhere", "queryId": "5f1c-query"}
+    assert checkpoint_query_id(given) == "5f1c-query"
+    assert checkpoint_query_id({"checkpointlocation": "hdfs://nn:8020/x", "QUERYID": "q"}) == "q", "any case"

@@ -109,3 +109,15 @@ def test_an_available_now_target_bounds_every_end(tmp_path):
     stream._kafka.high = 500
     end = stream.latestOffset()
     assert ends(end) == {("in", 0): 60, ("in", 1): 80} and stream.latestOffset() == end
+
+
+def test_a_restart_takes_the_entry_the_run_read_in_the_driver_without_reading_the_checkpoint(tmp_path):
+    """A checkpoint this worker's Python cannot read (hdfs://, gs://): the run hands its newest
+    offset-log entry over (option offsetLogEntry) and the source resumes from it."""
+    logged = model.encode({tp: 70 for tp in IN}, tasks=2)
+    text = "\n".join(["v1", META, json.dumps(logged)])
+    entry = json.dumps({"batch": 1, "text": text})
+    stream = reader("hdfs://nn:8020/nowhere", maxOffsetsPerTrigger="10", offsetLogEntry=entry)
+    assert ends(stream.latestOffset()) == {tp: 75 for tp in IN}
+    new = reader("hdfs://nn:8020/nowhere", offsetLogEntry=json.dumps({"batch": None}))
+    assert model.planned_start(new.latestOffset()) == {tp: 0 for tp in IN}, "no entry: a new query's start"
