@@ -81,7 +81,8 @@ ERRORS: dict[str, ExitCode] = {
     **{name: NEEDS_OPERATOR for name in (
         "ReplayMismatchError", "CheckpointRetiredError", "PrefixClaimedError", "OutputTopicChangedError",
         "CheckpointShapeError", "StateBackendChanged", "KafkaDataLossError", "RecordDecodeError",
-        "SinkLogError", "SinkLogConflictError", "StoreFencedError", "UnsupportedBrokerError", "SavepointTaken")},
+        "SinkLogError", "SinkLogConflictError", "StoreFencedError", "UnsupportedBrokerError", "SavepointTaken",
+        "RecordsNotFound")},
 }
 # the order in which a text naming several of them is read: what must be fixed first
 _PRECEDENCE = (INVALID, UNAUTHORIZED, NEEDS_OPERATOR, DONE)

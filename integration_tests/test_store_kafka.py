@@ -122,3 +122,43 @@ def test_a_record_larger_than_a_topic_an_admin_made_is_refused_by_name(bootstrap
         store.create_bytes("big.bin", b"x" * 200_000)
     store.create("small.json", "{}")  # the writer goes on; the refused record was not written
     assert [k for k, _ in committed(bootstrap, prefix)] == [f"{FOLDER}/small.json".encode()]
+
+
+def test_a_checkpoint_with_committed_batches_finds_its_records_or_is_refused(bootstrap, tmp_path, prefix):
+    """records: kafka names the store topic by the prefix: a changed prefix (or a deleted topic)
+    would start an empty sink log beside committed batches; the start is refused by name."""
+    import yaml
+
+    from kafka_eos.config.loader import load_text
+    from kafka_eos.config.records import kafka_sink_log
+    from kafka_eos.connectors.exit_codes import NEEDS_OPERATOR, of_error
+    from kafka_eos.connectors.pipeline.records_check import RecordsNotFound, check_records_found
+    from kafka_eos.txn.log import stores
+    from kafka_eos.txn.log.sink_log import SinkLog
+    from integration_tests.pipeline_cli import EXAMPLES
+
+    def pipeline(txn_prefix: str):
+        doc = yaml.safe_load((EXAMPLES / "orders-json.yaml").read_text())
+        doc["source"]["schema"]["file"] = str(EXAMPLES.parent / "schemas" / "order.avsc")
+        doc["sink"]["transactional_id_prefix"] = txn_prefix
+        doc["checkpoint"] = {**doc["checkpoint"], "location": str(tmp_path / "ck"), "records": "kafka"}
+        cfg, problems = load_text(yaml.safe_dump(doc), env={"KAFKA_BOOTSTRAP_SERVERS": bootstrap})
+        assert cfg is not None and not problems, problems
+        return cfg
+
+    try:
+        ran = pipeline(prefix)
+        check_records_found(ran)  # a new checkpoint: nothing to find
+        (tmp_path / "ck" / "commits").mkdir(parents=True)
+        (tmp_path / "ck" / "commits" / "0").write_text("v1\n{}\n")  # Spark committed batch 0
+        with pytest.raises(RecordsNotFound, match="committed batches 0-0") as refused:
+            check_records_found(ran)  # no sink log of it in the store: its records are not there
+        assert of_error(refused.value) == NEEDS_OPERATOR.code
+        SinkLog(str(kafka_sink_log(ran)), prefix, "q")  # the run's sink log, as its first start writes it
+        check_records_found(ran)
+        changed = pipeline(prefix + "-new")
+        with pytest.raises(RecordsNotFound, match=f"_kafka_eos_store-{prefix}-new") as refused:
+            check_records_found(changed)
+        assert "set sink.transactional_id_prefix back" in str(refused.value)
+    finally:
+        stores.forget_clusters()

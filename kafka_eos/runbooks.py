@@ -27,6 +27,7 @@ ANCHORS: dict[str, str] = {
     "NothingToAcceptError": "replaymismatcherror",  # kafka-eos accept-loss refusing: the same page
     "SinkLogConflictError": "sinklogconflicterror",
     "StoreFencedError": "storefencederror",
+    "RecordsNotFound": "recordsnotfound",
     "PrefixClaimedError": "prefixclaimederror",
     "PrefixClaimAccessError": "prefixclaimaccesserror",
     "CheckpointRetiredError": "checkpointretirederror",

@@ -31,6 +31,7 @@ from kafka_eos.config.model import PipelineConfig, SchemaRef
 from kafka_eos.config.records import kafka_records, register_records
 from kafka_eos.config.redact import Redactor
 from kafka_eos.config.rules import stateful
+from kafka_eos.connectors.pipeline import checkpoint_files
 from kafka_eos.connectors.pipeline.builder import scans_per_batch
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.option_map import OptionMap
@@ -158,7 +159,8 @@ def recorded_shape(checkpoint: str, records: str | None = None) -> PipelineShape
     newest = _newest(open_reader(records or records_location(checkpoint)))
     if newest is not None:
         return newest[1]
-    return PipelineShape(scans=len(spark.sources), stateful=open_reader(checkpoint).exists("state"), recorded=False)
+    return PipelineShape(scans=len(spark.sources), stateful=checkpoint_files.open_reader(checkpoint).exists("state"),
+                         recorded=False)
 
 
 def record_shape(cfg: PipelineConfig) -> PipelineShape | None:

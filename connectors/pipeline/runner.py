@@ -49,6 +49,7 @@ from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError
 from kafka_eos.connectors.pipeline.event_time_hook import recorder_for
 from kafka_eos.connectors.pipeline.pipeline_shape import record_shape
 from kafka_eos.connectors.pipeline.progress import BatchReport, ProgressReporter
+from kafka_eos.connectors.pipeline.records_check import check_records_found
 from kafka_eos.connectors.pipeline.state_store import applied, for_start
 from kafka_eos.connectors.pipeline.stop import StopControl, stop_home
 from kafka_eos.secrets import spark_redaction_conf
@@ -139,6 +140,7 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
         reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners, since_ms=started_ms)
         try:
             check_checkpoint(cfg)
+            check_records_found(cfg)  # records: kafka: the store holds this checkpoint's sink log
             with applied(spark, for_start(spark, cfg)):  # the state store (state_store), for this query only
                 restore.replay_if_due(spark, cfg, reporter.report, redactor)  # started from a savepoint
                 query = builder.start(spark, cfg, once, on_skipped)
