@@ -2,7 +2,9 @@
 on the store under test, run with `kafka-eos run` as users run it: killed after batch 1's decision
 and after batch 3's EndTxn round, each restart recovering; every order exactly once in the
 read_committed output, nothing of the aborted input transactions; `verify` passes every committed
-batch; `stop` holds a start, `resume` lets the next run go on, exactly once again. With
+batch; `stop` holds a start, `resume` lets the next run go on, and a running pipeline with input
+arriving stops on `kafka-eos stop` from another process (exit 0, after its running batch), exactly
+once again. With
 ``Store.records`` the pipeline file sets ``checkpoint.records`` (``kafka``: the records in a topic)."""
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import yaml
 
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_cli import kafka_eos, orders_pipeline, start_kafka_eos
-from integration_tests.pipeline_runs import kill_group, wait_for
+from integration_tests.pipeline_runs import kill_group, tail, wait_for
 from integration_tests.test_verify_recompute import verify
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
 from kafka_eos.config.loader import load_file
@@ -98,9 +100,20 @@ def run_cell(bootstrap: str, tmp_path: Path, store: Store) -> dict[str, int]:
     held = cli(["run", path, "--once", *store.conf], 120)
     assert held.code == 0 and "a stop was requested" in held.stderr, held.log()
     assert cli(["resume", path], 60).code == 0
-    second = produce_orders(bootstrap, topics[0], 200, aborted_every=200, aborted_size=5)
-    again = cli(["run", path, "--once", *store.conf])
-    assert again.code == 0, again.log()
-    assert order_report(bootstrap, {first.run: 600, second.run: 200}, topics[1]) == EXACT | {"out": 800}, again.log()
+    running = tmp_path / "running.log"
+    run = start_kafka_eos(["run", path, *store.conf], bootstrap, tmp_path, running, env=env)
+    try:  # a running pipeline, input arriving, stopped from another process: exit 0 after its batch
+        second = produce_orders(bootstrap, topics[0], 200, aborted_every=200, aborted_size=5)
+        runs = {first.run: 600, second.run: 200}
+        deadline = time.monotonic() + 300
+        while order_report(bootstrap, runs, topics[1])["out"] < 800:
+            assert run.poll() is None and time.monotonic() < deadline, tail(running)
+            time.sleep(2)
+        assert cli(["stop", path], 60).code == 0
+        assert run.wait(180) == 0, tail(running)
+    finally:
+        kill_group(run)
+    assert "stopped after batch" in running.read_text(), tail(running)
+    assert order_report(bootstrap, runs, topics[1]) == EXACT | {"out": 800}, tail(running)
     batches = sink_log_batches(path, {**env, "KAFKA_BOOTSTRAP_SERVERS": bootstrap})
     return {"ids": 800, "kills": len(KILLS), "batches": len(batches), "last_run_s": round(recovered_s)}
