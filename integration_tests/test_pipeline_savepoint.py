@@ -19,124 +19,17 @@ import json
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Callable
 
 import pyspark
 import pytest
-import yaml
 
 from integration_tests.kafka_tools import check_exactly_once, create_topic, end_offsets, produce, read_all, unique
-from kafka_eos.config.loader import load_text
+from integration_tests.savepoint_cells import (CHANGED, MINUTE, SQL, T0, expected, late_ids, pipeline,
+                                               save_when_read_through, seed, send, windows, written)
 from kafka_eos.connectors.pipeline import restore, savepoint
-from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.runner import PipelineFailed, run_query
-from kafka_eos.connectors.pipeline.stop import request_stop
-from kafka_eos.offsets import model
 from kafka_eos.offsets.rewind import SavepointRefused, StateNotRebuildable
 from kafka_eos.txn.log.savepoints import read_restore
-
-T0 = 1_767_225_600_000          # 2026-01-01T00:00:00Z, on a minute
-MINUTE = 60_000
-WEIGHTS = {"home": 6, "cart": 2, "help": 1}  # views per 2 s: one page far hotter than the others
-SCHEMA = {"type": "record", "name": "View", "fields": [
-    {"name": "id", "type": "long"}, {"name": "page", "type": "string"}, {"name": "at", "type": "long"}]}
-SQL = """SELECT value.page AS key,
-       named_struct('page', value.page, 'start_ms', unix_millis(window.start), 'views', COUNT(*)) AS value
-FROM source GROUP BY window(event_time, '{size}'{slide}), value.page"""
-CHANGED = """SELECT value.page AS key,
-       named_struct('page', value.page, 'start_ms', unix_millis(window.start), 'views', COUNT(*),
-                    'last_at', MAX(value.at)) AS value
-FROM source GROUP BY window(event_time, '1 minute'), value.page"""
-
-Sent = list[tuple[int, str, int]]  # (id, page, event time)
-
-
-def seed(bootstrap: str, topic: str, first_id: int, start_ms: int, stop_ms: int) -> Sent:
-    """Views of every page every 2 s of event time in [start_ms, stop_ms), committed."""
-    sent: Sent = []
-    for at in range(start_ms, stop_ms, 2000):
-        for page, n in WEIGHTS.items():
-            sent += [(first_id + len(sent), page, at + i) for i in range(n)]
-    send(bootstrap, topic, sent)
-    return sent
-
-
-def send(bootstrap: str, topic: str, sent: Sent) -> None:
-    records = [(page.encode(), json.dumps({"id": i, "page": page, "at": at}).encode()) for i, page, at in sent]
-    produce(bootstrap, topic, records, transactional=unique("views-in"))
-
-
-def pipeline(tmp_path: Path, topics: dict[str, str], checkpoint: str, sql: str, prefix: str | None = None,
-             watermark: bool = True):
-    transform: dict = {"sql": sql}
-    if watermark:
-        transform["watermark"] = {"column": "event_time", "expression": "timestamp_millis(value.at)",
-                                  "delay": "30 seconds", "late_topic": topics["late"]}
-    sink = {"kafka": {"bootstrap_servers": topics["bootstrap"]}, "topic": topics["out"], "format": "json"}
-    if prefix:
-        sink["transactional_id_prefix"] = prefix
-    doc = {"version": 1, "name": "savepoint",
-           "source": {"kafka": {"bootstrap_servers": topics["bootstrap"]}, "topics": [topics["in"]],
-                      "starting_offsets": "earliest", "format": "json", "schema": {"inline": SCHEMA},
-                      "max_offsets_per_trigger": 150},
-           "transform": transform, "sink": sink,
-           "checkpoint": {"location": str(tmp_path / checkpoint), "trigger": "1 second"}}
-    if "dlq" in topics:
-        doc["errors"] = {"on_decode_error": "dlq", "dlq_topic": topics["dlq"]}
-    cfg, problems = load_text(yaml.safe_dump(doc), f"{checkpoint}.yaml")
-    assert cfg is not None and not problems, problems
-    return cfg
-
-
-def windows(bootstrap: str, topic: str) -> list[tuple[str, int, int]]:
-    def window(message) -> tuple[str, int, int]:
-        value = json.loads(message.value())
-        return value["page"], value["start_ms"], value["views"]
-    return [window(m) for m in read_all(bootstrap, topic, "read_committed", idle_s=2.0, timeout_s=120)]
-
-
-def late_ids(bootstrap: str, topic: str) -> Counter:
-    return Counter(json.loads(m.value())["id"] for m in read_all(bootstrap, topic, "read_committed", idle_s=2.0,
-                                                                  timeout_s=120))
-
-
-def expected(sent: Sent, late: Counter) -> list[tuple[str, int, int]]:
-    """The batch computation: each window the final watermark closed, counted over the whole input
-    without the records that went to the late topic."""
-    closed_until = max(at for _, _, at in sent) - 30_000
-    counts = Counter((page, at - at % MINUTE) for i, page, at in sent if i not in late)
-    return [(page, start, n) for (page, start), n in counts.items() if start + MINUTE <= closed_until]
-
-
-def save_when_read_through(cfg, input_ends: Callable[[], dict[int, int]], lines: list[str],
-                           timeout_s: float = 180.0):
-    """In a thread, while the query runs in the test's: once it committed a batch ending at the
-    input's read_committed ends (every partition), take the savepoint; (its result, seconds).
-    Failing before, it stops the run (``kafka-eos stop``) so that the test's thread returns."""
-    checkpoint = str(cfg.checkpoint.location)
-    try:
-        deadline, ends = time.monotonic() + timeout_s, {}
-        while time.monotonic() < deadline:
-            ends = input_ends()  # the commit markers reach the brokers' ends a moment after produce returns
-            reader = CheckpointReader(checkpoint)
-            committed = reader.commit_batches()
-            entry = reader.offsets(committed[-1]) if committed else None
-            if entry is not None and {p: o for (_, p), o in model.decode(json.loads(entry.sources[0])).items()} == ends:
-                break
-            time.sleep(0.5)
-        else:
-            raise AssertionError(f"the input was not read through {ends} within {timeout_s} s")
-        began = time.monotonic()
-        return savepoint.take(cfg, None, pyspark.__version__, lines.append), time.monotonic() - began
-    except BaseException:
-        request_stop(checkpoint)
-        raise
-
-
-def written(location: Path, bootstrap: str, topics: dict[str, str]) -> tuple:
-    files = sorted(str(p.relative_to(location)) for p in location.rglob("*") if p.is_file())
-    return files, len(windows(bootstrap, topics["out"]))
 
 
 @pytest.mark.slow  # about 2 minutes: two pipelines, the first stopped by the savepoint, the second replaying

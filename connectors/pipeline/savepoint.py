@@ -63,9 +63,20 @@ def _running_stopped(checkpoint: str, wait_s: float) -> bool:
     """After the stop request: True when a run removed the marker (it stopped), False when none runs."""
     marker, reader = StopMarker.of_checkpoint(checkpoint), CheckpointReader(checkpoint)
     started = time.monotonic()
+    idle_since: float | None = None  # since when every planned batch is committed, the newest the same
+    newest: int | None = None
     while marker.present():
-        waited = time.monotonic() - started
-        if waited >= QUIET_S and is_idle({"isTriggerActive": False}, reader):
+        now = time.monotonic()
+        waited = now - started
+        planned = reader.offset_batches()
+        last = planned[-1] if planned else None
+        if not is_idle({"isTriggerActive": False}, reader) or last != newest:
+            idle_since, newest = None, last
+        elif idle_since is None:
+            idle_since = now
+        # idle QUIET_S on end: a run between batches (which may still plan the no-data batch its
+        # watermark needs) has seen the marker and removed it by then
+        if idle_since is not None and now - idle_since >= QUIET_S:
             return False  # the marker stays: a run that was only frozen plans nothing when it wakes
         if waited >= wait_s:
             raise RunDidNotStop(f"{checkpoint}: the run did not stop within {wait_s:.0f} s (its batch is still "
