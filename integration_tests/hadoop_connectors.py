@@ -10,7 +10,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 POMS = {"s3a": ROOT / "integration_tests" / "jobs" / "hadoop-s3a.pom.xml",
-        "minicluster": ROOT / "integration_tests" / "jobs" / "hadoop-minicluster.pom.xml"}
+        "minicluster": ROOT / "integration_tests" / "jobs" / "hadoop-minicluster.pom.xml",
+        "gcs": ROOT / "integration_tests" / "jobs" / "hadoop-gcs.pom.xml"}
 
 
 def hadoop_version() -> str:
