@@ -30,6 +30,14 @@ def kafka_records(cfg: PipelineConfig) -> str | None:
     return kafka_records_root(prefix, checkpoint)
 
 
+def records_home(cfg: PipelineConfig) -> str:
+    """Where ``cfg``'s own records beside the sink log live (stop request and marker, a savepoint's
+    restore record): its folder of the Kafka store (registered in this process) under
+    ``checkpoint.records: kafka``, else its checkpoint location."""
+    register_records(cfg)
+    return kafka_records(cfg) or str(cfg.checkpoint.location)
+
+
 def kafka_sink_log(cfg: PipelineConfig) -> str | None:
     """The sink log's Kafka location under ``checkpoint.records: kafka`` (else None)."""
     root = kafka_records(cfg)

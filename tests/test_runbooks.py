@@ -15,6 +15,7 @@ from kafka_eos.connectors.pipeline.builder import PipelineBuildError
 from kafka_eos.connectors.pipeline.checkpoint_compat import CheckpointShapeError
 from kafka_eos.connectors.pipeline.late_records import LateWatermarkError
 from kafka_eos.connectors.pipeline.pipeline_shape import ShapeRecordError
+from kafka_eos.connectors.pipeline.records_check import RecordsNotFound
 from kafka_eos.connectors.pipeline.runner import PipelineFailed
 from kafka_eos.connectors.pipeline.savepoint import RunDidNotStop, SavepointTaken
 from kafka_eos.connectors.pipeline.stop_request import StopRequested
@@ -60,6 +61,8 @@ ERRORS: dict[str, KafkaEosError] = {
     "ReplayMismatchError": ReplayMismatchError.of_batch(3, [0], 20, 3, 2, "sink partition 0: decided 20, replay 19"),
     "NothingToAcceptError": NothingToAcceptError("/ck/kafka-eos-sink: batch 3 is committed; start the query"),
     "SinkLogConflictError": SinkLogConflictError.of_record("/ck/kafka-eos-sink/3.1.json", 3),
+    "RecordsNotFound": RecordsNotFound("checkpoint /ck has committed batches 0-4, but the record store topic "
+                                       "_kafka_eos_store-p2 holds no sink log of it"),
     "StoreFencedError": StoreFencedError.of_writer("_kafka_eos_store-p", "driver", "p-store-driver", "ck/3.0.json"),
     "PrefixClaimedError": PrefixClaimedError.of_claims("p", "/a", "/b", "2026-11-27T10:00:00+00:00", "h",
                                                        "_kafka_eos_prefix_claims"),

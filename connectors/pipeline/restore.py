@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Any, Callable, Mapping
 
 from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.records import records_home
 from kafka_eos.connectors.pipeline import builder, drain
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.pipeline_shape import shape_of
@@ -54,7 +55,7 @@ def _refuse_mismatch(cfg: PipelineConfig, sp: Savepoint) -> None:
         raise SavepointRefused("source.topics/pattern/assign differ from the saved pipeline's: the savepoint's "
                                "offsets are of its input; keep the subscription for the restore, change it after")
     batches = CheckpointReader(checkpoint).offset_batches()
-    started = read_restore(checkpoint)
+    started = read_restore(records_home(cfg))
     if batches and (started is None or started.savepoint.rstrip("/") != sp.location.rstrip("/")):
         raise SavepointRefused(f"checkpoint {checkpoint} has batches ({batches[-1]} the newest) and was not started "
                                "from this savepoint: give a new checkpoint.location")
@@ -98,7 +99,7 @@ def plan_start(cfg: PipelineConfig, sp: Savepoint) -> RestoreStart:
 def prepare(cfg: PipelineConfig, location: str, timeout_s: float = 10.0) -> RestoreStart:
     """Step 1 (see module); a checkpoint started from this savepoint already keeps its record."""
     checkpoint = str(cfg.checkpoint.location)
-    existing = read_restore(checkpoint)
+    existing = read_restore(records_home(cfg))
     if existing is not None:
         if existing.savepoint.rstrip("/") != location.rstrip("/"):
             raise SavepointRefused(f"checkpoint {checkpoint} was started from savepoint {existing.savepoint}, not "
@@ -106,7 +107,7 @@ def prepare(cfg: PipelineConfig, location: str, timeout_s: float = 10.0) -> Rest
         return existing
     start = plan_start(cfg, read_savepoint(location))
     check_replay_fits(cfg, start.rewind, start.end, timeout_s)
-    write_restore(checkpoint, start)
+    write_restore(records_home(cfg), start)
     return start
 
 

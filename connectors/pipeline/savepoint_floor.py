@@ -22,14 +22,14 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql.functions import col, expr, lit
 
 from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.records import records_home
 from kafka_eos.offsets.model import Offsets
 from kafka_eos.txn.log.savepoints import RestoreStart, read_restore
 
 
 def restored(cfg: PipelineConfig) -> RestoreStart | None:
     """The restore record of ``cfg``'s checkpoint (None: not started from a savepoint)."""
-    location = cfg.checkpoint.location
-    return read_restore(location) if location else None
+    return read_restore(records_home(cfg)) if cfg.checkpoint.location else None
 
 
 def keeps(column: str, w0_ms: int) -> Column:

@@ -20,7 +20,7 @@ import time
 
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import PipelineConfig
-from kafka_eos.config.records import kafka_records, register_records
+from kafka_eos.config.records import records_home
 from kafka_eos.connectors.source.stop_marker import StopMarker, request_location
 
 PREFIX = "requested "
@@ -38,10 +38,8 @@ class StopRequested(KafkaEosError):
 
 
 def stop_home(cfg: PipelineConfig) -> str:
-    """Where the stop request and marker of ``cfg`` live: its folder of the Kafka record store
-    (registered in this process) under ``checkpoint.records: kafka``, else its checkpoint."""
-    register_records(cfg)
-    return kafka_records(cfg) or str(cfg.checkpoint.location)
+    """Where the stop request and marker of ``cfg`` live (``config.records.records_home``)."""
+    return records_home(cfg)
 
 
 def place_request(home: str) -> str:
