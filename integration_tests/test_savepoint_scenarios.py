@@ -12,6 +12,8 @@ broker and Spark (the windowed pipeline and its checks: savepoint_cells).
 - the driver of `kafka-eos run --from-savepoint` SIGKILLed (its process group) twice during the
   restore's replay (batch 0 of the new checkpoint, its state written: before and after the sink
   decided the batch), then the restore run again: every window once.
+- the driver of `kafka-eos run` SIGKILLed while `kafka-eos savepoint` waits for its batch: nothing
+  saved (exit 4); `resume`, `run --once`, `savepoint` again, the restore: every window once.
 
 Each prints its figures: windows, records, kills, seconds to savepoint and to restore.
 """
@@ -31,15 +33,16 @@ import yaml
 from integration_tests.kafka_tools import check_exactly_once, create_topic, end_offsets, produce, read_all, unique
 from integration_tests.pipeline_cli import kafka_eos, small_spark_conf, start_kafka_eos
 from integration_tests.pipeline_runs import kill_group, tail, wait_for
-from integration_tests.savepoint_cells import (CHANGED, SQL, check_restored, more_input, pipeline,
-                                               pipeline_doc, run_and_save, save_when_read_through)
+from integration_tests.savepoint_cells import (CHANGED, MINUTE, SQL, T0, Saved, check_restored, more_input,
+                                               new_topics, pipeline, pipeline_doc, run_and_save,
+                                               save_when_read_through, seed, windows)
 from kafka_eos.config.state_backend import PROVIDER_CONF, PROVIDERS, StateBackend
-from kafka_eos.connectors.pipeline import restore
+from kafka_eos.connectors.pipeline import restore, savepoint
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.runner import run_query
 from kafka_eos.connectors.pipeline.savepoint_check import against
 from kafka_eos.connectors.pipeline.savepoint_plan import SHUFFLE_CONF
-from kafka_eos.txn.log.savepoints import read_restore
+from kafka_eos.txn.log.savepoints import default_location, read_restore, read_savepoint, taken
 
 TUMBLING = SQL.format(size="1 minute", slide="")
 
@@ -208,3 +211,69 @@ def test_the_driver_killed_during_the_replay_then_the_restore_run_again_emits_ev
           f"({figures['open']} open at the savepoint); {len(KILLS)} kills ({', '.join(KILLS)}); savepoint "
           f"{saved.save_s:.1f} s, restore {restore_s:.1f} s with the kills ({last_s:.1f} s the last run), replay "
           f"from batch {start.rewind_batch} of {sp.last_batch}")
+
+
+@pytest.mark.slow  # about 4 minutes: the old pipeline through `kafka-eos run` twice, two savepoints, a restore
+@pytest.mark.chaos
+def test_the_driver_killed_during_the_savepoint_saves_nothing_until_it_is_taken_again(bootstrap, spark, tmp_path):
+    """The run paused in batch 3's commit (after the sink decided it) when `kafka-eos savepoint`
+    asks it to stop, then SIGKILLed: the savepoint waits for a batch no run will commit and gives
+    up (exit 4), saving nothing; the way on (`resume`, `run --once`, which commits the decided
+    batch and reads on, then `savepoint` again) gives a savepoint whose restore emits every window
+    once."""
+    topics = new_topics(bootstrap)
+    sent = seed(bootstrap, topics["in"], 0, T0, T0 + 3 * MINUTE + 20_000)
+    bad = [f"not a view {k}".encode() for k in range(6)]
+    produce(bootstrap, topics["in"], [(b"home" if k % 2 else b"help", v) for k, v in enumerate(bad)],
+            transactional=unique("poison"))
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    doc = pipeline_doc(tmp_path, topics, "cp", TUMBLING, prefix=unique("old"),
+                       sink_options={"faultInjection": "after_decision@3", "faultInjectionDir": str(faults)})
+    path = tmp_path / "old.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    old = pipeline(tmp_path, topics, "cp", TUMBLING, prefix=doc["sink"]["transactional_id_prefix"])
+    checkpoint, log = tmp_path / "cp", tmp_path / "old.log"
+    run = start_kafka_eos(["run", str(path), *small_spark_conf()], bootstrap, tmp_path, log)
+    try:
+        wait_for((faults, "after_decision.*"), run, 240, log)  # batch 3 planned and decided, not committed
+        with ThreadPoolExecutor(1) as pool:
+            saving = pool.submit(kafka_eos, ["savepoint", str(path), "--wait", "20"], bootstrap, tmp_path, 180)
+            deadline = time.monotonic() + 60
+            while not (checkpoint / "kafka-eos-stop").exists() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert (checkpoint / "kafka-eos-stop").exists(), "the savepoint asked no stop"
+            kill_group(run)                                      # the driver killed during the savepoint
+            first = saving.result(timeout=180)
+    finally:
+        kill_group(run)
+    assert first.code == 4 and "did not stop" in first.stderr, first.log()
+    assert taken(str(checkpoint / "kafka-eos-sink")) is None, "a savepoint was marked while a batch was undecided"
+    assert CheckpointReader(str(checkpoint)).commit_batches()[-1] == 2
+
+    assert kafka_eos(["resume", str(path)], bootstrap, tmp_path, 60).code == 0
+    again = kafka_eos(["run", str(path), "--once", *small_spark_conf()], bootstrap, tmp_path)
+    assert again.code == 0, again.log()
+    began = time.monotonic()
+    second = kafka_eos(["savepoint", str(path)], bootstrap, tmp_path, 180)
+    save_s = time.monotonic() - began
+    assert second.code == 0 and "no run was running" in second.stdout, second.log()
+    location = default_location(str(checkpoint / "kafka-eos-sink"))
+    sp = read_savepoint(location)
+    assert sp.last_batch >= 3 and sp.rewind is not None
+    emitted_by_old = windows(bootstrap, topics["out"])
+    assert emitted_by_old and all(start + MINUTE <= sp.watermark_ms for _, start, _ in emitted_by_old)
+    saved = Saved(topics, sent, bad, old, savepoint.Taken(location, sp, True, save_s), save_s, None, [],
+                  emitted_by_old, {(p, at - at % MINUTE) for _, p, at in sent if at - at % MINUTE + MINUTE > sp.watermark_ms})
+    more_input(bootstrap, saved)
+    new = pipeline(tmp_path, topics, "cp2", CHANGED)
+    began = time.monotonic()
+    start = restore.prepare(new, location)
+    run_query(spark, new, once=True, emit=lambda _: None)
+    restore_s = time.monotonic() - began
+    figures = check_restored(bootstrap, saved)
+    print(f"savepoint killed in the savepoint: {figures['windows']} windows over {figures['records']} records "
+          f"({figures['late']} late), {figures['by_old']} emitted by the old query, {figures['by_new']} by the new "
+          f"({figures['open']} open at the savepoint); 1 kill (after_decision@3, during `kafka-eos savepoint`: exit "
+          f"{first.code}); savepoint again {save_s:.1f} s, restore {restore_s:.1f} s, replay from batch "
+          f"{start.rewind_batch} of {sp.last_batch}")
