@@ -95,6 +95,9 @@ def run_cell(bootstrap: str, tmp_path: Path, store: Store) -> dict[str, int]:
 
     code, report = verify(path, bootstrap, tmp_path, env=env)
     assert code == 0 and report["per_batch"], report
+    last_batch = max(b["batch"] for b in report["per_batch"])
+    status = cli(["status", path], 180)  # reads Spark's checkpoint where it is, from a process of its own
+    assert status.code in (0, 1) and f"last committed batch {last_batch}" in status.stdout, status.log()
     stop = cli(["stop", path], 60)
     assert stop.code == 0, stop.log()
     held = cli(["run", path, "--once", *store.conf], 120)

@@ -7,14 +7,19 @@ Invariants this module enforces:
   configuration gives for it: the connectors on Spark's classpath and the credentials the
   platform configured (``spark.hadoop.*``, ``core-site.xml``), never credentials of kafka-eos's
   own. Installed per process by ``use_session(spark)``, for a classic session (a SparkContext in
-  this process); without one (a Spark Connect client, a command that started no Spark) a URI is
-  read through pyarrow's file systems (``txn.log.stores.open_reader``).
+  this process). A command that starts no Spark, of a pipeline whose records are in Kafka (so
+  that its Python needs no credentials of its own: ``prefer_own_jvm``), starts a JVM of its own
+  at its first read of a URI: spark-submit's launcher with Spark's jars and ``spark-defaults.conf``,
+  no SparkContext, logging as quietly as a run, and Hadoop's configuration as Spark derives it
+  (``spark.hadoop.*``). Otherwise (a Spark Connect client; records in files) a URI is read
+  through pyarrow's file systems (``txn.log.stores.open_reader``).
 - A path (local, a mount, ``dbfs:/``) is read as files by Python, with or without a session.
 - Reads only: nothing is created; a missing folder reads as empty and a missing file as None;
   names starting with a dot (Hadoop's ``.crc`` files, temp files) are not names.
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -28,6 +33,7 @@ class _Jvm:
     lock = threading.Lock()
     jvm: Any = None
     conf: Any = None
+    own_allowed = False
 
 
 def use_session(spark: Any) -> bool:
@@ -40,10 +46,33 @@ def use_session(spark: Any) -> bool:
     return True
 
 
+def prefer_own_jvm() -> None:
+    """Read checkpoints at URIs through a JVM of this process's own if no session's is installed."""
+    _Jvm.own_allowed = True
+
+
+def _start_own_jvm() -> None:
+    from pyspark.java_gateway import launch_gateway
+
+    from kafka_eos.connectors.pipeline.console import QUIET_LOG4J
+    saved = os.environ.get("SPARK_SUBMIT_OPTS")
+    os.environ["SPARK_SUBMIT_OPTS"] = f"-Dlog4j2.configurationFile={QUIET_LOG4J.as_uri()} {saved or ''}".strip()
+    try:
+        jvm = launch_gateway().jvm
+    finally:
+        if saved is None:
+            os.environ.pop("SPARK_SUBMIT_OPTS", None)
+        else:
+            os.environ["SPARK_SUBMIT_OPTS"] = saved
+    spark_conf = jvm.org.apache.spark.SparkConf()  # spark-submit put spark-defaults.conf into its properties
+    _Jvm.jvm, _Jvm.conf = jvm, jvm.org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(spark_conf)
+
+
 def forget_session() -> None:
     """Back to pyarrow's readers (tests; a stopped session)."""
     with _Jvm.lock:
         _Jvm.jvm = _Jvm.conf = None
+        _Jvm.own_allowed = False
 
 
 def through_hadoop(location: str) -> bool:
@@ -53,6 +82,10 @@ def through_hadoop(location: str) -> bool:
 
 def open_reader(location: str) -> LogReader:
     """A reader of the checkpoint folder ``location`` (see the module's invariants)."""
+    if _Jvm.own_allowed and _Jvm.jvm is None and local_path(location) is None and not is_kafka(location):
+        with _Jvm.lock:
+            if _Jvm.jvm is None:
+                _start_own_jvm()
     if through_hadoop(location):
         return HadoopReader(_Jvm.jvm, _Jvm.conf, location)
     return open_store_reader(location)

@@ -31,7 +31,7 @@ from kafka_eos.config.model import PipelineConfig
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.progress import sink_log_location
 from kafka_eos.connectors.pipeline.savepoint_plan import check_restorable, gather, window_of
-from kafka_eos.connectors.pipeline.stop import is_idle, request_stop
+from kafka_eos.connectors.pipeline.stop import is_idle, request_stop, stop_home
 from kafka_eos.connectors.source.stop_marker import StopMarker
 from kafka_eos.txn.log.savepoints import (Savepoint, SavepointConflict, SavepointTaken, check_not_taken,
                                           default_location, mark_taken, read_savepoint, taken, write_savepoint)
@@ -59,9 +59,9 @@ def check_no_savepoint(cfg: PipelineConfig) -> None:
     check_not_taken(sink_log_location(cfg), str(cfg.checkpoint.location))
 
 
-def _running_stopped(checkpoint: str, wait_s: float) -> bool:
-    """After the stop request: True when a run removed the marker (it stopped), False when none runs."""
-    marker, reader = StopMarker.of_checkpoint(checkpoint), CheckpointReader(checkpoint)
+def _running_stopped(checkpoint: str, home: str, wait_s: float) -> bool:
+    """After the stop request (in ``home``): True when a run removed the marker (it stopped), False when none runs."""
+    marker, reader = StopMarker.of_checkpoint(home), CheckpointReader(checkpoint)
     started = time.monotonic()
     idle_since: float | None = None  # since when every planned batch is committed, the newest the same
     newest: int | None = None
@@ -98,10 +98,10 @@ def take(cfg: PipelineConfig, to: str | None, pyspark_version: str, emit: Callab
     if mark is not None:
         return _complete(cfg, mark.location, pyspark_version, began)
     check_restorable(window_of(cfg))                                      # 1
-    request_stop(checkpoint)                                              # 2
+    request_stop(stop_home(cfg))                                          # 2
     emit(f"kafka-eos savepoint {cfg.name}: stop requested; waiting for the running batch to commit")
-    emit(f"kafka-eos savepoint {cfg.name}: " + ("the run stopped" if _running_stopped(checkpoint, wait_s)
-                                                else "no run was running"))
+    stopped = _running_stopped(checkpoint, stop_home(cfg), wait_s)
+    emit(f"kafka-eos savepoint {cfg.name}: " + ("the run stopped" if stopped else "no run was running"))
     sp = gather(cfg, pyspark_version)                                     # 3
     location = to or default_location(log)
     mark_taken(log, location, sp.last_batch)                              # 4

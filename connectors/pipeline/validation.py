@@ -20,8 +20,9 @@ import os
 from typing import Mapping, Sequence
 
 from kafka_eos.config import rules, validate
-from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.model import PipelineConfig, Records
 from kafka_eos.config.violations import Context, Violation
+from kafka_eos.connectors.pipeline import checkpoint_files
 from kafka_eos.connectors.pipeline.spark_options import sink_options, source_options
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.connectors.source.options import SourceOptionError, parse_source_options
@@ -73,5 +74,10 @@ def validate_files(paths: Sequence[str | os.PathLike], offline: bool = False, ti
 
 
 def load_valid(path: str | os.PathLike, offline: bool = False, timeout_s: float = 10.0) -> PipelineConfig:
-    """The config of ``path``, or ``InvalidPipeline`` carrying every violation (redacted)."""
-    return validate.load_valid(path, offline, timeout_s, backstops=BACKSTOPS)
+    """The config of ``path``, or ``InvalidPipeline`` carrying every violation (redacted). A
+    pipeline whose records are in Kafka has this process read its checkpoint at a URI through a JVM
+    (``checkpoint_files.prefer_own_jvm``: a run's session's, else one of its own)."""
+    cfg = validate.load_valid(path, offline, timeout_s, backstops=BACKSTOPS)
+    if cfg.checkpoint.records is Records.KAFKA:
+        checkpoint_files.prefer_own_jvm()
+    return cfg
