@@ -79,9 +79,11 @@ def _running_stopped(checkpoint: str, home: str, wait_s: float) -> bool:
         if idle_since is not None and now - idle_since >= QUIET_S:
             return False  # the marker stays: a run that was only frozen plans nothing when it wakes
         if waited >= wait_s:
-            raise RunDidNotStop(f"{checkpoint}: the run did not stop within {wait_s:.0f} s (its batch is still "
-                                "running); the stop request stands, so it stops after that batch: run "
-                                "`kafka-eos savepoint` again then")
+            raise RunDidNotStop(f"{checkpoint}: the run did not stop within {wait_s:.0f} s (batch {newest} is planned "
+                                "and not committed); nothing was saved. The stop request stands: a running run stops "
+                                "after that batch, then run `kafka-eos savepoint` again. If no run is running any more "
+                                "(its driver died), `kafka-eos resume` and `kafka-eos run --once` commit the batch, then "
+                                "take the savepoint")
         time.sleep(POLL_S)
     return True
 

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 from kafka_eos.config.durations import parse_duration_ms
 from kafka_eos.config.late_records import LateSpecError, late_spec
 from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.records import records_home
 from kafka_eos.config.rules import stateful
 from kafka_eos.config.state_backend import PROVIDER_CONF
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, OffsetEntry
@@ -128,14 +129,15 @@ def batch_table(reader: CheckpointReader, times: Mapping[int, BatchTimes], last:
 
 
 def prefix_bound(reader: CheckpointReader, rows: tuple[BatchRow, ...], delay_ms: int | None,
-                 times: Mapping[int, BatchTimes]) -> int | None:
+                 times: Mapping[int, BatchTimes], home: str | None = None) -> int | None:
     """No row read before the table's first batch has a later event time than this (``plan_rewind``):
-    that batch's watermark (the offset log's, else its record's) plus the delay."""
+    that batch's watermark (the offset log's, else its record's) plus the delay. ``home``: where the
+    checkpoint's restore record is (``config.records.records_home``; default the checkpoint)."""
     if not rows or delay_ms is None:
         return None
     first = rows[0].batch
     if first == 0:
-        restored = read_restore(reader.location)
+        restored = read_restore(home or reader.location)
         if restored is None:
             return NOTHING_BEFORE
         return None if restored.w0_ms is None else restored.w0_ms - 1
@@ -162,7 +164,7 @@ def gather(cfg: PipelineConfig, pyspark_version: str) -> Savepoint:
     sp = Savepoint(cfg.name or "kafka-eos", checkpoint, log, cfg.sink.transactional_id_prefix or "", last, end,
                    _watermark(entry), delay, asdict(window), asdict(shape_of(cfg)),
                    {"provider": conf.get(PROVIDER_CONF), "shuffle_partitions": conf.get(SHUFFLE_CONF)}, rows,
-                   prefix_bound(reader, rows, delay, times), pyspark_version, int(time.time() * 1000),
+                   prefix_bound(reader, rows, delay, times, records_home(cfg)), pyspark_version, int(time.time() * 1000),
                    sink_last_batch=sink_last)
     return _with_rewind(sp, window)
 

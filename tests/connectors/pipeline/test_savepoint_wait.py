@@ -8,8 +8,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Callable
 
+import pytest
+
 from kafka_eos.connectors.pipeline import savepoint
-from kafka_eos.connectors.pipeline.savepoint import take
+from kafka_eos.connectors.pipeline.savepoint import RunDidNotStop, take
 from tests.connectors.pipeline.test_savepoint_plan import MINUTE, stopped_pipeline, write_batch
 
 
@@ -57,3 +59,16 @@ def test_no_run_is_concluded_after_quiet_s_of_idle_checkpoint(tmp_path, monkeypa
     done = take(cfg, None, "4.3.0", lines.append)
     assert "no run was running" in lines[-1] and done.savepoint.last_batch == 3
     assert 1.0 <= clock.now <= 1.3 and (tmp_path / "ckpt" / "kafka-eos-stop").exists()
+
+
+def test_a_batch_no_run_commits_saves_nothing_and_says_the_way_on(tmp_path, monkeypatch):
+    cfg = stopped_pipeline(tmp_path)
+    write_batch(tmp_path / "ckpt", 4, 50, 4 * MINUTE, committed=False)  # its driver died
+    clock = Clock([])
+    monkeypatch.setattr(savepoint, "time", SimpleNamespace(monotonic=clock.monotonic, sleep=clock.sleep))
+    with pytest.raises(RunDidNotStop) as failed:
+        take(cfg, None, "4.3.0", lambda _: None, wait_s=20.0)
+    text = str(failed.value)
+    assert "batch 4 is planned and not committed" in text and "nothing was saved" in text, text
+    assert "`kafka-eos resume` and `kafka-eos run --once`" in text, text
+    assert not (tmp_path / "ckpt" / "kafka-eos-sink" / "_savepoint").exists()
