@@ -18,14 +18,13 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 
 import pyspark
 import pytest
 
-from integration_tests.kafka_tools import check_exactly_once, create_topic, end_offsets, produce, read_all, unique
-from integration_tests.savepoint_cells import (CHANGED, MINUTE, SQL, T0, expected, late_ids, pipeline,
-                                               save_when_read_through, seed, send, windows, written)
+from integration_tests.kafka_tools import check_exactly_once, create_topic, read_all, unique
+from integration_tests.savepoint_cells import (CHANGED, MINUTE, SQL, T0, expected, late_ids, pipeline, run_and_save,
+                                               seed, send, windows, written)
 from kafka_eos.connectors.pipeline import restore, savepoint
 from kafka_eos.connectors.pipeline.runner import PipelineFailed, run_query
 from kafka_eos.offsets.rewind import SavepointRefused, StateNotRebuildable
@@ -34,31 +33,11 @@ from kafka_eos.txn.log.savepoints import read_restore
 
 @pytest.mark.slow  # about 2 minutes: two pipelines, the first stopped by the savepoint, the second replaying
 @pytest.mark.long  # make long (CI, after make test); make test keeps the refused restores
-def test_a_savepoint_restored_with_a_changed_sql_emits_every_window_once(bootstrap, spark, tmp_path, monkeypatch):
-    monkeypatch.setattr(savepoint, "QUIET_S", 1.0)  # no run is running: the marker's wait is all it costs
-    topics = {"bootstrap": bootstrap, "in": unique("views"), "out": unique("views-out"), "late": unique("views-late"),
-              "dlq": unique("views-dlq")}
-    create_topic(bootstrap, topics["in"], partitions=2)
-    create_topic(bootstrap, topics["out"], partitions=2)
-    create_topic(bootstrap, topics["late"])
-    create_topic(bootstrap, topics["dlq"])
-    sent = seed(bootstrap, topics["in"], 0, T0, T0 + 3 * MINUTE + 20_000)
-    poison = [f"not a view {k}".encode() for k in range(6)]  # read before the savepoint, inside its replay
-    produce(bootstrap, topics["in"], [(b"home" if k % 2 else b"help", v) for k, v in enumerate(poison)],
-            transactional=unique("poison"))
-    old = pipeline(tmp_path, topics, "cp", SQL.format(size="1 minute", slide=""), prefix=unique("old"))
-    lines: list[str] = []
-    with ThreadPoolExecutor(1) as pool:  # the old pipeline runs (a trigger a second) until the savepoint stops it
-        saving = pool.submit(save_when_read_through, old, lambda: end_offsets(bootstrap, topics["in"]), lines)
-        stopped = run_query(spark, old, False, lambda _: None)
-        done, save_s = saving.result(timeout=120)
-    assert "the run stopped" in lines[-1] and stopped.stopped and stopped.batches >= 3, (lines, stopped)
-    sp = done.savepoint
-    assert sp.rewind is not None and sp.watermark_ms > 0 and sp.last_batch >= 2
-    emitted_by_old = windows(bootstrap, topics["out"])
-    assert emitted_by_old and all(start + MINUTE <= sp.watermark_ms for _, start, _ in emitted_by_old)
-    open_at_savepoint = {(p, at - at % MINUTE) for _, p, at in sent if at - at % MINUTE + MINUTE > sp.watermark_ms}
-    assert open_at_savepoint, "windows are open at the savepoint"
+def test_a_savepoint_restored_with_a_changed_sql_emits_every_window_once(bootstrap, spark, tmp_path):
+    saved = run_and_save(spark, bootstrap, tmp_path)
+    topics, sent, poison, old, done, save_s = (saved.topics, saved.sent, saved.poison, saved.old, saved.done,
+                                               saved.save_s)
+    sp, emitted_by_old, open_at_savepoint = done.savepoint, saved.emitted_by_old, saved.open_at_savepoint
 
     location = tmp_path / "cp"
     before = written(location, bootstrap, topics)

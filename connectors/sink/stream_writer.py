@@ -9,7 +9,10 @@ cleanup, the output-topic check) ran before ``QueryStart.writer`` built it. Enfo
   (the replay check); ``spark.speculation=true`` is refused before a producer opens;
 - ``commit`` works from the handles alone (``TwoPhaseCommitProtocol.commit_batch``), and gives the
   protocol the batch's inputs: the text of Spark's offset log file ``<checkpoint>/offsets/<batch>``
-  (None when it cannot be read: a commit never fails for it);
+  (None when it cannot be read: a commit never fails for it). Under records in Kafka a checkpoint
+  at a URI is not read here at all: this Python is not given credentials for its storage (a GCS
+  client without them retries for about 15 minutes before it fails), so those decisions carry
+  no inputs;
 - ``abort`` (Spark calls it when the batch's job failed and also when ``commit`` raised: the catch
   of V2TableWriteExec.writeWithV2) ends every transactional id the batch can have used, by id,
   unless the batch has a decision (``TwoPhaseCommitProtocol.abort_batch``); ``messages`` has one
@@ -38,8 +41,8 @@ from kafka_eos.txn.protocol.faults import FaultPlan
 from kafka_eos.txn.protocol.handle import TxnHandle
 from kafka_eos.txn.protocol.decision_guard import DecisionGuard
 from kafka_eos.txn.writer.kafka_writer import KafkaWriter
-from kafka_eos.txn.log.log_store import child
-from kafka_eos.txn.log.stores import open_reader, register
+from kafka_eos.txn.log.log_store import child, local_path
+from kafka_eos.txn.log.stores import is_kafka, open_reader, register
 from kafka_eos.txn.protocol.replay import ReplayPlan
 from kafka_eos.txn.protocol.sink_config import SinkConfig
 
@@ -109,7 +112,7 @@ class KafkaEosStreamWriter(spark_compat.StreamWriterBase):  # type: ignore[misc,
         """The text of Spark's ``<checkpoint>/offsets/<batch_id>`` (what a re-run of the batch reads),
         or None: no checkpoint option, no such file, or it could not be read."""
         checkpoint = self.config.checkpoint_location
-        if not checkpoint:
+        if not checkpoint or (local_path(checkpoint) is None and is_kafka(self.config.log_location)):
             return None
         try:
             reader = self.__dict__.get("_offset_log")

@@ -39,3 +39,17 @@ def test_commit_without_a_checkpoint_or_with_an_unreadable_one_has_no_inputs(tmp
         w = writer(tmp_path, checkpoint)
         w.commit([SinkCommitMessage(handle(0).to_dict())], 1)
         assert w._protocol.commits == [(1, [handle(0)], None)]
+
+
+def test_records_in_kafka_never_read_a_checkpoint_at_a_uri_here(tmp_path, monkeypatch):
+    """This Python has no credentials for the checkpoint's storage then: pyarrow's GCS client would
+    retry a read for about 15 minutes in every commit. A path is still read."""
+    from kafka_eos.connectors.sink import stream_writer
+    opened: list[str] = []
+    monkeypatch.setattr(stream_writer, "open_reader", lambda location: opened.append(location))
+    config = SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
+                        log_location="kafka:_kafka_eos_store-p/ck-0123/kafka-eos-sink",
+                        checkpoint_location="gs://bucket/ck")
+    w = KafkaEosStreamWriter(config, FaultPlan(), "q", ReplayPlan(), Protocol())
+    w.commit([SinkCommitMessage(handle(0).to_dict())], 1)
+    assert w._protocol.commits == [(1, [handle(0)], None)] and opened == []
