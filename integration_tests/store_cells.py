@@ -64,8 +64,19 @@ def sink_log_batches(path: str, env: dict[str, str]) -> list[int]:
         stores.forget_clusters()  # a Kafka store's view: no client left behind the broker's end
 
 
+def spark_defaults(tmp_path: Path, conf: list[str]) -> dict[str, str]:
+    """A Spark conf folder whose spark-defaults.conf holds ``conf`` (``--conf k=v`` pairs), as a
+    platform configures its connectors for every Spark process: the run's, and the JVM that a
+    command of a pipeline with records in Kafka starts to read the checkpoint (``status``)."""
+    folder = tmp_path / "spark-conf"
+    folder.mkdir(exist_ok=True)
+    pairs = [arg.split("=", 1) for arg in conf if arg != "--conf"]
+    (folder / "spark-defaults.conf").write_text("".join(f"{key} {value}\n" for key, value in pairs))
+    return {"SPARK_CONF_DIR": str(folder)} if pairs else {}
+
+
 def run_cell(bootstrap: str, tmp_path: Path, store: Store) -> dict[str, int]:
-    env = {**store.env, "KAFKA_EOS_CHECKPOINTS": store.checkpoints}
+    env = {**store.env, "KAFKA_EOS_CHECKPOINTS": store.checkpoints, **spark_defaults(tmp_path, store.conf)}
     topics = (unique("orders"), unique("priced"))
     create_topics(bootstrap, {topics[0]: 3, topics[1]: 3})
     first = produce_orders(bootstrap, topics[0], 600, aborted_every=200, aborted_size=5)

@@ -22,6 +22,7 @@ import pytest
 
 from integration_tests.gcs_emulator import create_bucket, gcs_server, object_names
 from integration_tests.hadoop_connectors import connector_jars
+from integration_tests.checkpoint_smoke import SCRIPT, check
 from integration_tests.kafka_tools import unique
 from integration_tests.store_cells import Store, run_cell
 from kafka_eos.connectors.spark_harness import spark_submit
@@ -35,39 +36,7 @@ BUCKET = "checkpoints"
 NO_METADATA_SERVER = {"GCE_METADATA_HOST": "127.0.0.1:9", "GCE_METADATA_IP": "127.0.0.1:9", "GCE_METADATA_ROOT": "127.0.0.1:9",
                       "NO_GCE_CHECK": "true"}
 
-SMOKE = '''
-import sys
-from pyspark.sql import SparkSession
-
-spark = SparkSession.builder.getOrCreate()
-spark.sparkContext.setLogLevel("WARN")
-checkpoint = sys.argv[1]
-jvm = spark._jvm
-
-
-def run(batches):
-    query = (spark.readStream.format("rate").option("rowsPerSecond", 5).load()
-             .writeStream.format("noop").option("checkpointLocation", checkpoint)
-             .trigger(processingTime="500 milliseconds").start())
-    ids = set()
-    while len(ids) < batches:
-        query.awaitTermination(0.2)
-        ids |= {p["batchId"] for p in query.recentProgress}
-    query.stop()
-    return sorted(ids)
-
-
-first = run(3)
-again = run(3)
-path = jvm.org.apache.hadoop.fs.Path(checkpoint)
-fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-for folder in ("offsets", "commits"):
-    names = sorted(s.getPath().getName() for s in fs.listStatus(jvm.org.apache.hadoop.fs.Path(path, folder)))
-    print(f"{folder}: {' '.join(n for n in names if not n.startswith('.'))}")
-print(f"filesystem: {fs.getClass().getName()} {fs.getUri()}")
-print(f"first run: {first}")
-print(f"second run: {again}")
-
+SMOKE = SCRIPT + '''
 # The connector's default rename (objects.move), on a file system of its own
 moving = jvm.org.apache.hadoop.conf.Configuration(spark._jsc.hadoopConfiguration())
 moving.set("fs.gs.operation.move.enable", "true")
@@ -123,14 +92,7 @@ def test_a_spark_checkpoint_on_gcs_keeps_a_streaming_query_going(emulator, tmp_p
                         extra=["--driver-memory", "512m"])
     print(f"smoke: {time.monotonic() - began:.1f} s\n{done.stdout}")
     assert done.returncode == 0, done.stderr[-5000:]
-    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
-    assert lines["filesystem"] == f"com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem gs://{BUCKET}/", lines
-    first = [int(i) for i in lines["first run"].strip("[]").split(", ")]
-    second = [int(i) for i in lines["second run"].strip("[]").split(", ")]
-    assert first[:3] == [0, 1, 2], first
-    assert second[0] > first[-1], (first, second)  # the second query went on from the checkpoint on gs://
-    assert {"0", "1", "2", str(second[0])} <= set(lines["offsets"].split()), lines
-    assert {"0", "1", "2"} <= set(lines["commits"].split()), lines
+    lines = check(done.stdout, f"com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem gs://{BUCKET}/")
     stored = object_names(endpoint, BUCKET, f"{name}/")
     assert f"{name}/metadata" in stored and f"{name}/offsets/0" in stored and f"{name}/commits/2" in stored, stored
     assert not any(".tmp" in n for n in stored if "move-probe" not in n), stored  # every temp file renamed away

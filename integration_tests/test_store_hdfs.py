@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from integration_tests.checkpoint_smoke import SCRIPT, check
 from integration_tests.hdfs_cluster import hdfs_cluster
 from integration_tests.kafka_tools import unique
 from integration_tests.store_cells import Store, run_cell
@@ -22,38 +23,6 @@ from kafka_eos.connectors.spark_harness import spark_submit
 
 pytestmark = pytest.mark.chaos
 
-SMOKE = '''
-import sys
-from pyspark.sql import SparkSession
-
-spark = SparkSession.builder.getOrCreate()
-spark.sparkContext.setLogLevel("WARN")
-checkpoint = sys.argv[1]
-
-
-def run(batches):
-    query = (spark.readStream.format("rate").option("rowsPerSecond", 5).load()
-             .writeStream.format("noop").option("checkpointLocation", checkpoint)
-             .trigger(processingTime="500 milliseconds").start())
-    ids = set()
-    while len(ids) < batches:
-        query.awaitTermination(0.2)
-        ids |= {p["batchId"] for p in query.recentProgress}
-    query.stop()
-    return sorted(ids)
-
-
-first = run(3)
-again = run(1)
-path = spark._jvm.org.apache.hadoop.fs.Path(checkpoint)
-fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-for folder in ("offsets", "commits"):
-    names = sorted(s.getPath().getName() for s in fs.listStatus(spark._jvm.org.apache.hadoop.fs.Path(path, folder)))
-    print(f"{folder}: {' '.join(n for n in names if not n.startswith('.'))}")
-print(f"filesystem: {fs.getClass().getName()} {fs.getUri()}")
-print(f"first run: {first}")
-print(f"second run: {again}")
-'''
 
 
 @pytest.fixture(scope="module")
@@ -64,21 +33,14 @@ def hdfs(tmp_path_factory) -> str:
 
 def test_a_spark_checkpoint_on_hdfs_keeps_a_streaming_query_going(hdfs, tmp_path):
     script = tmp_path / "smoke.py"
-    script.write_text(SMOKE)
+    script.write_text(SCRIPT)
     checkpoint = f"{hdfs}/{unique('smoke')}"
     began = time.monotonic()
     done = spark_submit(script, [checkpoint], master="local[1]", timeout=300,
                         extra=["--driver-memory", "512m"])
     print(f"smoke: {time.monotonic() - began:.1f} s\n{done.stdout}")
     assert done.returncode == 0, done.stderr[-5000:]
-    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
-    assert lines["filesystem"].startswith("org.apache.hadoop.hdfs.DistributedFileSystem hdfs://127.0.0.1:"), lines
-    first = [int(i) for i in lines["first run"].strip("[]").split(", ")]
-    second = [int(i) for i in lines["second run"].strip("[]").split(", ")]
-    assert first[:3] == [0, 1, 2], first
-    assert second[0] > first[-1], (first, second)  # the second query went on from the checkpoint on HDFS
-    assert {"0", "1", "2", str(second[0])} <= set(lines["offsets"].split()), lines
-    assert {"0", "1", "2"} <= set(lines["commits"].split()), lines
+    check(done.stdout, "org.apache.hadoop.hdfs.DistributedFileSystem hdfs://127.0.0.1:")
 
 
 def test_a_checkpoint_on_hdfs_with_records_in_kafka_is_exactly_once_through_driver_kills(bootstrap, hdfs, tmp_path,
