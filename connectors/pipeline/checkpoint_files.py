@@ -55,15 +55,17 @@ def _start_own_jvm() -> None:
     from pyspark.java_gateway import launch_gateway
 
     from kafka_eos.connectors.pipeline.console import QUIET_LOG4J
-    saved = os.environ.get("SPARK_SUBMIT_OPTS")
-    os.environ["SPARK_SUBMIT_OPTS"] = f"-Dlog4j2.configurationFile={QUIET_LOG4J.as_uri()} {saved or ''}".strip()
+    saved = {key: os.environ.get(key) for key in ("SPARK_SUBMIT_OPTS", "SPARK_LOCAL_IP")}
+    os.environ["SPARK_SUBMIT_OPTS"] = f"-Dlog4j2.configurationFile={QUIET_LOG4J.as_uri()} {saved['SPARK_SUBMIT_OPTS'] or ''}"
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # it binds nothing: no "resolves to a loopback" notice
     try:
         jvm = launch_gateway().jvm
     finally:
-        if saved is None:
-            os.environ.pop("SPARK_SUBMIT_OPTS", None)
-        else:
-            os.environ["SPARK_SUBMIT_OPTS"] = saved
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     spark_conf = jvm.org.apache.spark.SparkConf()  # spark-submit put spark-defaults.conf into its properties
     _Jvm.jvm, _Jvm.conf = jvm, jvm.org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(spark_conf)
 
