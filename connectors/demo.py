@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import os
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+
+from kafka_eos.environment import environment
 
 TOPICS = {"orders": 3, "orders-priced": 3, "orders-dlq": 1}
 
@@ -31,20 +31,6 @@ TOPICS = {"orders": 3, "orders-priced": 3, "orders-dlq": 1}
 def example_path() -> Path:
     from kafka_eos import config
     return Path(config.__file__).resolve().parent / "pipelines" / "orders-json.yaml"
-
-
-@contextmanager
-def _environment(**values: str) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _say(text: str) -> None:
@@ -56,7 +42,7 @@ def _run_example(bootstrap: str, checkpoints: str, verbose: bool = False) -> Non
     from kafka_eos.connectors.pipeline.validation import load_valid
     from kafka_eos.connectors.pipeline.runner import run_local
     archives = os.environ.get(ARCHIVES_ENV) or "off"  # see the module's docstring
-    with _environment(KAFKA_BOOTSTRAP_SERVERS=bootstrap, KAFKA_EOS_CHECKPOINTS=checkpoints, **{ARCHIVES_ENV: archives}):
+    with environment(KAFKA_BOOTSTRAP_SERVERS=bootstrap, KAFKA_EOS_CHECKPOINTS=checkpoints, **{ARCHIVES_ENV: archives}):
         cfg = load_valid(example_path())
         _say(f"running {example_path().name} with --once (availableNow) ...")
         run_local(cfg, once=True, emit=lambda line: print(line, flush=True), verbose=verbose)

@@ -23,6 +23,7 @@ import os
 import threading
 from typing import Any
 
+from kafka_eos.environment import environment
 from kafka_eos.txn.log.log_store import LogReader, local_path
 from kafka_eos.txn.log.stores import is_kafka, open_reader as open_store_reader
 
@@ -55,17 +56,10 @@ def _start_own_jvm() -> None:
     from pyspark.java_gateway import launch_gateway
 
     from kafka_eos.connectors.pipeline.console import QUIET_LOG4J
-    saved = {key: os.environ.get(key) for key in ("SPARK_SUBMIT_OPTS", "SPARK_LOCAL_IP")}
-    os.environ["SPARK_SUBMIT_OPTS"] = f"-Dlog4j2.configurationFile={QUIET_LOG4J.as_uri()} {saved['SPARK_SUBMIT_OPTS'] or ''}"
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # it binds nothing: no "resolves to a loopback" notice
-    try:
+    quiet = f"-Dlog4j2.configurationFile={QUIET_LOG4J.as_uri()} {os.environ.get('SPARK_SUBMIT_OPTS', '')}"
+    local = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")  # it binds nothing: no "resolves to a loopback" notice
+    with environment(SPARK_SUBMIT_OPTS=quiet.strip(), SPARK_LOCAL_IP=local):
         jvm = launch_gateway().jvm
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     spark_conf = jvm.org.apache.spark.SparkConf()  # spark-submit put spark-defaults.conf into its properties
     _Jvm.jvm, _Jvm.conf = jvm, jvm.org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(spark_conf)
 
