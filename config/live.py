@@ -57,7 +57,7 @@ class Acl:
 # every kafka-eos command run on a pipeline's file (demo and dev run a local broker of their own)
 COMMANDS = ("run", "validate", "describe", "status", "monitor", "monitor --verify", "verify", "verify --recompute",
             "stop", "resume", "retire", "accept-loss", "accept-topic", "savepoint")
-NO_ACL = ("stop", "resume", "accept-loss", "savepoint")  # only the checkpoint's store: the stop request and marker, the sink log
+NO_ACL = ("stop", "resume", "accept-loss", "savepoint")  # only the records' store: the stop request and marker, the sink log
 SOURCE_TOPICS = ("source.topics", "source.assign")
 SINK_TOPICS = ("sink.topic", "errors.dlq_topic", "transform.watermark.late_topic")
 
@@ -125,8 +125,9 @@ def acl_table(acls: tuple[Acl, ...] = ACLS) -> str:
                      f"{', '.join(f'`{c}`' for c in acl.commands)} | {acl.when} | "
                      f"{asks + ('; ' + acl.note if acl.note else '')} |")
     lines += ["", "`verify --recompute` needs `verify`'s ACLs too; "
-                  f"{', '.join(f'`{c}`' for c in NO_ACL[:-1])} and `{NO_ACL[-1]}` need none: they touch only the "
-                  "checkpoint's store (the stop request and marker, the sink log)."]
+                  f"{', '.join(f'`{c}`' for c in NO_ACL[:-1])} and `{NO_ACL[-1]}` need none with records in files: they "
+                  "touch only the checkpoint's store (the stop request and marker, the sink log); with "
+                  "`checkpoint.records: kafka` they write there, and need the two `checkpoint.records` rows' ACLs."]
     return "\n".join(lines)
 
 
