@@ -105,20 +105,22 @@ def test_a_driver_killed_after_its_decision_is_recovered_from_s3(location):
 
 def test_a_stop_is_asked_seen_and_cleared_in_an_s3_checkpoint(location, endpoint, monkeypatch):
     """Issue 48: ``kafka-eos stop`` worked for local checkpoints only. The marker now lives in the
-    checkpoint's store: placed by ``request_stop``, seen by the source's check (``present``) and by
-    the run's ``StopControl``, removed when the stop is honoured."""
-    from kafka_eos.connectors.pipeline.stop import StopControl, StopRequested, request_stop, source_options, withdraw_stop
+    checkpoint's store: placed by ``request_stop``, seen by the run's ``StopControl``, which keeps
+    the source's local file in step with it (issue 63: the source's worker reads no URI), removed
+    when the stop is honoured."""
+    from kafka_eos.connectors.pipeline.stop import StopControl, StopRequested, request_stop, source_marker, withdraw_stop
     from kafka_eos.connectors.source.stop_marker import StopMarker
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{endpoint}")  # as a user's environment names the store:
     checkpoint = location.split("/kafka-eos-sink?")[0]             # the checkpoint is a plain s3a:// URI
-    source_marker = StopMarker(source_options(checkpoint)["stopMarker"])
+    marker, local = StopMarker.of_checkpoint(checkpoint), StopMarker(source_marker(checkpoint, checkpoint))
     lines: list[str] = []
     control = StopControl(checkpoint, lines.append)
-    assert not source_marker.present() and not control.requested()
+    assert not marker.present() and not control.requested() and not local.present()
     placed = request_stop(checkpoint)
     assert placed == f"{checkpoint}/kafka-eos-stop"
     request_stop(checkpoint)  # asked twice: one marker
-    assert source_marker.present() and control.requested() and "stop requested by s3a://" in lines[-1]
+    assert marker.present() and control.requested() and "stop requested by s3a://" in lines[-1]
+    assert local.present(), "the source's local file is placed once the run sees the marker"
 
     class Idle:
         status = {"isTriggerActive": False}
@@ -126,10 +128,10 @@ def test_a_stop_is_asked_seen_and_cleared_in_an_s3_checkpoint(location, endpoint
         def stop(self) -> None:
             self.stopped = True
     assert control.poll(Idle()) and control.stopped == "graceful"
-    assert not source_marker.present(), "removed when the stop was honoured"
+    assert not marker.present() and not local.present(), "removed when the stop was honoured"
     with pytest.raises(StopRequested):  # the request stands in the store: no start runs
         StopControl(checkpoint, lines.append).install()
-    assert withdraw_stop(checkpoint) and not source_marker.present()
-    source_marker.place()  # left by a signal's stop of a run that died: the next run removes it first
+    assert withdraw_stop(checkpoint) and not marker.present()
+    marker.place()  # left by a signal's stop of a run that died: the next run removes it first
     StopControl(checkpoint, lines.append).install().uninstall()
-    assert not source_marker.present() and "left from before this run" in lines[-1]
+    assert not marker.present() and "left from before this run" in lines[-1]
