@@ -27,7 +27,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "pipeline": ("test_pipeline_*.py", "test_pass_through_pipeline.py", "test_status.py", "test_verify*.py", "test_metrics.py", "test_alert_rules.py", "test_alert_fires.py",
                  "test_late_records.py", "test_registry_*.py", "test_console.py", "test_local_binding.py",
                  "test_validate_live.py", "test_plan_determinism.py", "test_spark_connect.py", "test_supervised_guards.py",
-                 "test_state_backend.py", "test_savepoint_scenarios.py"),
+                 "test_state_backend.py", "test_savepoint_scenarios.py", "test_savepoint_versions.py"),
     "sink": ("test_sink_*.py", "test_at_least_once_producer_id.py", "test_log_store_s3.py", "test_prefix_claims.py",
              "test_store_*.py"),
     "source": ("test_source_*.py", "test_offset_range_input.py"),
