@@ -65,11 +65,11 @@ def _run(args: argparse.Namespace) -> int:
         emit = lambda line: print(redactor(line), flush=True)  # noqa: E731
         return Supervisor(child_args(args.argv), args.restarts, emit, cfg.name or "kafka-eos").run()
     if args.master:
-        from kafka_eos.connectors.pipeline.stop import stop_home
+        from kafka_eos.config.records import records_home
         from kafka_eos.connectors.pipeline.submit import submit
         return submit(args.pipeline, args.master, redactor, args.once, conf, name=f"kafka-eos {cfg.name}",
                       verbose=args.verbose, metrics_port=args.metrics_port, metrics_host=args.metrics_host,
-                      stop_home=stop_home(cfg) if cfg.checkpoint.location else None)
+                      stop_home=records_home(cfg) if cfg.checkpoint.location else None)
     from kafka_eos.connectors.pipeline.runner import run_local, run_remote
     emit = lambda line: print(line, flush=True)  # noqa: E731
     try:
@@ -113,12 +113,13 @@ def _failed(exc: Exception, redactor) -> int:
 def _stop(args: argparse.Namespace) -> int:
     """Place the stop request and marker in the pipeline's checkpoint: the run stops after its
     running batch, and no start runs until ``kafka-eos resume``."""
-    from kafka_eos.connectors.pipeline.stop import StopNotSupported, request_stop, stop_home
+    from kafka_eos.config.records import records_home
+    from kafka_eos.connectors.pipeline.stop import StopNotSupported, request_stop
     from kafka_eos.connectors.pipeline.validation import load_valid
     from kafka_eos.config.violations import InvalidPipeline
     try:
         cfg = load_valid(args.pipeline, offline=True)
-        path = request_stop(stop_home(cfg))  # load_valid refuses a missing location
+        path = request_stop(records_home(cfg))  # load_valid refuses a missing location
     except (InvalidPipeline, StopNotSupported, OSError) as exc:  # OSError: the checkpoint's store refused
         print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
         return 1
@@ -129,12 +130,13 @@ def _stop(args: argparse.Namespace) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     """Withdraw the stop request: the pipeline's next start (its supervisor's restart too) runs."""
+    from kafka_eos.config.records import records_home
     from kafka_eos.config.violations import InvalidPipeline
-    from kafka_eos.connectors.pipeline.stop import StopNotSupported, stop_home, withdraw_stop
+    from kafka_eos.connectors.pipeline.stop import StopNotSupported, withdraw_stop
     from kafka_eos.connectors.pipeline.validation import load_valid
     try:
         cfg = load_valid(args.pipeline, offline=True)
-        stood = withdraw_stop(stop_home(cfg))
+        stood = withdraw_stop(records_home(cfg))
     except (InvalidPipeline, StopNotSupported, OSError) as exc:
         print(f"kafka-eos: {args.pipeline}: {exc}", file=sys.stderr)
         return 1

@@ -18,8 +18,9 @@ from __future__ import annotations
 from typing import cast
 
 from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.records import records_home
 from kafka_eos.connectors.pipeline.spark_options import sink_options
-from kafka_eos.connectors.pipeline.stop_request import check_no_stop_request, stop_home
+from kafka_eos.connectors.pipeline.stop_request import check_no_stop_request
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.txn.log.savepoints import check_not_taken
 from kafka_eos.txn.protocol.errors import OutputTopicChangedError
@@ -32,7 +33,7 @@ def check_held(cfg: PipelineConfig) -> None:
     config = sink_config(sink_options(cfg))
     # a savepoint leaves a stop request too; its refusal comes first, since `resume` does not lift it
     check_not_taken(config.log_location, cast(str, cfg.checkpoint.location))
-    check_no_stop_request(stop_home(cfg))
+    check_no_stop_request(records_home(cfg))
     held = TopicLog(open_reader(config.log_location)).latest().held()
     if held:
         raise OutputTopicChangedError.of_changes(held, config.fixed_partitions)

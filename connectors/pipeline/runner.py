@@ -42,6 +42,7 @@ from typing import Callable, cast
 
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import OnDecodeError, PipelineConfig
+from kafka_eos.config.records import records_home
 from kafka_eos.config.redact import Redactor, install
 from kafka_eos.connectors import exit_codes
 from kafka_eos.connectors.pipeline import builder, checkpoint_files, drain, restore
@@ -51,7 +52,7 @@ from kafka_eos.connectors.pipeline.pipeline_shape import record_shape
 from kafka_eos.connectors.pipeline.progress import BatchReport, ProgressReporter
 from kafka_eos.connectors.pipeline.records_check import check_records_found
 from kafka_eos.connectors.pipeline.state_store import applied, for_start
-from kafka_eos.connectors.pipeline.stop import StopControl, stop_home
+from kafka_eos.connectors.pipeline.stop import StopControl
 from kafka_eos.secrets import spark_redaction_conf
 
 # Python workers (spark.executorEnv reaches the task workers and the driver-side data source
@@ -134,7 +135,7 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
     # before the query starts: a marker left from an earlier run would stop the source planning
     # cast: a pipeline runs validated, and the checkpoint rule refuses a missing location
     restore.refuse_saved(cfg, redactor)  # a savepoint was taken of the checkpoint: exit 5
-    stop = StopControl(cast(str, cfg.checkpoint.location), lambda line: emit(redactor(line)), stop_home(cfg)).install()
+    stop = StopControl(cast(str, cfg.checkpoint.location), lambda line: emit(redactor(line)), records_home(cfg)).install()
     try:
         listeners = [*(listeners or []), *recorder_for(cfg, lambda line: emit(redactor(line)))]  # event times
         reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners, since_ms=started_ms)

@@ -28,10 +28,11 @@ from typing import Callable
 
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.records import records_home
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.progress import sink_log_location
 from kafka_eos.connectors.pipeline.savepoint_plan import check_restorable, gather, window_of
-from kafka_eos.connectors.pipeline.stop import is_idle, request_stop, stop_home
+from kafka_eos.connectors.pipeline.stop import is_idle, request_stop
 from kafka_eos.connectors.source.stop_marker import StopMarker
 from kafka_eos.txn.log.savepoints import (Savepoint, SavepointConflict, SavepointTaken, check_not_taken,
                                           default_location, mark_taken, read_savepoint, taken, write_savepoint)
@@ -100,9 +101,9 @@ def take(cfg: PipelineConfig, to: str | None, pyspark_version: str, emit: Callab
     if mark is not None:
         return _complete(cfg, mark.location, pyspark_version, began)
     check_restorable(window_of(cfg))                                      # 1
-    request_stop(stop_home(cfg))                                          # 2
+    request_stop(records_home(cfg))                                          # 2
     emit(f"kafka-eos savepoint {cfg.name}: stop requested; waiting for the running batch to commit")
-    stopped = _running_stopped(checkpoint, stop_home(cfg), wait_s)
+    stopped = _running_stopped(checkpoint, records_home(cfg), wait_s)
     emit(f"kafka-eos savepoint {cfg.name}: " + ("the run stopped" if stopped else "no run was running"))
     sp = gather(cfg, pyspark_version)                                     # 3
     location = to or default_location(log)

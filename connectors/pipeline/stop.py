@@ -23,7 +23,7 @@ Invariants:
   request, 128 + the first signal's number by a signal alone (143: SIGTERM), so a platform that
   restarts a non-zero exit starts a run its own signal stopped again (a Kubernetes Job's pod
   evicted from its node), and ``kafka-eos stop`` ends it for good.
-- The request and the marker live where the pipeline keeps its records (``stop_request.stop_home``:
+- The request and the marker live where the pipeline keeps its records (``config.records.records_home``:
   the Kafka record store, or the checkpoint). The source reads a local file (``source_marker``):
   the marker itself where it is one, else a file of this run's that ``StopControl`` places and
   removes with the marker (the source's planner runs beside the driver; over Spark Connect it
@@ -41,18 +41,19 @@ from pathlib import Path
 from typing import Callable
 
 from kafka_eos.config.model import PipelineConfig
+from kafka_eos.config.records import records_home
 
 from kafka_eos.connectors.exit_codes import of_signal
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
 from kafka_eos.connectors.pipeline.stop_request import (StopRequested, check_no_stop_request, place_request,
-                                                        request_stands, stop_home, withdraw_stop)
+                                                        request_stands, withdraw_stop)
 from kafka_eos.connectors.source.stop_marker import MARKER, StopMarker, StopNotSupported, marker_location
 from kafka_eos.txn.log.kafka_store import StoreRole
 from kafka_eos.txn.log.log_store import local_path
 from kafka_eos.txn.log.stores import checkpoint_folder
 
 __all__ = ["MARKER", "StopControl", "StopNotSupported", "StopRequested", "check_no_stop_request", "request_stop",
-           "source_options", "stop_home", "withdraw_stop"]
+           "source_options", "withdraw_stop"]
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -76,7 +77,7 @@ def source_marker(checkpoint: str, home: str) -> str:
 def source_options(cfg: PipelineConfig) -> dict[str, str]:
     """The source option that makes the stream plan no new data once a stop is requested."""
     checkpoint = cfg.checkpoint.location
-    return {"stopMarker": source_marker(checkpoint, stop_home(cfg))} if checkpoint else {}
+    return {"stopMarker": source_marker(checkpoint, records_home(cfg))} if checkpoint else {}
 
 
 def is_idle(status: dict, reader: CheckpointReader) -> bool:

@@ -10,7 +10,7 @@ read: ``stop.StopControl``). Enforced here:
 - only ``withdraw_stop`` (``kafka-eos resume``, an operator's explicit act) removes it, with the
   marker; nothing a run does removes the request;
 - a signal is a supervisor's own stop and places no request (``StopControl``);
-- both files live where the pipeline keeps its own records (``stop_home``): in the Kafka record
+- both files live where the pipeline keeps its own records (``config.records.records_home``): in the Kafka record
   store under ``checkpoint.records: kafka``, else in the checkpoint (``source.stop_marker``); a
   store that cannot be asked now reads as no request, never as a failed start.
 """
@@ -19,8 +19,6 @@ from __future__ import annotations
 import time
 
 from kafka_eos import KafkaEosError
-from kafka_eos.config.model import PipelineConfig
-from kafka_eos.config.records import records_home
 from kafka_eos.connectors.source.stop_marker import StopMarker, request_location
 
 PREFIX = "requested "
@@ -35,11 +33,6 @@ class StopRequested(KafkaEosError):
         return cls(f"a stop was requested ({location}{', at ' + when if when else ''}) and stands: nothing was "
                    "started. The pipeline stays stopped, also across a supervisor's restarts, until `kafka-eos "
                    "resume <pipeline.yaml>` withdraws the request; then start it.")
-
-
-def stop_home(cfg: PipelineConfig) -> str:
-    """Where the stop request and marker of ``cfg`` live (``config.records.records_home``)."""
-    return records_home(cfg)
 
 
 def place_request(home: str) -> str:

@@ -57,10 +57,11 @@ def test_describe_of_the_in_process_run_says_loopback_only():
 ])
 def test_run_gives_both_paths_the_binding_and_the_users_conf_wins(monkeypatch, tmp_path, args, expected):
     from kafka_eos.connectors import cli
-    from kafka_eos.connectors.pipeline import held_states, runner, stop, submit, validation
+    from kafka_eos.config import records
+    from kafka_eos.connectors.pipeline import held_states, runner, submit, validation
     given: dict[str, str] = {}
     monkeypatch.setattr(held_states, "check_held", lambda cfg: None)
-    monkeypatch.setattr(stop, "stop_home", lambda cfg: cfg.checkpoint.location)
+    monkeypatch.setattr(records, "records_home", lambda cfg: cfg.checkpoint.location)
     monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)  # bind_local sets it; restored after the test
     checkpoint = type("Checkpoint", (), {"location": str(tmp_path / "ck")})()
     monkeypatch.setattr(validation, "load_valid", lambda *a, **k: type("Cfg", (), {"secrets": lambda s: [],
