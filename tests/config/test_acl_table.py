@@ -1,4 +1,4 @@
-"""One ACL table: README.md and config/README.md show ``config.live.acl_table()``, ``validate``
+"""One ACL table: README.md and config/README.md show ``config.acl_table.acl_table()``, ``validate``
 asks the brokers exactly what the table says it asks, no more, and every ``kafka-eos`` command run
 on a pipeline's file has its rows (or is said to need none)."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_eos.config import live
+from kafka_eos.config import acl_table, live
 from kafka_eos.offsets.acl_advice import MissingAcl
 from kafka_eos.txn.cluster import acl_checks, broker_configs
 from tests.factories import load, valid
@@ -24,9 +24,9 @@ KEYS = {"in": "source.topics", "g1": "source.kafka.properties.group.id", "out": 
 @pytest.mark.parametrize("doc", ["README.md", "config/README.md"])
 def test_the_docs_show_the_codes_table(doc):
     found = BLOCK.findall((ROOT / doc).read_text())
-    assert found == [live.acl_table()], (
-        f"{doc}'s ACL table (between <!-- acls --> and <!-- /acls -->) is not config/live.py's ACLS: replace it "
-        "with the output of: python -c 'from kafka_eos.config.live import acl_table; print(acl_table())'")
+    assert found == [acl_table.acl_table()], (
+        f"{doc}'s ACL table (between <!-- acls --> and <!-- /acls -->) is not config/acl_table.py's ACLS: replace it "
+        "with the output of: python -c 'from kafka_eos.config.acl_table import acl_table; print(acl_table())'")
 
 
 def _asked(monkeypatch) -> set[tuple[str, str, str]]:
@@ -66,7 +66,7 @@ def _pipeline(tmp_path, guarantee: str = "exactly_once", assign: bool = False) -
 
 
 def _rows(exactly_once: bool) -> set[tuple[str, str, str]]:
-    return {(acl.resource, name, op) for acl in live.ACLS for name in acl.names for op in acl.asks
+    return {(acl.resource, name, op) for acl in acl_table.ACLS for name in acl.names for op in acl.asks
             if exactly_once or "exactly_once" not in acl.when}
 
 
@@ -109,11 +109,11 @@ def test_every_command_has_its_rows():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     cli = set(sub.choices) - {"demo", "dev"}  # local tooling: a broker of their own
-    named = {command.split()[0] for command in live.COMMANDS}
+    named = {command.split()[0] for command in acl_table.COMMANDS}
     assert cli - named == set(), f"add the new command(s) to config/live.py COMMANDS and ACLS: {cli - named}"
-    in_rows = {command for acl in live.ACLS for command in acl.commands}
-    assert in_rows <= set(live.COMMANDS)
-    assert set(live.COMMANDS) - set(live.NO_ACL) == in_rows and not set(live.NO_ACL) & in_rows
+    in_rows = {command for acl in acl_table.ACLS for command in acl.commands}
+    assert in_rows <= set(acl_table.COMMANDS)
+    assert set(acl_table.COMMANDS) - set(acl_table.NO_ACL) == in_rows and not set(acl_table.NO_ACL) & in_rows
 
 
 def test_the_dev_brokers_grants_cover_the_table():
@@ -129,5 +129,5 @@ def test_the_dev_brokers_grants_cover_the_table():
     kinds = {"topic": "TOPIC", "group": "GROUP", "transactional-id": "TRANSACTIONAL_ID", "cluster": "BROKER"}
     granted = {(b.restype.name, b.name, b.operation) for b in pipeline_acls("etl", ["in"], ["out"], "t-eos", ["g1"])}
     needed = {(kinds[acl.resource], names.get(name, name), AclOperation[re.sub(r"(?<!^)([A-Z])", r"_\1", op).upper()])
-              for acl in live.ACLS if "run" in acl.commands for name in acl.names for op in acl.operations}
+              for acl in acl_table.ACLS if "run" in acl.commands for name in acl.names for op in acl.operations}
     assert needed - granted == set()
