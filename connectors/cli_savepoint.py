@@ -42,10 +42,12 @@ def restore_before_run(cfg, location: str, timeout_s: float, redactor: Callable[
     from kafka_eos import KafkaEosError
     from kafka_eos.connectors.exit_codes import of_error
     from kafka_eos.connectors.pipeline.restore import prepare
+    from kafka_eos.connectors.pipeline.savepoint_check import refusal_at
     try:
         start = prepare(cfg, location, timeout_s)
     except KafkaEosError as exc:
-        print(redactor(f"kafka-eos: {cfg.origin}: nothing was started; {exc}"), file=sys.stderr)
+        print(redactor(f"kafka-eos: {cfg.origin}: nothing was started; {refusal_at(cfg, location, exc)}"),
+              file=sys.stderr)
         return of_error(exc)
     replay = "nothing to replay (stateless)" if start.w0_ms is None else (
         f"replaying from batch {start.rewind_batch} of the saved pipeline, windows from {start.w0_ms} ms on")

@@ -6,11 +6,15 @@ Invariants:
   offsets and ``retention.ms``); it writes nothing.
 - Each line is ``carries over``, ``refused`` (the reason and the way on) or ``check`` (exact only
   under a condition the file cannot show: docs/savepoints.md); exit 1 when a line is refused.
-- The refusals are the restore's own (``restore.plan_start``, ``check_replay_fits``), so
-  validate and ``run --from-savepoint`` cannot disagree.
+- The refusals are the restore's own (``restore.plan_start``, ``check_replay_fits``), worded by
+  ``refusal`` for both, so validate and ``run --from-savepoint`` cannot disagree. State a savepoint
+  cannot carry (``offsets.rewind.REFUSALS``) is one refused line, nothing said to carry over; its
+  way on holds after a savepoint (the saved checkpoint starts no more): a pipeline the savepoint
+  carries, or this one on empty state from where the saved one stopped.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from typing import Any
 
@@ -19,8 +23,8 @@ from kafka_eos.config.model import PipelineConfig
 from kafka_eos.connectors.pipeline.pipeline_shape import shape_of
 from kafka_eos.connectors.pipeline.restore import check_replay_fits, plan_start
 from kafka_eos.connectors.pipeline.savepoint_plan import window_of
-from kafka_eos.offsets.rewind import WindowSpec, open_from
-from kafka_eos.txn.log.savepoints import Savepoint, read_savepoint
+from kafka_eos.offsets.rewind import REFUSALS, StateNotRebuildable, WindowSpec, open_from
+from kafka_eos.txn.log.savepoints import Savepoint, encode_offsets, read_savepoint
 
 CARRIES, REFUSED, CHECK = "carries over", "refused", "check"
 
@@ -33,6 +37,33 @@ def _window_text(window: dict[str, Any] | WindowSpec | None) -> str:
     if kind == "sliding":
         return f"sliding {w['size_ms']} ms every {w['slide_ms']} ms"
     return str(kind)
+
+
+def way_on(sp: Savepoint) -> str:
+    """What to do instead of a refused restore, once the old checkpoint is saved (it starts no more)."""
+    return (f"The saved checkpoint {sp.checkpoint} starts no more (the savepoint retired it). The way on: restore a "
+            "pipeline this savepoint carries (stateless, or windows over a watermark: tumbling, or sliding no longer "
+            "than their slide) with --from-savepoint, or run this one without it on a new checkpoint.location with "
+            "empty state from where the saved pipeline stopped, source.starting_offsets: "
+            f"'{json.dumps(encode_offsets(sp.end))}' (none of the saved state is carried; windows and matches open "
+            "at the savepoint start over)")
+
+
+def refusal(cfg: PipelineConfig, sp: Savepoint | None, exc: Exception) -> str:
+    """The text of a restore of ``cfg`` from ``sp`` refused by ``exc`` (validate's and run's)."""
+    kind = window_of(cfg).kind
+    if sp is None or not isinstance(exc, StateNotRebuildable) or kind not in REFUSALS:
+        return str(exc)
+    return str(StateNotRebuildable(f"a savepoint cannot carry this pipeline's state ({kind}): {REFUSALS[kind]}. "
+                                   f"{way_on(sp)}"))
+
+
+def refusal_at(cfg: PipelineConfig, location: str, exc: Exception) -> str:
+    """``refusal`` with the savepoint read from ``location`` (``str(exc)`` when it is unreadable)."""
+    try:
+        return refusal(cfg, read_savepoint(location), exc)
+    except KafkaEosError:
+        return str(exc)
 
 
 def window_lines(sp: Savepoint, new: WindowSpec) -> list[tuple[str, str]]:
@@ -80,6 +111,9 @@ def against(cfg: PipelineConfig, location: str, timeout_s: float = 10.0, offline
     except KafkaEosError as exc:
         return 1, f"{head}\n  {REFUSED}: {exc}"
     window = window_of(cfg)
+    if window.kind in REFUSALS:  # nothing of its state carries over: one line, the reason and the way on
+        text = refusal(cfg, sp, StateNotRebuildable.of_kind(window.kind))
+        return 1, f"{head}\n  {REFUSED}: {text}"
     lines = window_lines(sp, window) + shape_lines(sp, cfg) + state_lines(sp)
     try:
         start = plan_start(cfg, sp)
@@ -91,6 +125,6 @@ def against(cfg: PipelineConfig, location: str, timeout_s: float = 10.0, offline
             check_replay_fits(cfg, start.rewind, start.end, timeout_s)
             lines.append((CARRIES, "retention: Kafka still holds the whole replay"))
     except (KafkaEosError, OSError) as exc:
-        lines.append((REFUSED, str(exc)))
+        lines.append((REFUSED, refusal(cfg, sp, exc)))
     code = 1 if any(kind == REFUSED for kind, _ in lines) else 0
     return code, "\n".join([head, *(f"  {kind}: {text}" for kind, text in lines)])
