@@ -32,15 +32,17 @@ class ValueEncoder(Protocol):
 @dataclass(frozen=True)
 class ValueSerde:
     format: DataFormat = DataFormat.BYTES
-    schema_text: str | None = None    # the (reader) schema, Avro-style JSON
-    registry: Registry | None = None  # set: Avro in Confluent wire format
+    schema_text: str | None = None    # the (reader) schema: Avro-style JSON; with a registry, json: a JSON Schema
+    registry: Registry | None = None  # set: Confluent wire format (Avro, Protobuf, JSON Schema)
     schema_id: int | None = None      # wire-format id written by the encoder
+    message: str | None = None        # Protobuf: the message's (full) name; None: the file's first
+    descriptors: bytes | None = None  # Protobuf: the compiled schema (a serialized FileDescriptorSet)
 
     def __post_init__(self) -> None:
         if self.format is DataFormat.AVRO and not self.schema_text:
             raise ValueError(f"format {self.format.value} needs a schema (resolve it on the driver first)")
-        if self.format is DataFormat.JSON and self.registry is not None:
-            raise ValueError("format json does not use a schema registry; use avro for the wire format")
+        if self.format is DataFormat.PROTOBUF and not (self.descriptors or self.schema_text):
+            raise ValueError("format protobuf needs a .proto schema (resolve it on the driver first)")
 
 
 class BytesCodec:
@@ -79,7 +81,43 @@ class StringCodec:
 def _json_decoder(serde: ValueSerde) -> ValueDecoder:
     if not serde.schema_text:  # encoding JSON needs none (any column type is written as is)
         raise ValueError("format json needs a schema to decode (resolve it on the driver first)")
+    if serde.registry is not None:  # a JSON Schema, the values in Confluent wire format
+        from kafka_eos.serde.json_schema_serde import JsonSchemaDecoder
+        from kafka_eos.serde.json_schema_registry import JsonSchemas
+        return JsonSchemaDecoder(serde.schema_text, JsonSchemas(serde.registry))
     return JsonDecoder(serde.schema_text)
+
+
+def _json_encoder(serde: ValueSerde) -> ValueEncoder:
+    if serde.registry is None:
+        return JsonEncoder()
+    from kafka_eos.serde.json_schema_serde import JsonSchemaEncoder
+    if serde.schema_id is None or not serde.schema_text:
+        raise ValueError("JSON wire format needs the writer schema and its id (resolve them on the driver first)")
+    return JsonSchemaEncoder(serde.schema_text, serde.schema_id)
+
+
+def _proto_file_set(serde: ValueSerde) -> bytes:
+    if serde.descriptors:
+        return serde.descriptors
+    from kafka_eos.serde.protobuf_schemas import compile_schema
+    return compile_schema(serde.schema_text or "")
+
+
+def _protobuf_decoder(serde: ValueSerde) -> ValueDecoder:
+    from kafka_eos.serde.protobuf_serde import ProtobufDecoder
+    writers = None
+    if serde.registry is not None:
+        from kafka_eos.serde.protobuf_registry import ProtobufSchemas
+        writers = ProtobufSchemas(serde.registry)
+    return ProtobufDecoder(_proto_file_set(serde), serde.message, writers)
+
+
+def _protobuf_encoder(serde: ValueSerde) -> ValueEncoder:
+    from kafka_eos.serde.protobuf_serde import ProtobufEncoder
+    if serde.registry is not None and serde.schema_id is None:
+        raise ValueError("Protobuf wire format needs the writer schema id (resolve it on the driver first)")
+    return ProtobufEncoder(_proto_file_set(serde), serde.message, serde.schema_id if serde.registry is not None else None)
 
 
 def _avro_decoder(serde: ValueSerde) -> ValueDecoder:
@@ -107,8 +145,9 @@ class FormatCodecs:
 FORMATS: dict[DataFormat, FormatCodecs] = {
     DataFormat.BYTES: FormatCodecs(lambda serde: BytesCodec(), lambda serde: BytesCodec()),
     DataFormat.STRING: FormatCodecs(lambda serde: StringCodec(), lambda serde: StringCodec()),
-    DataFormat.JSON: FormatCodecs(_json_decoder, lambda serde: JsonEncoder()),
+    DataFormat.JSON: FormatCodecs(_json_decoder, _json_encoder),
     DataFormat.AVRO: FormatCodecs(_avro_decoder, _avro_encoder),
+    DataFormat.PROTOBUF: FormatCodecs(_protobuf_decoder, _protobuf_encoder),
 }
 
 

@@ -12,6 +12,7 @@ class DataFormat(str, Enum):
     STRING = "string"
     JSON = "json"
     AVRO = "avro"
+    PROTOBUF = "protobuf"
 
 
 class OnDecodeError(str, Enum):
@@ -22,7 +23,8 @@ class OnDecodeError(str, Enum):
 
 @dataclass(frozen=True)
 class Registry:
-    """A Confluent schema registry; with it Avro uses the wire format (magic byte + schema id)."""
+    """A Confluent schema registry; with it Avro, Protobuf and JSON use the wire format (magic byte +
+    schema id; Protobuf adds the message indexes)."""
     url: str
     subject: str | None = None
     basic_auth_user_info: Secret | None = None
@@ -32,3 +34,7 @@ class Registry:
         if self.basic_auth_user_info is not None:
             conf["basic.auth.user.info"] = self.basic_auth_user_info.reveal()
         return conf
+
+
+# The registry's name of each format's schema type (Confluent's ``schemaType``).
+REGISTRY_SCHEMA_TYPES = {DataFormat.AVRO: "AVRO", DataFormat.PROTOBUF: "PROTOBUF", DataFormat.JSON: "JSON"}

@@ -50,6 +50,25 @@ def _avro_schema(text: str):
     return _registry_module().Schema(json.dumps(json.loads(text)), "AVRO")
 
 
+def fetch(registry: Registry, schema_id: int) -> Any:
+    """The registry's ``Schema`` of ``schema_id``: ``UnknownSchemaId`` when the registry answers 404
+    (the record's fault), ``WriterSchemaUnavailable`` when the lookup fails otherwise."""
+    try:
+        return _client(registry).get_schema(schema_id)
+    except Exception as exc:  # noqa: BLE001 - sorted into the record's fault or the registry's
+        if getattr(exc, "http_status_code", None) == 404:
+            raise UnknownSchemaId(_masked(f"unknown schema id {schema_id}: not in the schema registry at "
+                                          f"{registry.url} ({exc})")) from None
+        raise WriterSchemaUnavailable(_masked(f"schema id {schema_id}: the schema registry at "
+                                              f"{registry.url} failed: {type(exc).__name__}: {exc}")) from None
+
+
+def version_text(registry: Registry, subject: str, version: int | str) -> Any:
+    """The registered schema of ``subject`` at ``version`` (a number or ``latest``)."""
+    client = _client(registry)
+    return client.get_latest_version(subject) if version in ("latest", -1) else client.get_version(subject, version)
+
+
 class RegistrySchemas:
     """Writer schemas by id (callable, as ``AvroDecoder`` wants), plus driver-side resolution."""
 
@@ -58,14 +77,7 @@ class RegistrySchemas:
         self._by_id = functools.lru_cache(maxsize=256)(self._fetch)
 
     def _fetch(self, schema_id: int) -> Any:
-        try:
-            schema = _client(self.registry).get_schema(schema_id)
-        except Exception as exc:  # noqa: BLE001 - sorted into the record's fault or the registry's
-            if getattr(exc, "http_status_code", None) == 404:
-                raise UnknownSchemaId(_masked(f"unknown schema id {schema_id}: not in the schema registry at "
-                                              f"{self.registry.url} ({exc})")) from None
-            raise WriterSchemaUnavailable(_masked(f"schema id {schema_id}: the schema registry at "
-                                                  f"{self.registry.url} failed: {type(exc).__name__}: {exc}")) from None
+        schema = fetch(self.registry, schema_id)
         if schema.schema_type not in (None, "AVRO"):
             raise ValueError(f"schema id {schema_id} is a {schema.schema_type} schema, not Avro")
         return parse_schema(schema.schema_str)
@@ -80,6 +92,8 @@ class RegistrySchemas:
         """The subject's latest schema, as JSON text (the reader schema when no file is given)."""
         return _client(self.registry).get_latest_version(subject).schema.schema_str
 
-    def register(self, subject: str, schema_text: str) -> int:
+    def register(self, subject: str, schema_text: str, schema_type: str = "AVRO", references: tuple = ()) -> int:
         """The id of ``schema_text`` under ``subject`` (registered if new; idempotent)."""
-        return _client(self.registry).register_schema(subject, _avro_schema(schema_text))
+        schema = _avro_schema(schema_text) if schema_type == "AVRO" else \
+            _registry_module().Schema(schema_text, schema_type, list(references))
+        return _client(self.registry).register_schema(subject, schema)
