@@ -75,12 +75,14 @@ class KafkaCluster:
 
 @dataclass(frozen=True)
 class SchemaRef:
-    """An Avro-style record schema: a file (path resolved against the YAML file), inline JSON text,
-    and/or a registry. ``text`` is the schema JSON once read (None when only a registry is named)."""
+    """A schema: a file (path resolved against the YAML file), inline text, and/or a registry; Avro-style
+    JSON for avro and plain json, a JSON Schema for json with a registry, a .proto for protobuf.
+    ``text`` is the schema text once read (None when only a registry is named)."""
     file: str | None = None
     inline: str | None = None
     registry: Registry | None = None
     text: str | None = field(default=None, compare=False)
+    message: str | None = None   # format protobuf: the message's name (default: the file's first)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ import re
 from typing import Mapping, Sequence
 
 from kafka_eos.config.late_records import LateSpecError, late_spec
-from kafka_eos.config.model import DataFormat, KafkaCluster, OnDecodeError, PipelineConfig, SchemaRef, TransformSpec
+from kafka_eos.config.model import KafkaCluster, OnDecodeError, PipelineConfig, TransformSpec
+from kafka_eos.config.rules_formats import schemas
 from kafka_eos.config.rules_metrics import metrics
 from kafka_eos.config.records import records_conflicts
 from kafka_eos.config.rules_safety import SAFETY_RULES
@@ -80,46 +81,6 @@ def subscription(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
             return [Violation("source.pattern", f"{s.pattern!r} is not a regular expression: {exc}",
                               "write a Java/Python regex such as 'orders-.*'")]
     return []
-
-
-def _schema(schema: SchemaRef | None, fmt: DataFormat, path: str, required: bool) -> list[Violation]:
-    from kafka_eos.serde.arrow_types import SchemaError, arrow_type, parse_schema
-    typed = fmt in (DataFormat.JSON, DataFormat.AVRO)
-    if schema is None:
-        return [Violation(f"{path}.schema", f"format {fmt.value} needs a schema",
-                          f"add {path}.schema: {{file: ../schemas/<name>.avsc}} (or inline:, or registry:)")
-                ] if typed and required else []
-    if not typed:
-        return [Violation(f"{path}.schema", f"a schema is only used with format json or avro, not {fmt.value}",
-                          f"remove {path}.schema, or set {path}.format: json or avro")]
-    found = []
-    if schema.file and schema.inline:
-        found.append(Violation(f"{path}.schema", "both file and inline are set", "keep one of them"))
-    if schema.registry and fmt is DataFormat.JSON:
-        found.append(Violation(f"{path}.schema.registry", "the schema registry (wire format) is for Avro only",
-                               f"remove {path}.schema.registry, or set {path}.format: avro"))
-    if schema.text is None and schema.registry is None and not schema.file:
-        found.append(Violation(f"{path}.schema", "the schema names no file, inline schema or registry",
-                               "add file:, inline: or registry:"))
-    if schema.text is not None:
-        try:
-            arrow_type(parse_schema(schema.text))
-        except SchemaError as exc:
-            found.append(Violation(f"{path}.schema.{'file' if schema.file else 'inline'}", str(exc),
-                                   "fix the Avro schema (https://avro.apache.org/docs/current/specification/)"))
-    return found
-
-
-def schemas(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
-    found = _schema(cfg.source.schema, cfg.source.format, "source", required=True)
-    found += _schema(cfg.sink.schema, cfg.sink.format, "sink", required=cfg.sink.format is DataFormat.AVRO)
-    sink_topics = (cfg.sink.topic,) if cfg.sink.topic else ()
-    for side, schema, topics in (("source", cfg.source.schema, cfg.source.topics),
-                                 ("sink", cfg.sink.schema, sink_topics)):
-        if schema and schema.registry and not schema.registry.subject and len(topics) != 1:
-            found.append(Violation(f"{side}.schema.registry.subject", "no subject, and no single topic to name it after",
-                                   f"set {side}.schema.registry.subject: <topic>-value"))
-    return found
 
 
 def sink_target(cfg: PipelineConfig, ctx: Context) -> list[Violation]:

@@ -50,6 +50,17 @@ def _serialized_file(text: str) -> descriptor_pb2.FileDescriptorProto | None:
     return proto if proto.name or proto.message_type else None
 
 
+def _protoc(include: str, main: str, out_dir: str) -> bytes:
+    out = Path(out_dir, "kafka-eos.desc")
+    command = [sys.executable, "-m", "grpc_tools.protoc", f"-I{include}", f"-I{_well_known_include()}",
+               f"--descriptor_set_out={out}", "--include_imports", main]
+    done = subprocess.run(command, cwd=include, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        message = (done.stderr or done.stdout).replace(include + "/", "").strip()
+        raise ProtoSchemaError(f"{main} does not compile: {message}")
+    return out.read_bytes()
+
+
 def compile_files(files: dict[str, str], main: str) -> bytes:
     """The serialized FileDescriptorSet of ``main`` and its imports; ``files``: name -> .proto text
     (``main`` among them). ProtoSchemaError carries protoc's own message."""
@@ -58,14 +69,14 @@ def compile_files(files: dict[str, str], main: str) -> bytes:
             path = Path(tmp, name)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        out = Path(tmp, "kafka-eos.desc")
-        command = [sys.executable, "-m", "grpc_tools.protoc", f"-I{tmp}", f"-I{_well_known_include()}",
-                   f"--descriptor_set_out={out}", "--include_imports", main]
-        done = subprocess.run(command, cwd=tmp, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            message = (done.stderr or done.stdout).replace(tmp + "/", "").strip()
-            raise ProtoSchemaError(f"{main} does not compile: {message}")
-        return out.read_bytes()
+        return _protoc(tmp, main, tmp)
+
+
+def compile_path(path: str) -> bytes:
+    """The FileDescriptorSet of a .proto file; its imports are found next to it (or well-known)."""
+    file = Path(path).resolve()
+    with tempfile.TemporaryDirectory(prefix="kafka-eos-proto-") as tmp:
+        return _protoc(str(file.parent), file.name, tmp)
 
 
 def compile_schema(text: str, name: str = "schema.proto", imports: dict[str, str] | None = None) -> bytes:

@@ -1,15 +1,15 @@
 """Driver side: pipeline config -> ``ValueSerde`` for the source and the sink.
 
 Invariants:
-- The reader schema is the configured file/inline schema; with only a registry it is the
-  latest version of the subject (default ``<topic>-value``), read once when the query starts.
-- The sink's wire-format id is the configured schema registered under the subject (the
-  registry returns the existing id when it is already there).
+- The subject is the configured one, else ``<topic>-value``; what each format does with the
+  schema settings (reader schema, compiled .proto, registering the sink's schema) is
+  ``kafka_eos.serde.resolve``'s.
 """
 from __future__ import annotations
 
 from kafka_eos.config.model import SchemaRef, SinkSpec, SourceSpec
 from kafka_eos.serde.codecs import ValueSerde
+from kafka_eos.serde.resolve import reader_serde, writer_serde
 
 
 def default_subject(topic: str | None) -> str | None:
@@ -27,23 +27,15 @@ def source_serde(source: SourceSpec) -> ValueSerde:
     schema = source.schema
     if schema is None:
         return ValueSerde(source.format)
-    text = schema.text
-    if text is None and schema.registry is not None:
-        from kafka_eos.serde.registry import RegistrySchemas
-        topic = source.topics[0] if len(source.topics) == 1 else None
-        text = RegistrySchemas(schema.registry).latest_text(_subject(schema, topic, "source"))
-    return ValueSerde(source.format, text, schema.registry)
+    topic = source.topics[0] if len(source.topics) == 1 else None
+    needs_subject = schema.registry is not None and schema.text is None   # the reader schema is the latest
+    subject = _subject(schema, topic, "source") if needs_subject else ""
+    return reader_serde(source.format, schema.text, schema.file, schema.registry, subject, schema.message)
 
 
 def sink_serde(sink: SinkSpec) -> ValueSerde:
     schema = sink.schema
     if schema is None:
         return ValueSerde(sink.format)
-    text, schema_id = schema.text, None
-    if schema.registry is not None:
-        from kafka_eos.serde.registry import RegistrySchemas
-        registry = RegistrySchemas(schema.registry)
-        subject = _subject(schema, sink.topic, "sink")
-        text = text or registry.latest_text(subject)
-        schema_id = registry.register(subject, text)
-    return ValueSerde(sink.format, text, schema.registry, schema_id)
+    subject = _subject(schema, sink.topic, "sink") if schema.registry is not None else ""
+    return writer_serde(sink.format, schema.text, schema.file, schema.registry, subject, schema.message)

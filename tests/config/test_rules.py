@@ -55,7 +55,7 @@ CASES = {
     "multi-type union": (lambda d: d["source"]["schema"].update(inline={"type": "record", "name": "R", "fields": [
         {"name": "x", "type": ["int", "string"]}]}), "source.schema.inline", "several non-null types"),
     "registry with json": (lambda d: d["source"]["schema"].update(registry={"url": "http://r:8081"}),
-                           "source.schema.registry", "Avro only"),
+                           "source.schema.inline", "with a registry, format json reads a JSON Schema"),
     "avro sink without schema": (lambda d: d["sink"].update(format="avro"), "sink.schema", "needs a schema"),
     "topic and topic_column": (lambda d: d["sink"].update(topic_column="t"), "sink.topic", "exactly one"),
     "dlq without topic": (lambda d: d["errors"].pop("dlq_topic"), "errors.dlq_topic", "no DLQ topic"),

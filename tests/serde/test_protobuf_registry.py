@@ -101,3 +101,19 @@ def test_a_registry_that_fails_otherwise_fails_the_batch(monkeypatch):
     serde = ValueSerde(DataFormat.JSON, schema_text=json.dumps(PERSON), registry=REGISTRY)
     with pytest.raises(WriterSchemaUnavailable, match="schema id 2: the schema registry at http://registry:8081 failed"):
         decoder(serde).decode(pa.array([json_frame(2, b"{}")]))
+
+
+def test_the_sink_registers_its_proto_and_the_source_reads_the_latest_with_references(fake):
+    from kafka_eos.serde.protobuf_wire import unframe
+    from kafka_eos.serde.resolve import reader_serde, writer_serde
+    registered: list = []
+    fake.register_schema = lambda subject, schema: registered.append((subject, schema)) or 41
+    ping = 'syntax = "proto3"; message Ping { string id = 1; } message Pong { int32 n = 1; }'
+    sink = writer_serde(DataFormat.PROTOBUF, ping, None, REGISTRY, "pings-value", "Pong")
+    assert sink.schema_id == 41 and registered[0][0] == "pings-value"
+    assert (registered[0][1].schema_type, registered[0][1].schema_str) == ("PROTOBUF", ping)
+    from kafka_eos.serde.codecs import encoder
+    value = encoder(sink).encode(pa.array([{"n": 5}], pa.struct([("n", pa.int32())])))[0].as_py()
+    assert unframe(value)[:2] == (41, (1,))
+    source = reader_serde(DataFormat.PROTOBUF, None, None, REGISTRY, "pay-value", "pay.Pay")
+    assert decoder(source).arrow_type.names == ["id", "amount", "at"] and ("money", 1) in fake.lookups
