@@ -35,7 +35,8 @@ SMALL_BATCH_BATCHES = 26  # the first is not timed: 25 timed batches
 SMALL_BATCH_WARMUP_BATCHES = 5
 FULL_BATCH = 0.9
 BATCH_STAGES = ("triggerExecution", "addBatch", "walCommit", "commitOffsets")
-ALL = ("4p", "16p", "64p", "small_batch", "profile", "scaling", "latency", "commit", "evidence", "verify", "state")
+ALL = ("4p", "16p", "64p", "small_batch", "profile", "scaling", "latency", "commit", "evidence", "verify", "state",
+       "large_state")
 # 64p is opt-in (--cells all, or naming it): a kafka-eos run at 64 partitions took ~2.5x the time
 # of one at 16 (64 tasks per batch, each with its fixed costs); the cell is the costliest one
 # (~10 min estimated on a quiet machine) and no goal of issue 27 needs it.

@@ -15,8 +15,9 @@ kafka-eos and Spark's kafka, interleaved rounds (``bench.latency``); the 2PC com
 1, 8 and 64 output partitions (``bench.commit``); the write evidence's cost to a sink task
 (``bench.evidence_cost``) and to a whole pipeline (``bench.evidence_pipeline``); what ``verify --follow``
 beside a pipeline costs it, with and without re-runs (``bench.verify_cost``); a keyed windowed count
-on RocksDB against HDFS state (``bench.state_backend``). ``--cells`` /
-``--skip-cells`` pick the parts (``4p,16p,64p,small_batch,profile,scaling,latency,commit,evidence,verify,state``),
+on RocksDB against HDFS state (``bench.state_backend``); ``large_state``: a windowed count and a
+dedup at 1M keys, hdfs / rocksdb / Spark's own kafka source and sink (``bench.large_state``). ``--cells`` /
+``--skip-cells`` pick the parts (``4p,16p,64p,small_batch,profile,scaling,latency,commit,evidence,verify,state,large_state``),
 so a suite can be rerun in part.
 Last, the goals of issue 27 (``bench.goals``) from what was measured.
 
@@ -33,8 +34,8 @@ import argparse
 import json
 import time
 
-from bench import (cells, commit, evidence_cost, evidence_pipeline, goals, latency, method, scaling, stage_profile,
-                   state_backend, throughput, verify_cost)
+from bench import (cells, commit, evidence_cost, evidence_pipeline, goals, large_state, latency, method, scaling,
+                   stage_profile, state_backend, throughput, verify_cost)
 from bench.common import RESULTS, load_avg, machine, write_result
 from bench.plot import plot
 from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
@@ -57,6 +58,8 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--triggers", default="1", help="trigger seconds of the latency runs")
     p.add_argument("--latency-rounds", type=int, default=2, help="interleaved rounds of the latency runs")
     p.add_argument("--commit-records", type=int, default=200_000)
+    p.add_argument("--large-state-keys", type=int, default=1_000_000, help="distinct keys of the large_state cell")
+    p.add_argument("--large-state-heap", default="2g", help="spark.driver.memory of the large_state runs")
     p.add_argument("--no-profile", action="store_true", help="skip the stage profile runs (= --skip-cells profile)")
     p.add_argument("--cells", default="", help=f"parts to run, comma-separated, of {','.join(cells.ALL)} "
                    f"(default: {','.join(cells.DEFAULT)})")
@@ -149,6 +152,11 @@ def measure(a: argparse.Namespace) -> dict:
             loads["state"] = settle()["load_avg_1m"]
             out["state_backend"] = state_backend.measure(bootstrap, a.rounds, settle, log)
             log("\n".join(state_backend.lines(out["state_backend"])))
+        if "large_state" in want:  # issue 65: 1M keys, windowed count and dedup, hdfs / rocksdb / Spark's kafka
+            loads["large_state"] = settle()["load_avg_1m"]
+            out["large_state"] = large_state.measure(bootstrap, a.large_state_keys, list(large_state.QUERIES),
+                                                     a.rounds, a.large_state_heap, settle, log)
+            log("\n".join(large_state.lines(out["large_state"])))
     loads["end"] = load_avg()
     out["load_avg_1m"] = loads
     return out
