@@ -5,7 +5,9 @@ late-records test's pipeline, on topics of its own). ``make test``: two ``--once
 second from the first's window state; ``--recompute`` passes every batch, and from a batch of
 the second run; a different filter fails where the windows it would change are. A stateless pipeline whose Spark
 keeps 5 batches is recomputed from batch 0, its input the sink log's record. ``make chaos``:
-a batch whose decided transactions the broker aborted on timeout, re-written by the restart.
+a batch whose decided transactions the broker aborted on timeout, re-written by the restart; the
+windowed pipeline whose Spark keeps 2 batches (and their state), recomputed from batch 0 and from a
+batch whose state Spark no longer keeps (rebuilt by the savepoint replay with a floor).
 """
 from __future__ import annotations
 
@@ -207,3 +209,54 @@ def test_recompute_passes_a_windowed_run_whose_timed_out_batch_was_rewritten(tmp
         assert all("not recomputed: the re-run failed" in b["problems"][0] for b in unverifiable), unverifiable
         assert not [b for b in gone["per_batch"] if b["outcome"] == "failed"], gone
         assert verify(str(path), broker.bootstrap, tmp_path, "--no-record")[0] == 0
+
+
+def _held(checkpoint) -> list[int]:
+    return sorted(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
+
+
+@pytest.mark.chaos  # minutes: a 14-batch windowed run and three re-runs, each in a Spark of its own
+def test_recompute_rebuilds_window_state_spark_no_longer_keeps(bootstrap, tmp_path):
+    """The keyed 1-minute tumbling window with a late topic, ~14 batches of 150 records, late clicks
+    in the middle, Spark keeping 2 batches and their state (``spark.sql.streaming.minBatchesToRetain=2``).
+    ``verify --recompute`` re-runs every batch from batch 0 (empty state before it) and equals what
+    was committed; from batch 3, whose state Spark no longer keeps, the state is rebuilt by the
+    savepoint replay ([rewind, start of 3) with the floor at W0 of batch 2's watermark, output
+    discarded) and batches 3.. equal what was committed, each run under the recorded watermark.
+    A filter the run did not have fails a batch older than Spark's state."""
+    source, sink, late = window_topics(bootstrap)
+    seed(bootstrap, source, minutes=6)
+    seed(bootstrap, source, minutes=1, start_minute=1)  # late once the pipeline has read minutes 0-5
+    seed(bootstrap, source, minutes=4, start_minute=6)
+    path = late_pipeline(tmp_path, source, sink, late, max_offsets=150)
+    run = kafka_eos(["run", str(path), "--once", "--conf", "spark.sql.streaming.minBatchesToRetain=2"],
+                    bootstrap, tmp_path)
+    assert run.code == 0, run.log()
+    checkpoint = tmp_path / "page-views-avro"
+    held = _held(checkpoint)
+    assert held[0] >= 8 and (checkpoint / "state").is_dir(), held
+    views, late_records = read_committed(bootstrap, sink), read_committed(bootstrap, late)
+    assert views and late_records, "windows emitted and late clicks routed"
+
+    code, report = verify(str(path), bootstrap, tmp_path, "--recompute")
+    assert code == 0, report
+    recomputed_all(report)
+    assert [b["batch"] for b in report["per_batch"]][0] == 0, report
+    assert sum(b["records"] for b in report["per_batch"]) == len(views) + len(late_records)
+
+    rerun = kafka_eos(["verify", str(path), "--json", "--recompute", "--batches", "3.."], bootstrap, tmp_path,
+                      timeout=300)
+    assert rerun.code == 0, rerun.log()
+    assert "Spark no longer keeps the state before it; replayed from batch" in rerun.stderr, rerun.log()
+    assert "the state before batch 3 rebuilt" in rerun.stderr, rerun.log()
+    deep = json.loads(rerun.stdout)
+    recomputed_all(deep)
+    batches = [b["batch"] for b in deep["per_batch"]]
+    assert batches[0] == 3 and 2 not in held and batches[-1] >= held[-1], (batches, held)
+    assert sum(b["records"] for b in deep["per_batch"] if b["batch"] < held[0]) > 0, "old batches emitted windows"
+
+    _set_filter(path, "FROM source", "FROM source WHERE value.page <> 'help'")
+    code, changed = verify(str(path), bootstrap, tmp_path, "--recompute", "--batches", "3..", "--no-record")
+    failed = [b["batch"] for b in changed["per_batch"] if b["outcome"] == "failed"]
+    assert code == 6 and failed and failed[0] < held[0], (failed, held, changed)
+    assert not [b for b in changed["per_batch"] if b["outcome"] == "cannot be verified"], changed

@@ -23,7 +23,7 @@ def verify_query(spark: Any, build: Callable[[Any], Any], source_options: Mappin
     from kafka_eos.connectors import register
     config = sink_config({**sink_options, "checkpointLocation": checkpoint_location})
 
-    def frame_of(extra: dict[str, str]) -> Any:
+    def frame_of(extra: dict[str, str], _scratch: str) -> Any:
         register(spark)
         return build(spark.readStream.format("kafka-eos").options(**{**source_options, **extra}).load())
 

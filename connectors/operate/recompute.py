@@ -16,9 +16,14 @@ Invariants:
   batch with its recorded offsets; so a windowed plan evicts and emits as the recorded run did,
   from the state the recorded run kept after batch A-1.
 - Batches Spark's offset log no longer holds (it keeps ``spark.sql.streaming.minBatchesToRetain``)
-  are re-run from the sink log's record of their input when the plan keeps no state; otherwise
-  (state, or a record written before inputs were kept) they are reported as not recomputed, with
-  the reason; the replay starts after them.
+  are re-run from the sink log's record of their input; a plan with state whose state before A
+  Spark no longer keeps has it rebuilt first, by the replay a savepoint restore runs
+  (``recompute_rewind``: its output discarded). A batch that cannot be (a record written before
+  inputs were kept, event-time records that do not prove the rewind, overlapping sliding windows)
+  is reported as not recomputed, with the reason; the replay starts after it.
+- The frame of a YAML pipeline is built on the scratch checkpoint (``recompute_rewind.scratch_config``):
+  its late branch reads the watermarks Spark applies there, its floor is the scratch's restore
+  record (the recorded checkpoint's own, or the rebuilding replay's).
 """
 from __future__ import annotations
 
@@ -32,6 +37,8 @@ from typing import Any, Callable, Mapping
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.spark_option_table import source_option
 from kafka_eos.connectors.operate import recorded_view
+from kafka_eos.connectors.operate.recompute_rewind import DeepReplay, StatePlan, check_watermark, plan_floor, \
+    scratch_config, write as write_deep
 from kafka_eos.connectors.pipeline import checkpoint_files
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
 from kafka_eos.connectors.operate.output_sets import SETS_SCHEMA, Buckets, merge_rows, sets_fn
@@ -39,6 +46,8 @@ from kafka_eos.connectors.pipeline.spark_options import sink_options
 from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.connectors.source.replay import ReplaySpec
 from kafka_eos.txn.audit.output_scan import compacted_topics
+from kafka_eos.offsets.rewind import SavepointRefused
+from kafka_eos.txn.log.savepoints import write_restore
 from kafka_eos.txn.protocol.sink_config import SinkConfig
 
 IDLE_LIMIT_S = 300.0  # no batch done for this long: the replay is taken as stuck
@@ -92,18 +101,21 @@ def recompute(spark: Any, cfg: PipelineConfig, batches: list[int],
     recorded = (cfg.checkpoint.location or "").rstrip("/")
     if not recorded:
         return Recomputed(missing={b: "the pipeline names no checkpoint.location" for b in batches})
-    return replay_batches(spark, lambda extra: build_frame(spark, cfg, source_extra=extra), recorded,
-                          sink_config(sink_options(cfg)), batches, progress, cfg.name or "kafka-eos",
-                          cfg.source.kafka.client_conf())
+    return replay_batches(spark, lambda extra, scratch: build_frame(spark, scratch_config(cfg, scratch),
+                                                                    source_extra=extra),
+                          recorded, sink_config(sink_options(cfg)), batches, progress, cfg.name or "kafka-eos",
+                          cfg.source.kafka.client_conf(), StatePlan.of(cfg))
 
 
-def replay_batches(spark: Any, frame_of: Callable[[dict[str, str]], Any], recorded: str, config: SinkConfig,
+def replay_batches(spark: Any, frame_of: Callable[[dict[str, str], str], Any], recorded: str, config: SinkConfig,
                    batches: list[int], progress: Callable[[str], None] = lambda line: None,
-                   name: str = "kafka-eos", input_conf: Mapping[str, str] | None = None) -> Recomputed:
+                   name: str = "kafka-eos", input_conf: Mapping[str, str] | None = None,
+                   state: StatePlan | None = None) -> Recomputed:
     """Steps 1-3 for the committed ``batches`` (ids in the run recorded at ``recorded``);
-    ``frame_of(source options)`` is the query's frame in the sink's shape, its source given those
-    options on top of its own; ``input_conf``, the source cluster's client settings, finds the
-    compacted input topics (``Recomputed.compacted_inputs``)."""
+    ``frame_of(source options, scratch checkpoint)`` is the query's frame in the sink's shape, its
+    source given those options on top of its own; ``input_conf``, the source cluster's client
+    settings, finds the compacted input topics (``Recomputed.compacted_inputs``); ``state``, the
+    pipeline's window, lets a replay rebuild state Spark no longer keeps (``recompute_rewind``)."""
     recorded = recorded.rstrip("/")
     if getattr(spark, "_jsc", None) is None:
         return Recomputed(missing={b: "the re-run needs a classic SparkSession (this one is a Spark Connect client)"
@@ -116,39 +128,77 @@ def replay_batches(spark: Any, frame_of: Callable[[dict[str, str]], Any], record
         return done
     scratch = tempfile.mkdtemp(prefix="kafka-eos-recompute-")
     view = tempfile.mkdtemp(prefix="kafka-eos-recorded-") if plan.needs_view else ""
-    finished = threading.Event()
     try:
-        if view:
-            try:
-                recorded_view.build(recorded, plan, view)
-            except FileNotFoundError as error:  # Spark removed a batch while it was read: none re-run
-                return _left(done, batches, str(error))
+        try:
+            deep = _prepare(spark, recorded, plan, state, scratch, view)
+        except FileNotFoundError as error:  # Spark removed a batch while it was read: none re-run
+            return _left(done, batches, str(error))
+        except SavepointRefused as refused:  # the state before the first batch cannot be rebuilt
+            return _left(done, batches, f"the plan keeps state, Spark no longer keeps it before batch "
+                                        f"{plan.first}, and the replay that rebuilds it cannot run: {refused}")
+        if plan.from_sink_log:
             progress(f"batches {min(plan.from_sink_log)}-{max(plan.from_sink_log)}: Spark's offset log no longer "
                      "holds them; their input is the sink log's record")
+        if deep is not None:
+            progress(f"batch {first}: Spark no longer keeps the state before it; replayed from batch "
+                     f"{deep.floor.rewind_batch} with the floor at {deep.floor.w0_ms} ms (watermark "
+                     f"{deep.floor.watermark_ms} ms)")
         source = view or recorded
+        to_scratch, to_recorded = (deep.scratch, deep.recorded) if deep else (_same, _same)
         if input_conf:
-            done.compacted_inputs = compacted_topics(input_conf, input_topics(source, last), progress)
+            done.compacted_inputs = compacted_topics(input_conf, input_topics(source, to_scratch(last)), progress)
         partitioner = config.producer_settings("verify").get("partitioner", "consistent_random")
         counts = output_counts(config.client_conf())
-        _scratch(spark, source, first, scratch)
-        replay = ReplaySpec(source, scratch, last)
+        replay = ReplaySpec(source, scratch, to_scratch(last))
+        finished, stopped = threading.Event(), []
 
         def collect(df: Any, batch_id: int) -> None:
+            b = to_recorded(batch_id)
+            if deep is not None and batch_id > 0 and (wrong := check_watermark(scratch, view, batch_id)):
+                stopped.append(f"batch {b}: {wrong}")
+                finished.set()
+                return
             rows = df.mapInArrow(sets_fn(config.topic, counts, str(partitioner)), SETS_SCHEMA).collect()
-            done.sets[batch_id] = merge_rows(rows)
-            progress(f"recomputed batch {batch_id}: {sum(s.records for s in done.sets[batch_id].values()):,} records")
-            if batch_id >= last:
+            if deep is not None and batch_id == 0:  # the replay that rebuilt the state: its output not compared
+                progress(f"the state before batch {first} rebuilt")
+                return
+            done.sets[b] = merge_rows(rows)
+            progress(f"recomputed batch {b}: {sum(s.records for s in done.sets[b].values()):,} records")
+            if b >= last:
                 finished.set()
 
-        frame = frame_of({source_option("replayOffsetLog").name: replay.text()})
+        frame = frame_of({source_option("replayOffsetLog").name: replay.text()}, scratch)
         query = (frame.writeStream.foreachBatch(collect).queryName(f"kafka-eos-recompute-{name}")
                  .option("checkpointLocation", scratch).trigger(processingTime="0 seconds").start())
         reason = _wait(query, finished, done)
+        reason = stopped[0] if stopped else reason
     finally:
         for directory in (scratch, view):
             if directory:
                 shutil.rmtree(directory, ignore_errors=True)
     return _left(done, batches, reason)
+
+
+def _prepare(spark: Any, recorded: str, plan: recorded_view.ViewPlan, state: StatePlan | None, scratch: str,
+             view: str) -> DeepReplay | None:
+    """Step 1: the view and the scratch checkpoint; the rebuilding replay's numbering when ``plan.deep``."""
+    assert plan.first is not None
+    if plan.deep:
+        texts = recorded_view.entries(recorded, plan)
+        deep = plan_floor(recorded, plan.sink_log, state, plan.first, texts[plan.first - 1])
+        metadata = checkpoint_files.open_reader(recorded).read("metadata") or ""
+        write_deep(deep, texts, metadata, view, scratch)
+        return deep
+    if view:
+        recorded_view.build(recorded, plan, view)
+    _scratch(spark, view or recorded, plan.first, scratch)
+    if state is not None and state.restored is not None:  # the recorded run's own floor
+        write_restore(scratch, state.restored)
+    return None
+
+
+def _same(batch: int) -> int:
+    return batch
 
 
 def _left(done: Recomputed, batches: list[int], reason: str) -> Recomputed:

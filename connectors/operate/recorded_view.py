@@ -12,8 +12,9 @@ checkpoint (``ReplaySpec.recorded``) and copies its scratch checkpoint from:
 
 Invariants:
 - Reads the checkpoint and the sink log, creates nothing there; writes only inside ``into``.
-- A plan that keeps state (the checkpoint's ``state/`` is not empty) re-runs only batches Spark
-  still holds: the state before an older batch is gone; those batches are named with that reason.
+- A plan that keeps state (the checkpoint's ``state/`` is not empty) whose first batch A > 0 has
+  no state Spark still keeps before it (batch A-1 gone from the offset log) is ``deep``: its
+  state is rebuilt by a replay with a floor (``recompute_rewind``), not copied.
 - A batch is taken from the sink log only when Spark no longer holds it and its record's
   ``inputs`` is a whole offset-log entry; a record without it (written before inputs were kept)
   leaves the batch unreachable, with the reason verify gave before.
@@ -31,9 +32,6 @@ from kafka_eos.txn.log.log_store import child
 from kafka_eos.connectors.pipeline.checkpoint_files import open_reader
 from kafka_eos.txn.log.sink_log import SinkLogReader
 
-STATEFUL = ("the plan keeps state, and Spark keeps the state of its newest batches only "
-            "(spark.sql.streaming.minBatchesToRetain: {held}); batches older than that can be verified "
-            "without --recompute only")
 GONE = ("Spark's offset log no longer holds batch {b} (it keeps spark.sql.streaming.minBatchesToRetain "
         "batches); verify a newer range")
 
@@ -45,11 +43,12 @@ class ViewPlan:
     missing: dict[int, str] = field(default_factory=dict)   # batch -> why it cannot be re-run
     from_sink_log: dict[int, str] = field(default_factory=dict)  # batch -> offsets text Spark no longer holds
     sink_log: str = ""
+    deep: bool = False         # the plan keeps state, and Spark no longer keeps the state before ``first``
 
     @property
     def needs_view(self) -> bool:
         """Whether the replay needs a batch Spark no longer holds (else it reads the checkpoint)."""
-        return bool(self.from_sink_log)
+        return bool(self.from_sink_log) or self.deep
 
 
 def keeps_state(checkpoint: str) -> bool:
@@ -75,15 +74,9 @@ def plan(checkpoint: str, sink_log: str, batches: list[int]) -> ViewPlan:
     def reachable(b: int) -> bool:
         if b in spark:
             return True
-        if stateful:
-            return False
         if b not in found:
             found[b] = recorded_inputs(log, b)
         return found[b] is not None
-
-    def why(b: int) -> str:
-        return STATEFUL.format(held=f"this checkpoint holds batches {held[0]}-{held[-1]}" if held else
-                               "this checkpoint holds none") if stateful else GONE.format(b=b)
     # the replay runs start..last with no gap: last, the newest wanted batch it can reach
     out = ViewPlan(sink_log=sink_log)
     last = next((b for b in reversed(wanted) if reachable(b)), -1)
@@ -95,13 +88,15 @@ def plan(checkpoint: str, sink_log: str, batches: list[int]) -> ViewPlan:
     for b in wanted:
         if out.first is None or not out.first <= b <= out.through:
             gone = b if not reachable(b) else b - 1 if b > 0 and not reachable(b - 1) else start - 1
-            out.missing[b] = why(gone)
+            out.missing[b] = GONE.format(b=gone)
     if out.first is not None:
         out.from_sink_log = {b: t for b, t in found.items() if t is not None and out.first - 1 <= b <= last}
+        out.deep = stateful and out.first > 0 and out.first - 1 not in spark
     return out
 
 
-def _watermark(text: str | None) -> int:
+def watermark_of(text: str | None) -> int:
+    """The ``batchWatermarkMs`` of an offset-log text (0 when absent or unreadable)."""
     entry = parse_entry(0, text)
     try:
         return int(json.loads(entry.metadata).get("batchWatermarkMs", 0)) if entry else 0
@@ -109,27 +104,37 @@ def _watermark(text: str | None) -> int:
         return 0
 
 
-def build(checkpoint: str, view_plan: ViewPlan, into: str) -> None:
-    """Write the recorded view of ``view_plan`` (``needs_view``) into the new directory ``into``."""
+def entries(checkpoint: str, view_plan: ViewPlan) -> dict[int, str]:
+    """The offset-log text of each batch A-1..B of ``view_plan``: Spark's file while it holds it,
+    else the sink log's; ``FileNotFoundError`` when Spark removed one meanwhile and the sink log has none."""
     assert view_plan.first is not None
-    source, root = open_reader(checkpoint.rstrip("/")), Path(into)
-    offsets, first = open_reader(child(source.location, "offsets")), view_plan.first
-    (root / "offsets").mkdir(parents=True)
-    (root / "metadata").write_text(source.read("metadata") or "")
+    offsets = open_reader(child(checkpoint.rstrip("/"), "offsets"))
     texts: dict[int, str] = {}
-    for b in range(max(first - 1, 0), view_plan.through + 1):
-        text = offsets.read(str(b))  # Spark's own file while it holds it, else the sink log's
+    for b in range(max(view_plan.first - 1, 0), view_plan.through + 1):
+        text = offsets.read(str(b))
         if text is None or parse_entry(b, text) is None:
             text = view_plan.from_sink_log.get(b) or recorded_inputs(SinkLogReader(view_plan.sink_log), b)
         if text is None:
             raise FileNotFoundError(f"Spark removed batch {b} from its offset log while verify read it, and "
                                     "the sink log has no input of it; verify a newer range")
         texts[b] = text
+    return texts
+
+
+def build(checkpoint: str, view_plan: ViewPlan, into: str) -> None:
+    """Write the recorded view of ``view_plan`` (``needs_view``, not ``deep``) into the new directory ``into``."""
+    assert view_plan.first is not None
+    source, root = open_reader(checkpoint.rstrip("/")), Path(into)
+    first = view_plan.first
+    (root / "offsets").mkdir(parents=True)
+    (root / "metadata").write_text(source.read("metadata") or "")
+    texts = entries(checkpoint, view_plan)
+    for b, text in texts.items():
         (root / "offsets" / str(b)).write_text(text)
     if first > 0:
         (root / "commits").mkdir()
         commit = open_reader(child(source.location, "commits")).read(str(first - 1))
         # Spark's commit of A-1 holds the watermark batch A was planned with (its batchWatermarkMs)
         (root / "commits" / str(first - 1)).write_text(commit or "v1\n" + json.dumps(
-            {"nextBatchWatermarkMs": _watermark(texts[first]) or _watermark(texts[first - 1])},
+            {"nextBatchWatermarkMs": watermark_of(texts[first]) or watermark_of(texts[first - 1])},
             separators=(",", ":")))

@@ -9,7 +9,7 @@ from kafka_eos.txn.protocol.sink_config import SinkConfig
 def test_a_replay_is_refused_in_a_spark_connect_session_and_says_why():
     config = SinkConfig(producer_conf={"bootstrap.servers": "unused:1"}, transactional_id_prefix="p",
                         log_location="/nowhere", topic="t")
-    done = replay_batches(object(), lambda extra: None, "/nowhere", config, [3, 4])
+    done = replay_batches(object(), lambda extra, scratch: None, "/nowhere", config, [3, 4])
     assert done.sets == {} and set(done.missing) == {3, 4} and "Spark Connect" in done.missing[3]
 
 

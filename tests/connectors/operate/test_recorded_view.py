@@ -107,16 +107,26 @@ def test_a_gap_in_the_recorded_inputs_starts_the_replay_after_it(checkpoint):
     assert plan(checkpoint.path, checkpoint.log, [0, 1]).first == 0  # a range before the gap is reached
 
 
-def test_a_plan_with_state_recomputes_only_what_spark_still_holds_and_says_why(checkpoint):
+def test_a_plan_with_state_reaches_back_by_rebuilding_the_state_spark_no_longer_keeps(checkpoint, tmp_path):
     (checkpoint.root / "state" / "0" / "0").mkdir(parents=True)
     (checkpoint.root / "state" / "0" / "0" / "8.delta").write_text("")
     checkpoint.record({b: entry(b) for b in range(0, 5)})
     found = plan(checkpoint.path, checkpoint.log, list(range(2, 8)))
-    assert (found.first, found.through, found.needs_view) == (6, 7, False)
-    assert set(found.missing) == {2, 3, 4, 5}
-    reason = found.missing[2]
-    assert reason.startswith("the plan keeps state") and "newest batches only" in reason
-    assert "holds batches 5-8" in reason and "without --recompute only" in reason
+    assert (found.first, found.through, found.missing, found.needs_view, found.deep) == (2, 7, {}, True, True)
+    assert sorted(found.from_sink_log) == [1, 2, 3, 4]
+    # from batch 0 the state before it is empty: the view alone, no rebuild
+    found = plan(checkpoint.path, checkpoint.log, list(range(0, 8)))
+    assert (found.first, found.through, found.deep, found.needs_view) == (0, 7, False, True)
+    # while Spark keeps batch A-1 (and the state after it), its own state is copied as before
+    found = plan(checkpoint.path, checkpoint.log, [6, 7])
+    assert (found.first, found.deep, found.needs_view) == (6, False, False)
+    found = plan(checkpoint.path, checkpoint.log, [5, 6])  # batch 4 from the sink log, the state rebuilt
+    assert (found.first, found.deep, sorted(found.from_sink_log)) == (5, True, [4])
+
+
+def test_a_stateless_plan_is_never_deep(checkpoint):
+    checkpoint.record({b: entry(b) for b in range(0, 5)})
+    assert not plan(checkpoint.path, checkpoint.log, [3, 4, 5]).deep
 
 
 def test_no_batch_reachable_names_each(checkpoint):
