@@ -42,7 +42,9 @@ def restore_before_run(cfg, location: str, timeout_s: float, redactor: Callable[
     from kafka_eos import KafkaEosError
     from kafka_eos.connectors.exit_codes import of_error
     from kafka_eos.connectors.pipeline.restore import prepare
+    from kafka_eos.connectors.pipeline.savepoint import register_savepoint
     from kafka_eos.connectors.pipeline.savepoint_check import refusal_at
+    register_savepoint(cfg, location)
     try:
         start = prepare(cfg, location, timeout_s)
     except KafkaEosError as exc:

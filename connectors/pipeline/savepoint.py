@@ -34,10 +34,12 @@ from kafka_eos.connectors.pipeline.progress import sink_log_location
 from kafka_eos.connectors.pipeline.savepoint_plan import check_restorable, gather, window_of
 from kafka_eos.connectors.pipeline.stop import is_idle, request_stop
 from kafka_eos.connectors.source.stop_marker import StopMarker
+from kafka_eos.txn.log.kafka_store import store_topic
 from kafka_eos.txn.log.savepoints import (Savepoint, SavepointConflict, SavepointTaken, check_not_taken,
                                           default_location, mark_taken, read_savepoint, taken, write_savepoint)
+from kafka_eos.txn.log.stores import parse_kafka, register
 
-__all__ = ["RunDidNotStop", "SavepointTaken", "Taken", "check_no_savepoint", "describe", "take"]
+__all__ = ["RunDidNotStop", "SavepointTaken", "Taken", "check_no_savepoint", "describe", "register_savepoint", "take"]
 
 QUIET_S = 5.0
 POLL_S = 0.5
@@ -58,6 +60,16 @@ class Taken:
 def check_no_savepoint(cfg: PipelineConfig) -> None:
     """Raise ``SavepointTaken`` when a savepoint was taken of ``cfg``'s checkpoint (reads only)."""
     check_not_taken(sink_log_location(cfg), str(cfg.checkpoint.location))
+
+
+def register_savepoint(cfg: PipelineConfig, location: str) -> None:
+    """A savepoint kept in a Kafka record store (``kafka:<store topic>/...``: the saved pipeline's,
+    under ``checkpoint.records: kafka``) is read, by the pipeline restored from it, through that
+    pipeline's output cluster (where the saved pipeline kept it: a restore keeps the output cluster);
+    nothing for a savepoint in files."""
+    found = parse_kafka(location)
+    if found is not None:
+        register(location, cfg.sink.kafka.client_conf(), found.topic.removeprefix(store_topic("")))
 
 
 def _running_stopped(checkpoint: str, home: str, wait_s: float) -> bool:

@@ -22,6 +22,7 @@ from kafka_eos import KafkaEosError
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.connectors.pipeline.pipeline_shape import shape_of
 from kafka_eos.connectors.pipeline.restore import check_replay_fits, plan_start
+from kafka_eos.connectors.pipeline.savepoint import register_savepoint
 from kafka_eos.connectors.pipeline.savepoint_plan import window_of
 from kafka_eos.offsets.rewind import REFUSALS, StateNotRebuildable, WindowSpec, open_from
 from kafka_eos.txn.log.savepoints import Savepoint, encode_offsets, read_savepoint
@@ -60,6 +61,7 @@ def refusal(cfg: PipelineConfig, sp: Savepoint | None, exc: Exception) -> str:
 
 def refusal_at(cfg: PipelineConfig, location: str, exc: Exception) -> str:
     """``refusal`` with the savepoint read from ``location`` (``str(exc)`` when it is unreadable)."""
+    register_savepoint(cfg, location)
     try:
         return refusal(cfg, read_savepoint(location), exc)
     except KafkaEosError:
@@ -106,6 +108,7 @@ def state_lines(sp: Savepoint) -> list[tuple[str, str]]:
 def against(cfg: PipelineConfig, location: str, timeout_s: float = 10.0, offline: bool = False) -> tuple[int, str]:
     """(exit code, text) of ``cfg`` against the savepoint at ``location`` (see module)."""
     head = f"{cfg.origin} against savepoint {location}:"
+    register_savepoint(cfg, location)
     try:
         sp = read_savepoint(location)
     except KafkaEosError as exc:

@@ -52,7 +52,7 @@ def test_validate_refuses_with_the_reason_and_a_way_on_past_the_saved_checkpoint
     assert f"refused: a savepoint cannot carry this pipeline's state ({kind}): " in text and reason in text, text
     assert "carries over" not in text and "check:" not in text, f"a refused restore claims what carries over: {text}"
     assert "Keep the checkpoint unchanged" not in text, "the saved checkpoint cannot be started again"
-    assert f"--from-savepoint" in text and "source.starting_offsets" in text, text
+    assert "--from-savepoint" in text and "source.starting_offsets" in text, text
     ends = json.dumps({"in": {"0": 40}})
     assert ends in text, f"the way on names where the saved pipeline stopped: {text}"
     assert text.count("refused:") == 1, text
@@ -70,3 +70,36 @@ def test_run_from_savepoint_refuses_the_same_way_and_writes_nothing(tmp_path, sa
     refused = next(line for line in text.splitlines() if "refused:" in line).split("refused: ", 1)[1]
     assert refused in err, "validate and run say the same"
     assert not (tmp_path / "ckpt2").exists(), "the refused restore wrote something"
+
+
+KAFKA_SAVEPOINT = "kafka:_kafka_eos_store-old-eos/ck-0123456789abcdef/kafka-eos-sink/_savepoint"
+
+
+@pytest.fixture
+def unreadable_kafka_store(monkeypatch):
+    """Reading a savepoint resolves its store's cluster as opening it does (``stores._cluster``),
+    then fails as an unreachable broker would: no broker in a unit test."""
+    from kafka_eos.connectors.pipeline import restore, savepoint_check
+    from kafka_eos.txn.log import stores
+    from kafka_eos.txn.log.savepoints import SavepointUnreadable
+
+    def read(location: str):
+        settings = stores._cluster(stores.parse_kafka(location)).settings
+        raise SavepointUnreadable(f"{location}: unreachable at {settings['bootstrap.servers']}")
+    monkeypatch.setattr(savepoint_check, "read_savepoint", read)
+    monkeypatch.setattr(restore, "read_savepoint", read)
+    stores.forget_clusters()
+    yield
+    stores.forget_clusters()
+
+
+def test_a_savepoint_in_a_kafka_record_store_is_read_through_the_new_pipeline_s_output_cluster(
+        tmp_path, unreadable_kafka_store, capsys):
+    """Under checkpoint.records: kafka the savepoint is in the saved prefix's store topic, which no
+    pipeline of this process registered: validate and run read it through the new file's sink cluster."""
+    cfg = new_config(tmp_path, DISTINCT, False)
+    code, text = against(cfg, KAFKA_SAVEPOINT, offline=True)
+    assert code == 1 and "unreachable at localhost:9092" in text and "no Kafka cluster is known" not in text, text
+    assert restore_before_run(cfg, KAFKA_SAVEPOINT, 1.0, install(())) == 1
+    err = capsys.readouterr().err
+    assert "unreachable at localhost:9092" in err and "no Kafka cluster is known" not in err, err
