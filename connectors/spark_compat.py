@@ -100,3 +100,75 @@ def describe() -> str:
     source = "admission control" if ADMISSION_CONTROL else "source keeps its own start (no admission control API)"
     sink = "Arrow stream writer" if ARROW_STREAM_WRITER else "row stream writer (rows turned into Arrow in the task)"
     return f"pyspark {VERSION}: {source}; {sink}"
+
+
+OFFSET_LOG_PACKAGES = ("org.apache.spark.sql.execution.streaming.checkpointing",  # 4.1+
+                       "org.apache.spark.sql.execution.streaming")                 # 4.0
+SERIALIZED_OFFSET = ("org.apache.spark.sql.execution.streaming.runtime.SerializedOffset",  # 4.1+
+                     "org.apache.spark.sql.execution.streaming.SerializedOffset")          # 4.0
+OFFSET_LOG_FORMAT_CONF = "spark.sql.streaming.offsetLog.formatVersion"  # 4.3: a v2 log names its sources
+
+
+def _jvm_class(jvm: Any, names: tuple[str, ...]) -> Any:
+    """The first of ``names`` this JVM has (its class object, companion methods through it)."""
+    for name in names:
+        try:
+            jvm.java.lang.Class.forName(name)
+        except Exception:  # noqa: BLE001 - py4j's error for a class this Spark does not have
+            continue
+        found = jvm
+        for part in name.split("."):
+            found = getattr(found, part)
+        return found
+    raise RuntimeError(f"this Spark ({VERSION}) has none of {', '.join(names)}")
+
+
+def offset_seq_metadata_json(spark: Any, watermark_ms: int, timestamp_ms: int) -> dict[str, Any]:
+    """Spark's own ``OffsetSeqMetadata(watermark, timestamp, session conf)`` as the dict of its JSON
+    (the SQL settings a new query's offset log records; the package moved in 4.1)."""
+    import json
+    jvm = spark._sc._jvm
+    metadata = _jvm_class(jvm, tuple(f"{p}.OffsetSeqMetadata" for p in OFFSET_LOG_PACKAGES))
+    return json.loads(metadata.apply(int(watermark_ms), int(timestamp_ms), spark._jsparkSession.conf()).json())
+
+
+def offset_log_format(spark: Any) -> str:
+    """The offset-log format a new query of this session writes: '1' (every version's default);
+    4.3's ``offsetLog.formatVersion`` 2 writes the sources as a named map."""
+    return str(spark.conf.get(OFFSET_LOG_FORMAT_CONF, "1") or "1")
+
+
+def add_offset_seq(spark: Any, offsets_dir: str, batch_id: int, metadata_json: str, lines: list[str]) -> bool:
+    """Add ``batch_id`` to the offset log at ``offsets_dir`` through Spark's own ``OffsetSeqLog``
+    (v1: the metadata line, one line per source); False when that batch exists (create-only).
+    The log takes ``readOnly`` from 4.2."""
+    jvm = spark._sc._jvm
+    package = next(p for p in OFFSET_LOG_PACKAGES
+                   if _has_class(jvm, f"{p}.OffsetSeqLog"))
+    offset = _jvm_class(jvm, SERIALIZED_OFFSET)
+    offsets = jvm.java.util.ArrayList()
+    for line in lines:
+        offsets.add(offset(line))
+    seq = jvm.scala.jdk.javaapi.CollectionConverters.asScala(offsets).toSeq()
+    entry = _jvm_class(jvm, (f"{package}.OffsetSeq",)).fill(jvm.scala.Option.apply(metadata_json), seq)
+    log_class = _jvm_class(jvm, (f"{package}.OffsetSeqLog",))
+    try:
+        log = log_class(spark._jsparkSession, offsets_dir, False)   # 4.2+
+    except Exception:  # noqa: BLE001 - py4j: no such constructor (4.0, 4.1)
+        log = log_class(spark._jsparkSession, offsets_dir)
+    return bool(log.add(int(batch_id), entry))
+
+
+def _has_class(jvm: Any, name: str) -> bool:
+    try:
+        jvm.java.lang.Class.forName(name)
+        return True
+    except Exception:  # noqa: BLE001 - py4j's error for a class this Spark does not have
+        return False
+
+
+def watermark_seed_refusal() -> str | None:
+    """Why this pyspark cannot take a restore's first watermark (an empty batch 0 under the
+    savepoint's watermark, ``pipeline.watermark_seed``), or None where it can (measured on 4.0.5,
+    4.1.4, 4.2.1 and 4.3.0: docs/savepoints.md, 'The first watermark')."""
+    return None
