@@ -54,6 +54,12 @@ def prepare(spark: Any, cfg: PipelineConfig) -> Handoff | None:
     return handoff
 
 
+def query_id(spark: Any, checkpoint: str) -> str:
+    """The query id of ``checkpoint``; a new checkpoint's ``metadata`` is written first (as Spark
+    writes it: a checkpoint with an offset log and no metadata is refused at start, 4.3)."""
+    return CheckpointReader(checkpoint).query_id() or _new_query_id(spark, checkpoint)
+
+
 def _new_query_id(spark: Any, checkpoint: str) -> str:
     """Write a new checkpoint's ``metadata`` as Spark would (create-only: a file that appeared
     meanwhile is kept, and read back)."""
