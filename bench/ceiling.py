@@ -8,7 +8,8 @@ producer settings the kafka-eos sink's, so the loop differs from kafka-eos only 
 Spark. Runs in a fresh interpreter; prints ``BENCH {...}`` with the process's peak RSS and
 records/s in steady state like the Spark runs: the first transaction (connections, first
 fetches) is not timed, the rate is the later transactions' records over their time (the whole
-run when there is only one transaction); ``wall_records_per_s`` is first consume -> last commit.
+run when there is only one transaction); ``wall_records_per_s`` is first consume -> last commit;
+``steady_cpu_s`` the process's CPU (every thread) over the same steady part, ``cpu_s`` over the run.
 
     python -m bench.ceiling --bootstrap HOST:PORT --input TOPIC --output TOPIC --records N
 """
@@ -52,6 +53,7 @@ def eos_loop(bootstrap: str, source: str, output: str, records: int, txn_seconds
 
     done, transactions, first_txn = 0, 0, None
     started = last_commit = time.monotonic()
+    cpu_started = time.process_time()  # every thread of the process: librdkafka's too
     while done < records:
         for msg in consumer.consume(10000, 0.5):
             if msg.error():
@@ -68,16 +70,18 @@ def eos_loop(bootstrap: str, source: str, output: str, records: int, txn_seconds
             commit(last=False)
             transactions += 1
             last_commit = time.monotonic()
-            first_txn = first_txn or (done, last_commit)
+            first_txn = first_txn or (done, last_commit, time.process_time())
     commit(last=True)
-    ended = time.monotonic()
+    ended, cpu_ended = time.monotonic(), time.process_time()
     elapsed = ended - started
     consumer.close()
     steady_records, steady_s = (done - first_txn[0], ended - first_txn[1]) if first_txn else (done, elapsed)
+    steady_cpu = cpu_ended - (first_txn[2] if first_txn else cpu_started)
     return {"records": done, "transactions": transactions + 1, "elapsed_s": round(elapsed, 3),
             "wall_records_per_s": round(done / elapsed), "steady_records": steady_records,
             "steady_s": round(steady_s, 3), "steady_batches": transactions,
             "records_per_s": round(steady_records / steady_s),
+            "cpu_s": round(cpu_ended - cpu_started, 3), "steady_cpu_s": round(steady_cpu, 3),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
 
 

@@ -11,8 +11,11 @@ source task  consumer open, ``consume`` (Kafka fetch), ``to_record_batches`` (me
 sink task    wait for input (time inside the input iterator's ``next``: the source worker, the
              JVM and the Arrow hand-over), ``_columns`` (Arrow -> Python lists), the produce
              loop, producer open (constructor, ``init_transactions``, ``begin_transaction``),
-             ``flush`` and the rest of pre-commit;
+             ``flush`` and the rest of pre-commit, the write evidence (``TaskEvidence.place`` and
+             ``checked_digests``);
 commit       the driver-side ``commit`` of the batch (EndTxn of every handle + sink log).
+Every stage also has ``<stage>_cpu``: the CPU time of the thread that ran it (``_Span``), so a
+stage's CPU can be told from its waiting; librdkafka's own threads count in no stage.
 Each line also has the worker's resident memory now and at its peak and pyarrow's pool (``_memory``).
 """
 from __future__ import annotations
@@ -46,17 +49,33 @@ def _state() -> types.ModuleType:
     return holder
 
 
-def _add(stage: str, seconds: float) -> None:
-    _state().clock[stage] += seconds
+def _add(stage: str, seconds: float, cpu: float | None = None) -> None:
+    """``seconds`` of wall time in ``stage``; with ``cpu``, also its thread's CPU as ``<stage>_cpu``."""
+    clock = _state().clock
+    clock[stage] += seconds
+    if cpu is not None:
+        clock[stage + "_cpu"] += cpu
+
+
+class _Span:
+    """Wall time and this thread's CPU time (``time.thread_time``: librdkafka's own threads are not
+    in it) of a block, added to ``stage``."""
+
+    def __init__(self, stage: str) -> None:
+        self.stage = stage
+
+    def __enter__(self) -> "_Span":
+        self.wall, self.cpu = time.perf_counter(), time.thread_time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _add(self.stage, time.perf_counter() - self.wall, time.thread_time() - self.cpu)
 
 
 def _timed(stage: str, fn):
     def wrapper(*args, **kwargs):
-        started = time.perf_counter()
-        try:
+        with _Span(stage):
             return fn(*args, **kwargs)
-        finally:
-            _add(stage, time.perf_counter() - started)
     wrapper.__wrapped__ = fn
     return wrapper
 
@@ -70,16 +89,12 @@ def _patch_source() -> None:
 
     class TimedConsumer(base):
         def __init__(self, *args, **kwargs):
-            started = time.perf_counter()
-            super().__init__(*args, **kwargs)
-            _add("source_open", time.perf_counter() - started)
+            with _Span("source_open"):
+                super().__init__(*args, **kwargs)
 
         def consume(self, *args, **kwargs):
-            started = time.perf_counter()
-            try:
+            with _Span("source_consume"):
                 return super().consume(*args, **kwargs)
-            finally:
-                _add("source_consume", time.perf_counter() - started)
 
         def close(self, *args, **kwargs):
             return _timed("source_close", super().close)(*args, **kwargs)
@@ -109,6 +124,10 @@ def _patch_sink() -> None:
     writer._produce_batch = _timed("sink_produce", writer._produce_batch)
     writer._columns = _timed("sink_columns", writer._columns)
     writer._precommit = _timed("sink_precommit", writer._precommit)
+    from kafka_eos.txn.writer import write_evidence as we
+    evidence = we.TaskEvidence
+    evidence.place = _timed("sink_evidence", evidence.place)
+    evidence.checked_digests = _timed("sink_evidence", evidence.checked_digests)
     _state().patched.add("sink")
 
 
@@ -152,17 +171,14 @@ class ProfiledStreamReader(KafkaStreamReader):
         records = 0
         iterator = iter(batches)
         while True:
-            t = time.perf_counter()
             try:
-                batch = next(iterator)
+                with _Span("source_busy"):
+                    batch = next(iterator)
             except StopIteration:
-                _add("source_busy", time.perf_counter() - t)
                 break
-            _add("source_busy", time.perf_counter() - t)
             records += batch.num_rows
-            t = time.perf_counter()
-            yield batch
-            _add("source_downstream", time.perf_counter() - t)
+            with _Span("source_downstream"):  # pyspark's hand-over of the batch to the JVM
+                yield batch
         _emit(self.directory, "source", records, time.perf_counter() - started)
 
 
@@ -181,9 +197,10 @@ class ProfiledStreamWriter(KafkaEosStreamWriter):
     def commit(self, messages: list, batchId: int) -> None:
         _time_protocol_steps(self._protocol)
         _state().clock.clear()
-        started, t0 = time.perf_counter(), time.time()
+        started, t0, cpu = time.perf_counter(), time.time(), time.thread_time()
         super().commit(messages, batchId)
         line = {"side": "commit", "batch": batchId, "commit_s": round(time.perf_counter() - started, 6),
+                "commit_cpu_s": round(time.thread_time() - cpu, 6),
                 "t0": round(t0, 4), "t1": round(time.time(), 4), **{k: round(v, 6) for k, v in _state().clock.items()}}
         with open(os.path.join(self.directory, f"{os.getpid()}.jsonl"), "a") as out:
             out.write(json.dumps(line) + "\n")
@@ -210,11 +227,8 @@ class _Counted:
         return self
 
     def __next__(self):
-        started = time.perf_counter()
-        try:
+        with _Span("sink_wait_input"):  # pyspark's read of the batch from the JVM, and the wait
             batch = next(self.iterator)
-        finally:
-            _add("sink_wait_input", time.perf_counter() - started)
         self.records += batch.num_rows
         return batch
 
