@@ -26,13 +26,13 @@ from pathlib import Path
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor
 
-from kafka_eos import KafkaEosError
+from kafka_eos.serde.arrow_types import SchemaError
 
 MessageIndexes = tuple[int, ...]
 
 
-class ProtoSchemaError(KafkaEosError, ValueError):
-    """A .proto schema does not compile, or names no such message."""
+class ProtoSchemaError(SchemaError):
+    """A .proto schema does not compile, or names no such message (runbook: a schema error's)."""
 
 
 def _well_known_include() -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pyarrow as pa
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from kafka_eos import KafkaEosError
+from kafka_eos.serde.arrow_types import SchemaError
 
 F = FieldDescriptor
 SCALARS: dict[int, pa.DataType] = {
@@ -37,8 +37,9 @@ TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 DURATION_TYPE = pa.duration("us")
 
 
-class ProtoTypeError(KafkaEosError, ValueError):
-    """A Protobuf field kafka-eos cannot map to a Spark type; the message names the field."""
+class ProtoTypeError(SchemaError):
+    """A Protobuf field kafka-eos cannot map to a Spark type; the message names the field (runbook: a
+    schema error's)."""
 
 
 def is_map(field: FieldDescriptor) -> bool:
