@@ -277,3 +277,19 @@ def test_the_driver_killed_during_the_savepoint_saves_nothing_until_it_is_taken_
           f"({figures['open']} open at the savepoint); 1 kill (after_decision@3, during `kafka-eos savepoint`: exit "
           f"{first.code}); savepoint again {save_s:.1f} s, restore {restore_s:.1f} s, replay from batch "
           f"{start.rewind_batch} of {sp.last_batch}")
+
+
+@pytest.mark.slow  # about 3 minutes: `kafka-eos run` stopped by `kafka-eos savepoint`, then `run --from-savepoint`
+@pytest.mark.chaos  # make chaos KIND=pipeline
+def test_the_savepoint_commands_on_a_pipeline_with_its_records_in_kafka_emit_every_window_once(bootstrap, tmp_path):
+    """``checkpoint.records: kafka`` (the sink log, the savepoint, the stop request and the restore
+    record in the Kafka record store): the windowed count run by `kafka-eos run` and stopped by
+    `kafka-eos savepoint` while windows are open, a start of the old checkpoint refused (exit 5),
+    `validate --against-savepoint`, then `run --from-savepoint --once` with the changed SQL, all
+    through the CLI (``savepoint_cli.save_and_restore``): every window once, late and DLQ once."""
+    from integration_tests.savepoint_cli import line, own_cli, save_and_restore
+    cli = own_cli(bootstrap, tmp_path)
+    figures = save_and_restore(cli, cli, tmp_path, bootstrap, records="kafka")
+    assert str(figures["location"]).startswith("kafka:"), f"the savepoint is in the record store: {figures}"
+    assert not (tmp_path / "cp" / "kafka-eos-sink").exists(), "records: kafka wrote a sink log in files"
+    print(line(figures, "records: kafka"))
