@@ -15,7 +15,6 @@ Invariants:
 from __future__ import annotations
 
 import base64
-import binascii
 import functools
 import importlib.resources
 import subprocess
@@ -41,11 +40,11 @@ def _well_known_include() -> str:
 
 def _serialized_file(text: str) -> descriptor_pb2.FileDescriptorProto | None:
     """The FileDescriptorProto of a base64 schema string (Confluent's Python client), else None."""
-    if "syntax" in text or "message" in text or any(c.isspace() for c in text.strip()):
+    if not text.strip() or any(c.isspace() for c in text.strip()):   # .proto text always has spaces
         return None
     try:
         proto = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text, validate=True))
-    except (binascii.Error, ValueError, Exception):  # noqa: BLE001 - not a serialized descriptor
+    except Exception:  # noqa: BLE001 - binascii.Error, DecodeError: not a serialized descriptor
         return None
     return proto if proto.name or proto.message_type else None
 
