@@ -229,9 +229,11 @@ def test_recompute_rebuilds_window_state_spark_no_longer_keeps(bootstrap, tmp_pa
     seed(bootstrap, source, minutes=1, start_minute=1)  # late once the pipeline has read minutes 0-5
     seed(bootstrap, source, minutes=4, start_minute=6)
     path = late_pipeline(tmp_path, source, sink, late, max_offsets=150)
+    seconds, began = {}, time.monotonic()
     run = kafka_eos(["run", str(path), "--once", "--conf", "spark.sql.streaming.minBatchesToRetain=2"],
                     bootstrap, tmp_path)
     assert run.code == 0, run.log()
+    seconds["run"], began = time.monotonic() - began, time.monotonic()
     checkpoint = tmp_path / "page-views-avro"
     held = _held(checkpoint)
     assert held[0] >= 8 and (checkpoint / "state").is_dir(), held
@@ -243,6 +245,7 @@ def test_recompute_rebuilds_window_state_spark_no_longer_keeps(bootstrap, tmp_pa
     recomputed_all(report)
     assert [b["batch"] for b in report["per_batch"]][0] == 0, report
     assert sum(b["records"] for b in report["per_batch"]) == len(views) + len(late_records)
+    seconds["from 0"], began = time.monotonic() - began, time.monotonic()
 
     rerun = kafka_eos(["verify", str(path), "--json", "--recompute", "--batches", "3.."], bootstrap, tmp_path,
                       timeout=300)
@@ -250,6 +253,7 @@ def test_recompute_rebuilds_window_state_spark_no_longer_keeps(bootstrap, tmp_pa
     assert "Spark no longer keeps the state before it; replayed from batch" in rerun.stderr, rerun.log()
     assert "the state before batch 3 rebuilt" in rerun.stderr, rerun.log()
     deep = json.loads(rerun.stdout)
+    seconds["from 3"], began = time.monotonic() - began, time.monotonic()
     recomputed_all(deep)
     batches = [b["batch"] for b in deep["per_batch"]]
     assert batches[0] == 3 and 2 not in held and batches[-1] >= held[-1], (batches, held)
@@ -260,3 +264,8 @@ def test_recompute_rebuilds_window_state_spark_no_longer_keeps(bootstrap, tmp_pa
     failed = [b["batch"] for b in changed["per_batch"] if b["outcome"] == "failed"]
     assert code == 6 and failed and failed[0] < held[0], (failed, held, changed)
     assert not [b for b in changed["per_batch"] if b["outcome"] == "cannot be verified"], changed
+    seconds["changed"] = time.monotonic() - began
+    replayed = next(x for x in rerun.stderr.splitlines() if "replayed from batch" in x)
+    print(f"verify --recompute past Spark's state: {len(report['per_batch'])} batches ({len(views)} windows, "
+          f"{len(late_records)} late), Spark holding {held}; {replayed.split(': ', 1)[1]}; failed with the changed "
+          f"filter: {failed}; seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()))

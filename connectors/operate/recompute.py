@@ -38,7 +38,7 @@ from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.spark_option_table import source_option
 from kafka_eos.connectors.operate import recorded_view
 from kafka_eos.connectors.operate.recompute_rewind import DeepReplay, StatePlan, check_watermark, plan_floor, \
-    scratch_config, write as write_deep
+    reason as refusal, scratch_config, write as write_deep
 from kafka_eos.connectors.pipeline import checkpoint_files
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, source_offsets
 from kafka_eos.connectors.operate.output_sets import SETS_SCHEMA, Buckets, merge_rows, sets_fn
@@ -135,7 +135,8 @@ def replay_batches(spark: Any, frame_of: Callable[[dict[str, str], str], Any], r
             return _left(done, batches, str(error))
         except SavepointRefused as refused:  # the state before the first batch cannot be rebuilt
             return _left(done, batches, f"the plan keeps state, Spark no longer keeps it before batch "
-                                        f"{plan.first}, and the replay that rebuilds it cannot run: {refused}")
+                                        f"{plan.first}, and the replay that rebuilds it cannot run: "
+                                        f"{refusal(refused)}")
         if plan.from_sink_log:
             progress(f"batches {min(plan.from_sink_log)}-{max(plan.from_sink_log)}: Spark's offset log no longer "
                      "holds them; their input is the sink log's record")

@@ -45,7 +45,7 @@ from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, parse
 from kafka_eos.connectors.pipeline.savepoint_plan import batch_table, prefix_bound, window_of
 from kafka_eos.offsets import model
 from kafka_eos.offsets.model import Offsets
-from kafka_eos.offsets.rewind import SavepointRefused, StateNotRebuildable, WindowSpec, plan_rewind
+from kafka_eos.offsets.rewind import REFUSALS, SavepointRefused, StateNotRebuildable, WindowSpec, plan_rewind
 from kafka_eos.txn.log import event_times
 from kafka_eos.txn.log.savepoints import RestoreStart, read_restore, write_restore
 
@@ -54,6 +54,9 @@ OVERLAPPING = ("the plan's sliding windows overlap (size > slide): the replay th
                "run under the watermark batch {before} applied from its first batch, which Spark has no setting "
                "for; batches whose state Spark still keeps are recomputed")
 NO_WINDOW = "the query is built in code: the replay that rebuilds its state needs a YAML pipeline's window"
+WAY_ON = ("a range from batch 0, or from a batch whose previous one Spark still keeps, is recomputed; older "
+          "batches are verified without --recompute")
+_SAVEPOINT_WAY = ". Take the savepoint"  # where plan_rewind's refusal turns to a savepoint's way on
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,8 @@ def plan_floor(checkpoint: str, sink_log: str, state: StatePlan | None, first: i
     if state is None:
         raise SavepointRefused(NO_WINDOW)
     if state.window.kind not in ("tumbling", "sliding"):
-        raise StateNotRebuildable.of_kind(state.window.kind)
+        raise StateNotRebuildable(f"its state ({state.window.kind}) cannot be rebuilt by a replay: "
+                                  f"{REFUSALS[state.window.kind]}")
     if state.window.overlapping:
         raise SavepointRefused(OVERLAPPING.format(before=first - 1))
     w, end = watermark_of(before), _end(before, first - 1)
@@ -118,6 +122,12 @@ def plan_floor(checkpoint: str, sink_log: str, state: StatePlan | None, first: i
     assert rewind.floor is not None
     floor = RestoreStart(ORIGIN, rewind.floor.w0_ms, w, end, dict(rewind.offsets), rewind.rewind_batch)
     return DeepReplay(first, merged(floor, state.restored))
+
+
+def reason(refused: SavepointRefused) -> str:
+    """Why the state before a batch cannot be rebuilt, and verify's way on (not a savepoint's)."""
+    text = str(refused.args[0] if refused.args else refused).split(_SAVEPOINT_WAY, 1)[0].rstrip(".")
+    return f"{text}; {WAY_ON}"
 
 
 def replay_entry(before: str, floor: RestoreStart) -> str:

@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from kafka_eos.connectors.operate.recompute_rewind import (NO_WINDOW, DeepReplay, StatePlan, check_watermark,
-                                                           merged, plan_floor, replay_entry, write)
+from kafka_eos.connectors.operate.recompute_rewind import (NO_WINDOW, WAY_ON, DeepReplay, StatePlan,
+                                                           check_watermark, merged, plan_floor, reason,
+                                                           replay_entry, write)
 from kafka_eos.offsets import model
 from kafka_eos.offsets.rewind import EventTimesMissing, SavepointRefused, StateNotRebuildable, WindowSpec
 from kafka_eos.txn.log import event_times
@@ -70,16 +71,23 @@ def test_event_time_records_that_do_not_reach_back_say_so(recorded, tmp_path):
     for b in (5, 6):  # only batches 5-6 recorded: what batch 4 read is bounded by W_5 + delay >= W0
         event_times.record_batch(log, BatchTimes(b, b * MINUTE, (b + 1) * MINUTE - 1, watermark(b),
                                                  start={"in": {"0": 100 * b}}))
-    with pytest.raises(EventTimesMissing, match="may hold event times at or after 240000 ms"):
+    with pytest.raises(EventTimesMissing, match="may hold event times at or after 240000 ms") as refused:
         plan_floor(str(root), log, state(WindowSpec.tumbling(MINUTE)), 6, entry(5, watermark(5)))
+    said = reason(refused.value)
+    assert said.startswith("the batches before batch 5 may hold event times at or after 240000 ms")
+    assert said.endswith(WAY_ON) and "Take the savepoint" not in said and "checkpoint.location" not in said, said
 
 
 def test_windows_a_replay_cannot_rebuild_are_refused_with_the_reason(recorded):
     root, log = recorded
     with pytest.raises(SavepointRefused, match="sliding windows overlap.*batch 5 applied"):
         plan_floor(str(root), log, state(WindowSpec.sliding(2 * MINUTE, MINUTE)), 6, entry(5, watermark(5)))
-    with pytest.raises(StateNotRebuildable, match="session"):
+    with pytest.raises(StateNotRebuildable, match="session") as refused:
         plan_floor(str(root), log, state(WindowSpec("session")), 6, entry(5, watermark(5)))
+    said = reason(refused.value)
+    assert "a savepoint cannot carry" not in said and said.startswith("its state (session) cannot be rebuilt by a "
+                                                                      "replay: an open session reaches back"), said
+    assert "runbook" not in said and said.endswith(WAY_ON)
     with pytest.raises(SavepointRefused, match=NO_WINDOW):
         plan_floor(str(root), log, None, 6, entry(5, watermark(5)))
     # a slide equal to its size, or longer, overlaps nothing: replayed as tumbling windows are
