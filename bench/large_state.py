@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -81,7 +82,9 @@ def summarize(runs: dict[str, list[dict]]) -> dict:
 
 
 def measure(bootstrap: str, keys: int, queries: list[str], rounds: int, heap: str, settle: Callable[[], dict],
-            log: Callable[[str], None] = print, arms: tuple[str, ...] = ARMS) -> dict:
+            log: Callable[[str], None] = print, arms: tuple[str, ...] = ARMS, deadline: float = 0.0) -> dict:
+    """``deadline`` (epoch s, 0: none): a run that would end after it, by the longest run so far, is
+    not started and is listed in ``cut`` (the machine's timed windows)."""
     from integration_tests.kafka_tools import create_topic, unique
     source = create_topic(bootstrap, unique("lstate-in"), PARTITIONS)
     produce_s = produce_input(bootstrap, source, keys)
@@ -96,9 +99,13 @@ def measure(bootstrap: str, keys: int, queries: list[str], rounds: int, heap: st
             runs: dict[str, list[dict]] = {arm: [] for arm in arms}
             for r in range(rounds):
                 for arm in order(r, arms):
-                    settled = settle()
+                    last = max((x["wall_s"] for rs in runs.values() for x in rs), default=0.0)
+                    if deadline and time.time() + last > deadline:
+                        result.setdefault("cut", []).append({"query": name, "round": r, "arm": arm})
+                        continue
+                    settled, began = settle(), time.time()
                     run = run_arm(cell, arm)
-                    run.update(round=r, settle=settled)
+                    run.update(round=r, settle=settled, wall_s=round(time.time() - began, 1))
                     runs[arm].append(run)
                     log(line_of(name, r, rounds, run))
             result["queries"][name] = {"sql": cell.query.sql, "watermark_delay": cell.query.delay,
@@ -127,6 +134,8 @@ def lines(result: dict) -> list[str]:
             out.append(f"  {ratio} per round: " + ", ".join(f"{f} {v['median']} [{v['min']}-{v['max']}]"
                                                             for f, v in figures.items()))
         out.append(f"  flagged runs: {q['flagged'] or 'none'}")
+    if result.get("cut"):
+        out.append(f"  not run (deadline): {result['cut']}")
     return out
 
 
@@ -140,11 +149,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--heap", default="2g", help="spark.driver.memory of every run (local mode: the one JVM)")
     p.add_argument("--settle-max-s", type=float, default=30.0)
     p.add_argument("--name", default=None, help="result name (default: large-state-<keys>)")
+    p.add_argument("--until", default="", metavar="HH:MM", help="UTC: start no run that would end after it")
     a = p.parse_args(argv)
+    deadline = 0.0
+    if a.until:
+        now = datetime.now(timezone.utc)
+        hour, minute = map(int, a.until.split(":"))
+        deadline = now.replace(hour=hour, minute=minute, second=0, microsecond=0).timestamp()
     loads = {"start": load_avg()}
     with LocalKafkaCluster() as cluster:
         result = measure(cluster.bootstrap, a.keys, a.queries.split(","), a.rounds, a.heap,
-                         lambda: method.settle(25, a.settle_max_s), arms=tuple(a.arms.split(",")))
+                         lambda: method.settle(25, a.settle_max_s), arms=tuple(a.arms.split(",")), deadline=deadline)
     result["load_avg_1m"] = {**loads, "end": load_avg()}
     path = write_result(a.name or f"large-state-{a.keys}", result)
     print("\n".join(lines(result)))
