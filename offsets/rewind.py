@@ -25,9 +25,11 @@ Enforced here:
   rise mid-replay above what the old query applied and drop records of open windows).
 - How Spark drops rows: a sliding window's expansion gives a row per (record, window), and the
   stateful operator drops each whose window end is at or behind the watermark for late events (the
-  previous batch's). With ``size > slide`` a record with ``t >= W0`` may also be in windows closed
-  at W; only a new query whose watermark is already W drops those pairs, and Spark has no setting
-  for a first watermark: ``RewindPlan.needs_watermark_seed``. Tumbling windows need no seed.
+  previous batch's offset-log watermark; 0 for batch 0). With ``size > slide`` a record with
+  ``t >= W0`` may also be in windows closed at W; only a new query whose watermark for late events
+  is already W when it replays drops those pairs: ``RewindPlan.needs_watermark_seed``, and the
+  restore then writes an empty batch 0 under W before the replay, which becomes batch 1
+  (``connectors/pipeline/watermark_seed``). Tumbling windows need no seed: the floor is enough.
 - Refused (``StateNotRebuildable``, with the reason and the way on): session windows, state without
   a watermark, stream-stream joins, deduplication, arbitrary state. ``check_retention`` raises
   ``ReplayBeyondRetention`` naming partition, offsets and retention when Kafka no longer has the replay.
@@ -143,7 +145,7 @@ class RewindPlan:
     rewind_batch: int | None     # None: nothing to replay (stateless, or no record of an open window read)
     offsets: Offsets             # where the new query's input starts
     floor: Floor | None          # None: stateless; else applies to every batch of the new query
-    needs_watermark_seed: bool   # the new query must apply W from its first batch (see the module docstring)
+    needs_watermark_seed: bool   # the replay's late rows must be judged with W (see the module docstring)
 
 
 NOTHING_BEFORE = -(2 ** 63)

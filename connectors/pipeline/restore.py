@@ -8,14 +8,18 @@ pipeline stopped, every window open at the savepoint rebuilt over all its record
        checkpoint (create-only: the floor every build of its query applies, ``savepoint_floor``)
     2. ``replay_first``: the first query reads [rewind offsets, savepoint ends) as ONE batch (no
        ``maxOffsetsPerTrigger``, ``availableNowTarget`` = the ends, processing-time trigger), then
-       the no-data batch its watermark needs, and stops once a trigger plans nothing
+       the no-data batch its watermark needs, and stops once a trigger plans nothing. A window
+       that overlaps (sliding, size > slide) is first seeded (``watermark_seed``: an empty batch 0
+       under the savepoint's watermark W, written before the query is built), so the replay is
+       batch 1 and its rows are judged with W
     3. the pipeline's own query (``runner.run_query``) goes on from the savepoint's ends
 
 Invariants:
 - The old checkpoint and sink log are never written: the new pipeline has its own checkpoint and
   so its own sink log; its prefix must differ from the saved one (a derived prefix does).
-- Step 2 runs only while the new checkpoint has no offset-log entry; once batch 0 is planned, its
-  offsets are in the log and every restart replays exactly that batch (Spark's own recovery).
+- Step 2 runs only while the new checkpoint has no offset-log entry but the seed; once the replay
+  batch is planned, its offsets are in the log and every restart replays exactly that batch
+  (Spark's own recovery).
 - A stateless restore has no replay: its first query starts at the savepoint's ends.
 """
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any, Callable, Mapping
 
 from kafka_eos.config.model import PipelineConfig
 from kafka_eos.config.records import records_home
-from kafka_eos.connectors.pipeline import builder, drain
+from kafka_eos.connectors.pipeline import builder, drain, watermark_seed
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.pipeline_shape import shape_of
 from kafka_eos.connectors.pipeline.savepoint_floor import restored
@@ -92,8 +96,21 @@ def plan_start(cfg: PipelineConfig, sp: Savepoint) -> RestoreStart:
     """The restore record of ``cfg`` from ``sp`` (refusals: step 1; reads only, no broker)."""
     _refuse_mismatch(cfg, sp)
     plan = restore_plan(sp, window_of(cfg))
+    if plan.needs_watermark_seed:
+        check_seedable()
     w0 = plan.floor.w0_ms if plan.floor else None
     return RestoreStart(sp.location, w0, sp.watermark_ms, dict(sp.end), dict(plan.offsets), plan.rewind_batch)
+
+
+def check_seedable() -> None:
+    """Refuse a restore needing the first watermark where this pyspark cannot take it
+    (``spark_compat.watermark_seed_refusal``)."""
+    from kafka_eos.connectors import spark_compat
+    reason = spark_compat.watermark_seed_refusal()
+    if reason is not None:
+        raise SavepointRefused(f"a savepoint cannot carry sliding windows longer than their slide on this "
+                               f"pyspark: {reason}. Keep the checkpoint unchanged, restore with tumbling windows, "
+                               "or restore on a pyspark that takes it (docs/savepoints.md, 'The first watermark')")
 
 
 def prepare(cfg: PipelineConfig, location: str, timeout_s: float = 10.0) -> RestoreStart:
@@ -121,14 +138,17 @@ def first_config(cfg: PipelineConfig, start: RestoreStart) -> PipelineConfig:
 def needs_replay(cfg: PipelineConfig) -> RestoreStart | None:
     """The restore record when the first query (step 2) is still to run, else None."""
     start = restored(cfg)
-    if start is None or CheckpointReader(str(cfg.checkpoint.location)).offset_batches():
+    if start is None:
         return None
-    return start
+    reader = CheckpointReader(str(cfg.checkpoint.location))
+    return start if not reader.offset_batches() or watermark_seed.seed_only(cfg, start, reader) else None
 
 
 def replay_first(spark, cfg: PipelineConfig, start: RestoreStart, report: Callable[[Any], None]) -> int:
     """Step 2: run the first query to its end; the batches it ran. ``report(query)`` is called while
     it runs (the runner's progress reporter). A failed query raises as ``awaitTermination`` does."""
+    if watermark_seed.needed(cfg):
+        watermark_seed.write(spark, cfg, start)  # before the build: the workers' handoff reads it
     first = first_config(cfg, start)
     frame = builder.build_frame(spark, first)
     builder.check_replayable(frame, first)

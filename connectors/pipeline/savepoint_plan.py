@@ -6,9 +6,9 @@ Invariants:
   a stream-stream join (a JOIN in a stateful transform), a tumbling or sliding window (the literal
   durations of ``window(...)`` over the watermark column: ``config.late_records``), a session
   window, or deduplication (state keyed by the event time without a window). Anything but
-  stateless, tumbling and non-overlapping sliding windows is refused (``StateNotRebuildable``, or
-  ``SavepointRefused`` for overlapping sliding windows, which need a first watermark Spark has no
-  setting for).
+  stateless, tumbling and sliding windows is refused (``StateNotRebuildable``); overlapping sliding
+  windows are carried with a first watermark (``RewindPlan.needs_watermark_seed``, written by the
+  restore: ``watermark_seed``).
 - ``gather`` reads only: the last committed batch N (refused when a later batch is planned and
   not committed, or none committed), its end offsets and applied watermark W (``offsets/N``), and
   for each batch whose start is known (the offset log's, which Spark prunes to its last
@@ -43,10 +43,6 @@ from kafka_eos.txn.log.sink_log import SinkLogReader
 
 SHUFFLE_CONF = "spark.sql.shuffle.partitions"
 _JOIN = re.compile(r"(?is)\bjoin\b")
-_OVERLAPPING = ("sliding windows longer than their slide: a record is in several windows, some closed at the "
-                "savepoint, and only a new query whose first watermark is the savepoint's drops those; Spark has "
-                "no setting for a first watermark (docs/savepoints.md, 'The first watermark'). Keep the checkpoint "
-                "unchanged, or use tumbling windows (or a slide equal to the size)")
 
 
 def window_of(cfg: PipelineConfig) -> WindowSpec:
@@ -75,8 +71,6 @@ def check_restorable(window: WindowSpec) -> None:
     """Refuse a window a savepoint cannot carry exactly in this build (see module)."""
     if window.kind not in ("stateless", "tumbling", "sliding"):
         raise StateNotRebuildable.of_kind(window.kind)
-    if window.overlapping:
-        raise SavepointRefused(f"a savepoint cannot carry this pipeline's state yet: {_OVERLAPPING}")
 
 
 def _end(entry: OffsetEntry | None, batch: int, checkpoint: str) -> Offsets:

@@ -291,3 +291,48 @@ def test_a_replay_beyond_retention_names_partition_offsets_and_retention():
         check_retention(rewind, end, {A: 400, B: 60}, {"in": 3_600_000})
     with pytest.raises(ReplayBeyondRetention, match="retention.ms unknown"):
         check_retention(rewind, end, {A: 400}, {})
+
+
+def spark_restore(plan, spec, delay, old_batches, W: int, replay_as_batch_0: bool = False) -> Query:
+    """The restore as Spark 4.x runs it: batch b judges late rows with offsets/b-1's watermark (0 for
+    batch 0, which has none) and evicts with offsets/b's; a restart sets the watermark to its newest
+    entry's. The seed: an empty batch 0 under W, the replay as batch 1; the first design: the
+    replay itself as batch 0 under W."""
+    replay = [r for batch in old_batches for r in batch if r[1] >= plan.offsets[r[0]]]
+    new = Query(spec, delay, applied=W, previous=0)
+    if replay_as_batch_0:
+        new.run(replay, plan.floor, first=True)
+    else:
+        new.run([], plan.floor, first=True)
+        new.run(replay, plan.floor)
+    return new
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_the_seed_an_empty_batch_0_under_w_makes_sliding_windows_exact(seed):
+    spec, delay, old_batches, starts, end, future = case(seed)
+    if not spec.overlapping:
+        spec = WindowSpec.sliding(spec.size_ms + spec.slide_ms, spec.slide_ms, spec.offset_ms)
+    old, plan = save(spec, delay, old_batches, starts, end)
+    assert plan.needs_watermark_seed
+    reference = Query(spec, delay)
+    for i, batch in enumerate(old_batches + future):
+        reference.run(batch, first=i == 0)
+    reference.flush()
+    new = spark_restore(plan, spec, delay, old_batches, old.applied)
+    for batch in future:
+        new.run(batch, plan.floor)
+    new.flush()
+    assert new.emitted == {s: n for s, n in reference.emitted.items() if s + spec.size_ms > old.applied}
+    assert new.late == {(tp, off) for tp, off in reference.late if off >= end[tp]}
+
+
+def test_the_replay_as_batch_0_under_w_still_emits_a_closed_window_again():
+    spec = WindowSpec.sliding(10, 5)
+    old_batches = [[(A, 0, 7), (A, 1, 22)], [(A, 2, 12)]]
+    old, plan = save(spec, 5, old_batches, {0: {A: 0}, 1: {A: 2}}, {A: 3})
+    assert old.applied == 17 and old.emitted == {0: 1, 5: 2}
+    as_batch_0 = spark_restore(plan, spec, 5, old_batches, 17, replay_as_batch_0=True)
+    assert as_batch_0.emitted == {5: 1}   # its late rows judged with 0: [5, 15) rebuilt from 12, evicted at 17
+    seeded = spark_restore(plan, spec, 5, old_batches, 17)
+    assert seeded.emitted == {} and seeded.state == {10: 1, 15: 1, 20: 1}   # [5, 15) dropped as late at W

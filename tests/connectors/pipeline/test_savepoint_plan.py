@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kafka_eos.connectors import spark_compat
 from kafka_eos.connectors.pipeline import savepoint
 from kafka_eos.connectors.pipeline.held_states import check_held
 from kafka_eos.connectors.pipeline.restore import first_config, plan_start
@@ -153,8 +154,14 @@ def test_the_restore_plans_with_the_new_window_and_refuses_what_it_cannot_carry(
     first = first_config(new, start)
     assert first.source.max_offsets_per_trigger is None and json.loads(first.source.starting_offsets) == {"in": {"0": 0}}
     assert ("availableNowTarget", '{"in": {"0": 40}}') in first.source.options
-    refusals = {"sliding": config(tmp_path, "window(event_time, '2 minutes', '1 minute')", checkpoint="c3", prefix=None),
-                "never closes": config(tmp_path, watermark=False, checkpoint="c4", prefix=None),
+    sliding = config(tmp_path, "window(event_time, '2 minutes', '1 minute')", checkpoint="c3", prefix=None)
+    seeded = plan_start(sliding, sp)  # carried with a first watermark (watermark_seed), W0 of the new window
+    assert seeded.w0_ms == 2 * MINUTE and seeded.watermark_ms == sp.watermark_ms and seeded.rewind == {("in", 0): 0}
+    monkeypatch.setattr(spark_compat, "watermark_seed_refusal", lambda: "batch 0's late rows are judged with 0")
+    with pytest.raises(SavepointRefused, match="sliding windows longer than their slide on this pyspark: batch 0's"):
+        plan_start(sliding, sp)
+    plan_start(new, sp)  # tumbling: no seed, no refusal
+    refusals = {"never closes": config(tmp_path, watermark=False, checkpoint="c4", prefix=None),
                 "is the saved checkpoint": config(tmp_path, prefix=None),
                 "is the saved pipeline's": config(tmp_path, checkpoint="c5")}
     for text, cfg in refusals.items():
@@ -197,5 +204,5 @@ def test_the_command_lines(tmp_path, monkeypatch, capsys):
     assert "carries over: window: tumbling 60000 ms, unchanged" in capsys.readouterr().out
     data["transform"]["sql"] = sql("window(event_time, '2 minutes', '1 minute')")
     assert cli.main(["validate", "--offline", str(write(tmp_path, "new.yaml", data)), "--against-savepoint",
-                     location]) == 1
-    assert "refused: a savepoint cannot carry this pipeline's state yet: sliding windows" in capsys.readouterr().err
+                     location]) == 0
+    assert "carries over: window: tumbling 60000 ms -> sliding 120000 ms every 60000 ms" in capsys.readouterr().out
