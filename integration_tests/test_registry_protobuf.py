@@ -141,3 +141,22 @@ def test_json_schema_bytes_equal_confluents_serializer_and_each_side_reads_the_o
     assert errors[6].startswith(f"does not match JSON Schema id {schema_id}: (value): 'name' is a required property")
     deserializer = JSONDeserializer(json.dumps(PERSON), schema_registry_client=client(schema_registry))
     assert [deserializer(value, context) for value in mine] == people
+
+
+def test_a_proto_file_is_registered_with_its_imports_as_references(schema_registry, tmp_path):
+    """The sink's .proto imports a file next to it: that file is registered under its import path and
+    referenced; a reader by id compiles the schema with it and reads the values."""
+    topic, registry = unique("pay-refs"), ours(schema_registry)
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "money.proto").write_text('syntax = "proto3";\npackage common;\n'
+                                                     "message Money { int64 cents = 1; string currency = 2; }\n")
+    (tmp_path / "pay.proto").write_text('syntax = "proto3";\npackage pay;\nimport "common/money.proto";\n'
+                                        "message Pay { string id = 1; common.Money amount = 2; }\n")
+    sink = writer_serde(DataFormat.PROTOBUF, None, str(tmp_path / "pay.proto"), registry, f"{topic}-value")
+    registered = client(schema_registry).get_schema(sink.schema_id)
+    assert [(r.name, r.subject) for r in registered.references] == [("common/money.proto", "common/money.proto")]
+    rows = [{"id": f"p{i}", "amount": {"cents": i, "currency": "EUR"}} for i in range(3)]
+    values = encoder(sink).encode(pa.array(rows, decoder(sink).arrow_type))
+    source = reader_serde(DataFormat.PROTOBUF, None, None, registry, f"{topic}-value")
+    decoded, errors = decoder(source).decode(values)
+    assert decoded.to_pylist() == rows and errors == [None] * 3

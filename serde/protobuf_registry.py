@@ -3,6 +3,9 @@
 Invariants:
 - A schema's references (its imports) are fetched by subject and version, recursively, and
   compiled with it; a schema id is compiled once per Python worker (ids are immutable).
+- A .proto file the sink registers goes with its imports: each one not well-known is registered
+  first under its import path as subject (Confluent's serializers' convention), bottom-up, and
+  referenced by that subject and version.
 - Lookup failures are sorted as for Avro (``registry.fetch``): 404 is the record's
   ``UnknownSchemaId``, anything else ``WriterSchemaUnavailable``; a schema of another type is
   the record's error too.
@@ -10,12 +13,15 @@ Invariants:
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
+
+from google.protobuf import descriptor_pb2
 
 from kafka_eos.serde.avro_serde import UnknownSchemaId
 from kafka_eos.serde.formats import Registry
 from kafka_eos.serde.protobuf_schemas import ProtoSchema, compile_schema
-from kafka_eos.serde.registry import fetch, version_text
+from kafka_eos.serde.registry import _client, _registry_module, fetch, version_text
 
 MAX_REFERENCES = 200   # a cycle or a runaway chain of references stops here
 
@@ -45,6 +51,24 @@ def latest_file_set(registry: Registry, subject: str) -> tuple[bytes, str, tuple
     schema = registered.schema
     return (compile_registered(registry, schema, f"{subject}.proto"), schema.schema_str,
             tuple(schema.references or ()))
+
+
+def register_file(registry: Registry, subject: str, path: str, file_set: bytes) -> int:
+    """The id of the .proto file at ``path`` (compiled as ``file_set``) under ``subject``, its imports
+    registered first as schema references."""
+    module, client = _registry_module(), _client(registry)
+    files = descriptor_pb2.FileDescriptorSet.FromString(file_set).file
+    base, versions = Path(path).resolve().parent, dict[str, int]()
+
+    def schema(proto: descriptor_pb2.FileDescriptorProto, text: str) -> Any:
+        references = [module.SchemaReference(d, d, versions[d]) for d in proto.dependency if d in versions]
+        return module.Schema(text, "PROTOBUF", references)
+    for proto in files[:-1]:
+        if not proto.name.startswith("google/protobuf/"):
+            imported = schema(proto, (base / proto.name).read_text(encoding="utf-8"))
+            client.register_schema(proto.name, imported)
+            versions[proto.name] = client.lookup_schema(proto.name, imported).version
+    return client.register_schema(subject, schema(files[-1], Path(path).read_text(encoding="utf-8")))
 
 
 class ProtobufSchemas:

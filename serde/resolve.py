@@ -46,7 +46,10 @@ def writer_serde(fmt: DataFormat, text: str | None, file: str | None, registry: 
     if fmt is DataFormat.PROTOBUF:
         descriptors, proto_text, references = _protobuf(text, file, registry, subject)
         schema_id = None
-        if registry is not None:
+        if registry is not None and file:
+            from kafka_eos.serde.protobuf_registry import register_file
+            schema_id = register_file(registry, subject, file, descriptors)   # with its imports as references
+        elif registry is not None:
             schema_id = RegistrySchemas(registry).register(subject, proto_text, "PROTOBUF", references)
         return ValueSerde(fmt, registry=registry, schema_id=schema_id, descriptors=descriptors, message=message)
     schema_id = None
