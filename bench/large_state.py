@@ -82,7 +82,8 @@ def summarize(runs: dict[str, list[dict]]) -> dict:
 
 
 def measure(bootstrap: str, keys: int, queries: list[str], rounds: int, heap: str, settle: Callable[[], dict],
-            log: Callable[[str], None] = print, arms: tuple[str, ...] = ARMS, deadline: float = 0.0) -> dict:
+            log: Callable[[str], None] = print, arms: tuple[str, ...] = ARMS, deadline: float = 0.0,
+            savepoints: bool = True) -> dict:
     """``deadline`` (epoch s, 0: none): a run that would end after it, by the longest run so far, is
     not started and is listed in ``cut`` (the machine's timed windows)."""
     from integration_tests.kafka_tools import create_topic, unique
@@ -92,10 +93,10 @@ def measure(bootstrap: str, keys: int, queries: list[str], rounds: int, heap: st
         f"{', '.join(arms)} per query ({', '.join(queries)}), heap {heap}")
     result: dict = {"input": {"keys": keys, "records": records(keys), "partitions": PARTITIONS,
                               "max_offsets_per_trigger": max(keys // 10, 1), "produce_s": produce_s},
-                    "heap": heap, "arms": list(arms), "rounds": rounds, "queries": {}}
+                    "heap": heap, "arms": list(arms), "rounds": rounds, "savepoints": savepoints, "queries": {}}
     with tempfile.TemporaryDirectory(prefix="large-state-") as workdir:
         for name in queries:
-            cell = Cell(bootstrap, source, keys, QUERIES[name], max(keys // 10, 1), heap, Path(workdir))
+            cell = Cell(bootstrap, source, keys, QUERIES[name], max(keys // 10, 1), heap, Path(workdir), savepoints)
             runs: dict[str, list[dict]] = {arm: [] for arm in arms}
             for r in range(rounds):
                 for arm in order(r, arms):
@@ -149,6 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--heap", default="2g", help="spark.driver.memory of every run (local mode: the one JVM)")
     p.add_argument("--settle-max-s", type=float, default=30.0)
     p.add_argument("--name", default=None, help="result name (default: large-state-<keys>)")
+    p.add_argument("--no-savepoints", action="store_true", help="no savepoint and restore (they double a run)")
     p.add_argument("--until", default="", metavar="HH:MM", help="UTC: start no run that would end after it")
     a = p.parse_args(argv)
     deadline = 0.0
@@ -159,7 +161,8 @@ def main(argv: list[str] | None = None) -> None:
     loads = {"start": load_avg()}
     with LocalKafkaCluster() as cluster:
         result = measure(cluster.bootstrap, a.keys, a.queries.split(","), a.rounds, a.heap,
-                         lambda: method.settle(25, a.settle_max_s), arms=tuple(a.arms.split(",")), deadline=deadline)
+                         lambda: method.settle(25, a.settle_max_s), arms=tuple(a.arms.split(",")), deadline=deadline,
+                         savepoints=not a.no_savepoints)
     result["load_avg_1m"] = {**loads, "end": load_avg()}
     path = write_result(a.name or f"large-state-{a.keys}", result)
     print("\n".join(lines(result)))

@@ -9,8 +9,9 @@ A run has its own checkpoint, output topic and one-partition ``tail`` topic the 
    checkpoint: seconds from the launch to its first batch's commit (the state loaded first);
 3. kafka-eos, windowed only (savepoints refuse deduplication): ``kafka-eos savepoint`` of the
    stopped pipeline (seconds), ``CLOSE`` written, ``run --from-savepoint --once`` on a new checkpoint
-   (seconds: the replay of the open window and its output). Spark's windowed run gets ``CLOSE``
-   with ``TAIL`` at its restart, so every arm's output closes the same window;
+   (seconds: the replay of the open window and its output). Spark's windowed run, and kafka-eos's
+   without savepoints (``Cell.savepoints`` False), get ``CLOSE`` with ``TAIL`` at their restart,
+   so every arm's output closes the same window;
 4. the output read (read_committed) and checked (``OutputCheck``): not exact, the run is flagged.
 A step that fails (exit code, timeout, out of memory) is recorded with its log's tail, not raised.
 """
@@ -50,6 +51,11 @@ class Cell:
     max_offsets: int
     heap: str
     workdir: Path
+    savepoints: bool = True  # False: no savepoint and restore; the window is closed at the restart
+
+    @property
+    def saves(self) -> bool:
+        return self.savepoints and self.query.savepoints
 
 
 def send(bootstrap: str, topic: str, events: list[tuple[str, int]]) -> None:
@@ -171,6 +177,12 @@ def _figures(main: dict, restart: dict | None, directory: Path, checkpoint: str)
             "restart_s": restart and restart["first_commit_s"]}
 
 
+def closing(cell: Cell, spark: bool) -> list[tuple[str, int]]:
+    """What the restart reads: ``TAIL``, and for a windowed query ``CLOSE`` unless a restore follows."""
+    windowed = cell.query.name == "windowed"
+    return [TAIL, CLOSE] if windowed and (spark or not cell.saves) else [TAIL]
+
+
 def run_arm(cell: Cell, arm: str) -> dict:
     """One run of ``arm`` (``hdfs``, ``rocksdb`` or ``spark``) on ``cell``; every step's figures kept."""
     from integration_tests.kafka_tools import create_topic, unique
@@ -183,7 +195,7 @@ def run_arm(cell: Cell, arm: str) -> dict:
         topics = f"{cell.source},{tail}"
         steps["main"] = timed_spark(cell, topics, sink, directory / "checkpoint", directory / "main.log")
         if "failure" not in steps["main"]:
-            send(cell.bootstrap, tail, [TAIL, CLOSE] if cell.query.savepoints else [TAIL])
+            send(cell.bootstrap, tail, closing(cell, spark=True))
             steps["restart"] = timed_spark(cell, topics, sink, directory / "checkpoint", directory / "restart.log")
     else:
         prefix = unique("lstate")
@@ -191,9 +203,9 @@ def run_arm(cell: Cell, arm: str) -> dict:
         conf = ["--conf", f"spark.driver.memory={cell.heap}"]
         steps["main"] = timed_cli(["run", str(path), "--once", *conf], directory / "main.log")
         if "failure" not in steps["main"]:
-            send(cell.bootstrap, tail, [TAIL])
+            send(cell.bootstrap, tail, closing(cell, spark=False))
             steps["restart"] = timed_cli(["run", str(path), "--once", *conf], directory / "restart.log")
-        if cell.query.savepoints and "failure" not in steps.get("restart", {"failure": 1}):
+        if cell.saves and "failure" not in steps.get("restart", {"failure": 1}):
             saved = directory / "savepoint"
             steps["savepoint"] = timed_cli(["savepoint", str(path), "--to", str(saved)], directory / "savepoint.log")
             send(cell.bootstrap, tail, [CLOSE])

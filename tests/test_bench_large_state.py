@@ -86,3 +86,17 @@ def test_the_summary_keeps_flagged_runs_out_of_the_medians_and_the_ratios():
                             "rounds": 3, "queries": {"windowed": s}}))
     assert "hdfs 110 [100-120] (2)" in text and "rocksdb/hdfs per round: records_per_s 1.5 [1.5-1.5]" in text
     assert "flagged runs: [{'arm': 'hdfs', 'round': 2" in text
+
+
+def test_the_restart_closes_the_window_unless_a_restore_follows():
+    from pathlib import Path
+
+    from bench.large_state_arms import Cell, closing
+    from bench.large_state_input import QUERIES
+
+    def cell(query: str, savepoints: bool = True) -> Cell:
+        return Cell("b", "in", 10, QUERIES[query], 1, "1g", Path("."), savepoints)
+    assert closing(cell("windowed"), spark=False) == [TAIL]
+    assert closing(cell("windowed"), spark=True) == [TAIL, CLOSE]
+    assert closing(cell("windowed", savepoints=False), spark=False) == [TAIL, CLOSE]
+    assert closing(cell("dedup"), spark=False) == closing(cell("dedup"), spark=True) == [TAIL]
