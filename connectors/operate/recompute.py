@@ -143,7 +143,7 @@ def replay_batches(spark: Any, frame_of: Callable[[dict[str, str], str], Any], r
         if deep is not None:
             progress(f"batch {first}: Spark no longer keeps the state before it; replayed from batch "
                      f"{deep.floor.rewind_batch} with the floor at {deep.floor.w0_ms} ms (watermark "
-                     f"{deep.floor.watermark_ms} ms)")
+                     f"{deep.floor.watermark_ms} ms{', first in a seeded batch' if deep.seeded else ''})")
         source = view or recorded
         to_scratch, to_recorded = (deep.scratch, deep.recorded) if deep else (_same, _same)
         if input_conf:
@@ -155,13 +155,14 @@ def replay_batches(spark: Any, frame_of: Callable[[dict[str, str], str], Any], r
 
         def collect(df: Any, batch_id: int) -> None:
             b = to_recorded(batch_id)
-            if deep is not None and batch_id > 0 and (wrong := check_watermark(scratch, view, batch_id)):
+            if deep is not None and batch_id > deep.replay_batch and (wrong := check_watermark(scratch, view, batch_id)):
                 stopped.append(f"batch {b}: {wrong}")
                 finished.set()
                 return
             rows = df.mapInArrow(sets_fn(config.topic, counts, str(partitioner)), SETS_SCHEMA).collect()
-            if deep is not None and batch_id == 0:  # the replay that rebuilt the state: its output not compared
-                progress(f"the state before batch {first} rebuilt")
+            if deep is not None and batch_id <= deep.replay_batch:  # the seed, the replay: output not compared
+                if batch_id == deep.replay_batch:
+                    progress(f"the state before batch {first} rebuilt")
                 return
             done.sets[b] = merge_rows(rows)
             progress(f"recomputed batch {b}: {sum(s.records for s in done.sets[b].values()):,} records")
@@ -189,6 +190,8 @@ def _prepare(spark: Any, recorded: str, plan: recorded_view.ViewPlan, state: Sta
         deep = plan_floor(recorded, plan.sink_log, state, plan.first, texts[plan.first - 1])
         metadata = checkpoint_files.open_reader(recorded).read("metadata") or ""
         write_deep(deep, texts, metadata, view, scratch)
+        if deep.seeded and state is not None:
+            state.seed(spark, scratch, deep.floor)
         return deep
     if view:
         recorded_view.build(recorded, plan, view)

@@ -27,8 +27,13 @@ at the previous batch's, ``late_records``):
   judges with ``max(watermark, W)``; from batch 2 on the watermarks are the recorded ones.
 - state: the recorded state after A-1 is the windows ending after W_{A-1}, over every row read with
   ``t >= W0`` (never late: their windows end after every watermark applied); batch 0 reads them all
-  and no other (the floor). Overlapping sliding windows need batch 0 to run under W (a first
-  watermark Spark has no setting for): not replayed, with the reason.
+  and no other (the floor).
+- overlapping sliding windows (``seeded``): a row with ``t >= W0`` may also be in windows that
+  closed at W, whose (row, window) pairs only a batch judged at W drops. As a savepoint restore
+  does (``pipeline.watermark_seed``), scratch batch 0 is then the seed (empty, under W, written
+  through Spark's offset log), the replay is batch 1 (its late pairs judged at W, evicted at W:
+  nothing emitted), and recorded batch A-2+k is scratch batch k; batch A (scratch 2) is judged at
+  W_{A-1} (batch 0 read nothing) and evicts at W_A, as recorded.
 Where the event-time records do not prove the rewind, the reason is ``plan_rewind``'s.
 """
 from __future__ import annotations
@@ -36,7 +41,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from kafka_eos.config.model import PipelineConfig, Records
 from kafka_eos.config.records import records_home
@@ -50,9 +55,6 @@ from kafka_eos.txn.log import event_times
 from kafka_eos.txn.log.savepoints import RestoreStart, read_restore, write_restore
 
 ORIGIN = "verify --recompute"
-OVERLAPPING = ("the plan's sliding windows overlap (size > slide): the replay that rebuilds their state must "
-               "run under the watermark batch {before} applied from its first batch, which Spark has no setting "
-               "for; batches whose state Spark still keeps are recomputed")
 NO_WINDOW = "the query is built in code: the replay that rebuilds its state needs a YAML pipeline's window"
 WAY_ON = ("a range from batch 0, or from a batch whose previous one Spark still keeps, is recomputed; older "
           "batches are verified without --recompute")
@@ -67,23 +69,36 @@ class StatePlan:
     delay_ms: int | None
     home: str
     restored: RestoreStart | None
+    cfg: PipelineConfig | None = None   # the pipeline, for the seed of overlapping windows
 
     @classmethod
     def of(cls, cfg: PipelineConfig) -> "StatePlan":
         home, w = records_home(cfg), cfg.transform.watermark
-        return cls(window_of(cfg), w.delay_ms if w else None, home, read_restore(home))
+        return cls(window_of(cfg), w.delay_ms if w else None, home, read_restore(home), cfg)
+
+    def seed(self, spark: Any, scratch: str, floor: RestoreStart) -> None:
+        """Write the seed (``watermark_seed``: an empty batch 0 under W) into the scratch checkpoint."""
+        from kafka_eos.connectors.pipeline import watermark_seed
+        assert self.cfg is not None
+        watermark_seed.write(spark, scratch_config(self.cfg, scratch), floor)
 
 
 @dataclass(frozen=True)
 class DeepReplay:
     first: int            # A, the first recorded batch compared
-    floor: RestoreStart   # what scratch batch 0 replays, and the floor every batch applies
+    floor: RestoreStart   # what the replay batch reads, and the floor every batch applies
+    seeded: bool = False  # overlapping windows: scratch batch 0 is the seed, the replay batch 1
+
+    @property
+    def replay_batch(self) -> int:
+        """The scratch batch that rebuilds the state (its output is not compared)."""
+        return int(self.seeded)
 
     def recorded(self, scratch_batch: int) -> int:
-        return scratch_batch + self.first - 1
+        return scratch_batch + self.first - 1 - self.replay_batch
 
     def scratch(self, recorded_batch: int) -> int:
-        return recorded_batch - self.first + 1
+        return recorded_batch - self.first + 1 + self.replay_batch
 
 
 def _end(text: str, batch: int) -> Offsets:
@@ -111,8 +126,6 @@ def plan_floor(checkpoint: str, sink_log: str, state: StatePlan | None, first: i
     if state.window.kind not in ("tumbling", "sliding"):
         raise StateNotRebuildable(f"its state ({state.window.kind}) cannot be rebuilt by a replay: "
                                   f"{REFUSALS[state.window.kind]}")
-    if state.window.overlapping:
-        raise SavepointRefused(OVERLAPPING.format(before=first - 1))
     w, end = watermark_of(before), _end(before, first - 1)
     reader, times = CheckpointReader(checkpoint), event_times.read_times(sink_log)
     rows = batch_table(reader, times, first - 1)
@@ -121,7 +134,7 @@ def plan_floor(checkpoint: str, sink_log: str, state: StatePlan | None, first: i
                          {r.batch: dict(r.start) for r in rows}, end, bound)
     assert rewind.floor is not None
     floor = RestoreStart(ORIGIN, rewind.floor.w0_ms, w, end, dict(rewind.offsets), rewind.rewind_batch)
-    return DeepReplay(first, merged(floor, state.restored))
+    return DeepReplay(first, merged(floor, state.restored), state.window.overlapping)
 
 
 def reason(refused: SavepointRefused) -> str:
@@ -130,9 +143,10 @@ def reason(refused: SavepointRefused) -> str:
     return f"{text}; {WAY_ON}"
 
 
-def replay_entry(before: str, floor: RestoreStart) -> str:
-    """Scratch ``offsets/0``: batch first-1's entry, each scan from the rewind to its end (the start
-    recorded on the end, as a first batch's), under watermark 0 (a new query's first)."""
+def replay_entry(before: str, floor: RestoreStart, first_batch: bool = True) -> str:
+    """The replay batch's entry: batch first-1's, each scan from the rewind to its end, under
+    watermark 0; as scratch ``offsets/0`` (``first_batch``) its start is recorded on its end, as a
+    first batch's; after the seed it starts where the seed ended (the rewind)."""
     entry = parse_entry(0, before)
     assert entry is not None
     metadata = {**json.loads(entry.metadata or "{}"), "batchWatermarkMs": 0}
@@ -141,7 +155,8 @@ def replay_entry(before: str, floor: RestoreStart) -> str:
         stored = json.loads(line)
         end = model.decode(stored)
         tasks = model.planned_tasks(stored) if end != floor.rewind else None
-        lines.append(model.with_scan(model.encode(end, start=floor.rewind, tasks=tasks), model.scan_of(stored)))
+        start = floor.rewind if first_batch else None
+        lines.append(model.with_scan(model.encode(end, start=start, tasks=tasks), model.scan_of(stored)))
     return "\n".join(["v1", _compact(metadata), *(_compact(line) for line in lines)])
 
 
@@ -150,13 +165,17 @@ def _compact(data: object) -> str:
 
 
 def write(deep: DeepReplay, texts: Mapping[int, str], metadata: str, view: str, scratch: str) -> None:
-    """The renumbered view (``<view>/offsets/k``, k >= 1) and the scratch checkpoint Spark starts
-    from: the recorded ``metadata``, ``offsets/0`` (uncommitted) and the floor's restore record."""
-    first = replay_entry(texts[deep.first - 1], deep.floor)
+    """The renumbered view (``<view>/offsets/k``: the replay batch, then the recorded batches) and
+    the scratch checkpoint Spark starts from: the recorded ``metadata``, the floor's restore record
+    and, unseeded, ``offsets/0`` (the replay batch, uncommitted); seeded, the caller writes the
+    seed (``StatePlan.seed``, through Spark) and Spark plans the replay batch from the view."""
+    replay = replay_entry(texts[deep.first - 1], deep.floor, first_batch=not deep.seeded)
     for root in (Path(view), Path(scratch)):
         (root / "offsets").mkdir(parents=True, exist_ok=True)
         (root / "metadata").write_text(metadata)
-        (root / "offsets" / "0").write_text(first)
+    (Path(view) / "offsets" / str(deep.replay_batch)).write_text(replay)
+    if not deep.seeded:
+        (Path(scratch) / "offsets" / "0").write_text(replay)
     for batch, text in texts.items():
         if batch >= deep.first:
             (Path(view) / "offsets" / str(deep.scratch(batch))).write_text(text)

@@ -78,10 +78,12 @@ def test_event_time_records_that_do_not_reach_back_say_so(recorded, tmp_path):
     assert said.endswith(WAY_ON) and "Take the savepoint" not in said and "checkpoint.location" not in said, said
 
 
-def test_windows_a_replay_cannot_rebuild_are_refused_with_the_reason(recorded):
+def test_overlapping_windows_are_seeded_and_the_others_a_replay_cannot_rebuild_refused(recorded):
     root, log = recorded
-    with pytest.raises(SavepointRefused, match="sliding windows overlap.*batch 5 applied"):
-        plan_floor(str(root), log, state(WindowSpec.sliding(2 * MINUTE, MINUTE)), 6, entry(5, watermark(5)))
+    sliding = plan_floor(str(root), log, state(WindowSpec.sliding(2 * MINUTE, MINUTE)), 6, entry(5, watermark(5)))
+    # W_5 = 4:29.999: the earliest window open at it is [3 min, 5 min); the seed, then the replay
+    assert (sliding.seeded, sliding.floor.w0_ms, sliding.floor.rewind_batch) == (True, 3 * MINUTE, 3)
+    assert (sliding.replay_batch, sliding.recorded(2), sliding.scratch(9)) == (1, 6, 5)
     with pytest.raises(StateNotRebuildable, match="session") as refused:
         plan_floor(str(root), log, state(WindowSpec("session")), 6, entry(5, watermark(5)))
     said = reason(refused.value)
@@ -90,9 +92,9 @@ def test_windows_a_replay_cannot_rebuild_are_refused_with_the_reason(recorded):
     assert "runbook" not in said and said.endswith(WAY_ON)
     with pytest.raises(SavepointRefused, match=NO_WINDOW):
         plan_floor(str(root), log, None, 6, entry(5, watermark(5)))
-    # a slide equal to its size, or longer, overlaps nothing: replayed as tumbling windows are
-    assert plan_floor(str(root), log, state(WindowSpec.sliding(MINUTE, 2 * MINUTE)), 6,
-                      entry(5, watermark(5))).floor.rewind_batch is not None
+    # a slide equal to its size, or longer, overlaps nothing: replayed as tumbling windows are, unseeded
+    assert not plan_floor(str(root), log, state(WindowSpec.sliding(MINUTE, 2 * MINUTE)), 6,
+                          entry(5, watermark(5))).seeded
 
 
 def test_the_recorded_runs_own_floor_is_kept_where_it_is_the_larger():
@@ -139,3 +141,18 @@ def test_the_view_is_renumbered_and_the_scratch_starts_with_the_replay_batch_unc
     assert check_watermark(str(scratch), str(view), 1) == (f"the replay planned the batch under watermark "
                                                            f"{watermark(6) - 1} ms, the recorded run under "
                                                            f"{watermark(6)} ms")
+
+
+def test_a_seeded_replay_leaves_batch_0_to_the_seed_and_plans_the_replay_from_the_view(tmp_path):
+    deep = DeepReplay(6, RestoreStart("verify --recompute", 3 * MINUTE, watermark(5), {("in", 0): 600},
+                                      {("in", 0): 300}, 3), seeded=True)
+    texts = {b: entry(b, watermark(b), scans=("output", "late")) for b in range(5, 8)}
+    view, scratch = tmp_path / "view", tmp_path / "scratch"
+    write(deep, texts, '{"id":"q"}', str(view), str(scratch))
+    assert sorted(int(p.name) for p in (view / "offsets").iterdir()) == [1, 2, 3]
+    assert (view / "offsets" / "2").read_text() == texts[6] and (view / "offsets" / "3").read_text() == texts[7]
+    assert not list((scratch / "offsets").iterdir()), "batch 0 is the seed's, written through Spark"
+    replay = [json.loads(x) for x in (view / "offsets" / "1").read_text().split("\n")[2:]]
+    # batch 1 starts where the seed ended (the rewind): no start recorded on its end
+    assert all(model.planned_start(s) is None and model.decode(s) == {("in", 0): 600} for s in replay)
+    assert [model.scan_of(s) for s in replay] == ["output", "late"] and read_restore(str(scratch)) == deep.floor
