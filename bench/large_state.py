@@ -23,6 +23,7 @@ Writes ``bench/results/<date>-large-state-<keys>.json``; ``make bench`` runs it 
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -71,8 +72,8 @@ def summarize(runs: dict[str, list[dict]]) -> dict:
                  for figure in FIGURES}
     ratios: dict = {}
     for name, (a, b) in RATIOS.items():
-        pairs = [(x, y) for x, y in zip(runs.get(a, []), runs.get(b, []), strict=False)
-                 if x["output_exact"] and y["output_exact"]]
+        by_round = {y["round"]: y for y in runs.get(b, []) if y["output_exact"]}
+        pairs = [(x, by_round[x["round"]]) for x in runs.get(a, []) if x["output_exact"] and x["round"] in by_round]
         if pairs:
             ratios[name] = {f: method.round_ratios([x[f] for x, _ in pairs], [y[f] for _, y in pairs])
                             for f in ("records_per_s", "batch_p95_ms", "jvm_peak_rss_mb", "restart_s")}
@@ -114,6 +115,26 @@ def measure(bootstrap: str, keys: int, queries: list[str], rounds: int, heap: st
     return result
 
 
+def combine(documents: list[dict]) -> dict:
+    """One summary over the runs of several result files of the same key count (a cell continued in
+    another process, e.g. after the machine's timed window): rounds numbered on across the files."""
+    out: dict = {"input": documents[0]["input"], "heap": documents[0]["heap"], "arms": documents[0]["arms"],
+                 "combined_from": [d.get("file") for d in documents], "queries": {}}
+    first = 0
+    merged: dict[str, dict[str, list[dict]]] = {}
+    for d in documents:
+        used = [r["round"] for q in d["queries"].values() for rs in q["runs"].values() for r in rs]
+        for name, q in d["queries"].items():
+            for arm, rs in q["runs"].items():
+                merged.setdefault(name, {}).setdefault(arm, []).extend(
+                    {**r, "round": first + r["round"], "file": d.get("file")} for r in rs)
+        first += max(used, default=-1) + 1
+    for name, runs in merged.items():
+        out["queries"][name] = {**summarize(runs), "runs": runs}
+    out["rounds"] = first
+    return out
+
+
 def line_of(query: str, r: int, rounds: int, run: dict) -> str:
     figures = ", ".join(f"{f} {run[f]}" for f in FIGURES if run.get(f) is not None)
     return (f"large state {query} round {r + 1}/{rounds} {run['arm']}: {figures}; exact {run['output_exact']}"
@@ -152,7 +173,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--name", default=None, help="result name (default: large-state-<keys>)")
     p.add_argument("--no-savepoints", action="store_true", help="no savepoint and restore (they double a run)")
     p.add_argument("--until", default="", metavar="HH:MM", help="UTC: start no run that would end after it")
+    p.add_argument("--combine", nargs="+", metavar="FILE", help="no runs: one summary of these result files "
+                   "(the same key count), written as --name")
     a = p.parse_args(argv)
+    if a.combine:
+        documents = [{**json.loads(Path(f).read_text()), "file": Path(f).name} for f in a.combine]
+        combined = combine(documents)
+        path = write_result(a.name or f"large-state-{a.keys}-combined", combined)
+        print("\n".join(lines(combined)))
+        print(f"wrote {path}")
+        return
     deadline = 0.0
     if a.until:
         now = datetime.now(timezone.utc)

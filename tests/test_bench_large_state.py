@@ -100,3 +100,17 @@ def test_the_restart_closes_the_window_unless_a_restore_follows():
     assert closing(cell("windowed"), spark=True) == [TAIL, CLOSE]
     assert closing(cell("windowed", savepoints=False), spark=False) == [TAIL, CLOSE]
     assert closing(cell("dedup"), spark=False) == closing(cell("dedup"), spark=True) == [TAIL]
+
+
+def test_files_combine_with_rounds_numbered_on_and_ratios_paired_by_round():
+    from bench.large_state import combine
+    one = {"input": {"keys": 10}, "heap": "2g", "arms": ["hdfs", "rocksdb", "spark"], "file": "a",
+           "queries": {"windowed": {"runs": {"hdfs": [run("hdfs", 0, 100)], "rocksdb": [run("rocksdb", 0, 150)]}}}}
+    two = {**one, "file": "b", "queries": {"windowed": {"runs": {
+        "spark": [run("spark", 0, 400)], "rocksdb": [run("rocksdb", 0, 200)], "hdfs": [run("hdfs", 0, 100)]}}}}
+    c = combine([one, two])
+    q = c["queries"]["windowed"]
+    assert c["rounds"] == 2 and [r["round"] for r in q["runs"]["rocksdb"]] == [0, 1]
+    assert q["ratios"]["rocksdb/hdfs"]["records_per_s"]["per_round"] == [1.5, 2.0]
+    assert q["ratios"]["hdfs/spark"]["records_per_s"]["per_round"] == [0.25]
+    assert q["records_per_s"]["spark"]["samples"] == [400]
