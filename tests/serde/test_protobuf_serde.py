@@ -171,3 +171,15 @@ def test_the_formats_table_routes_protobuf(file_set):
     assert decoder(from_text).arrow_type == pa.struct([("id", pa.string())])
     with pytest.raises(ValueError, match="writer schema id"):
         encoder(ValueSerde(DataFormat.PROTOBUF, descriptors=file_set, registry=Registry("http://r:8081")))
+
+
+def test_proto2_presence_and_an_enum_number_the_schema_does_not_name():
+    fs = compile_schema('syntax = "proto2"; message P { optional int32 n = 1; required string s = 2; '
+                        'optional E e = 3; } enum E { A = 0; B = 1; }', "p.proto")
+    cls = message_class(ProtoSchema(fs), "P")
+    unset = cls(s="x").SerializeToString()
+    open_enum = compile_schema('syntax = "proto3"; message Q { F f = 1; } enum F { Z = 0; }', "q.proto")
+    newer = compile_schema('syntax = "proto3"; message Q { F f = 1; } enum F { Z = 0; Y = 7; }', "q.proto")
+    later = message_class(ProtoSchema(newer), "Q")(f=7).SerializeToString()
+    assert ProtobufDecoder(fs, "P").decode(pa.array([unset]))[0].to_pylist() == [{"n": None, "s": "x", "e": None}]
+    assert ProtobufDecoder(open_enum, "Q").decode(pa.array([later]))[0].to_pylist() == [{"f": "7"}]
