@@ -23,10 +23,13 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import pytest
+import yaml
 
 from integration_tests.kafka_tools import check_exactly_once, read_all
-from integration_tests.savepoint_cells import (MINUTE, SQL, Saved, late_ids, more_input, pipeline, run_and_save,
-                                               windows)
+from integration_tests.pipeline_cli import kafka_eos, small_spark_conf, start_kafka_eos
+from integration_tests.pipeline_runs import kill_group, tail, wait_for
+from integration_tests.savepoint_cells import (MINUTE, SQL, Saved, late_ids, more_input, pipeline, pipeline_doc,
+                                               run_and_save, windows)
 from kafka_eos.connectors.pipeline import restore, watermark_seed
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader
 from kafka_eos.connectors.pipeline.runner import run_query
@@ -117,6 +120,49 @@ def test_a_sliding_window_restore_emits_every_window_once(bootstrap, spark, tmp_
           f"({figures['late']} late), {figures['by_old']} emitted by the old query, {figures['by_new']} by the new "
           f"({figures['open']} open at the savepoint, W {sp.watermark_ms}); savepoint {saved.save_s:.1f} s, "
           f"restore {restore_s:.1f} s, replay from batch {sp.rewind and sp.rewind['batch']} of {sp.last_batch}")
+
+
+# the seed (batch 0, empty, under W) decided and not committed: the restart runs the replay query
+# again; the replay (batch 1) planned and written, not decided: the restart replays it from the
+# offset log (a point fires once: claimed in the faults directory)
+KILLS = ("after_decision@0", "before_decision@1")
+
+
+@pytest.mark.slow  # about 5 minutes: the saved pipeline in-process, then three `kafka-eos run --from-savepoint`
+@pytest.mark.chaos
+def test_the_driver_killed_after_the_seed_and_in_the_replay_then_run_again_emits_every_window_once(
+        bootstrap, spark, tmp_path):
+    saved = run_and_save(spark, bootstrap, tmp_path, SLIDING)
+    sp, opened = saved.done.savepoint, open_at(saved)
+    more_input(bootstrap, saved)
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    doc = pipeline_doc(tmp_path, saved.topics, "cp2", CHANGED,
+                       sink_options={"faultInjection": ",".join(KILLS), "faultInjectionDir": str(faults)})
+    path = tmp_path / "new.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    args = ["run", str(path), "--from-savepoint", saved.done.location, "--once", *small_spark_conf()]
+    log, checkpoint = tmp_path / "restore.log", tmp_path / "cp2"
+    began = time.monotonic()
+    for batch, point in enumerate(KILLS):
+        run = start_kafka_eos(args, bootstrap, tmp_path, log)
+        try:
+            wait_for((faults, point.split("@")[0] + ".*"), run, 300, log)
+        finally:
+            kill_group(run)
+        reader = CheckpointReader(str(checkpoint))
+        assert reader.offset_batches() == list(range(batch + 1)) and reader.commit_batches() == list(range(batch)), (
+            f"killed at {point}: {reader.offset_batches()}, {reader.commit_batches()}")
+    last = kafka_eos(args, bootstrap, tmp_path)
+    assert last.code == 0, last.log() + "\n" + tail(log)
+    restore_s = time.monotonic() - began
+    seed = CheckpointReader(str(checkpoint)).offsets(0)
+    assert seed is not None and json.loads(seed.metadata)["batchWatermarkMs"] == sp.watermark_ms
+    figures = check_once(bootstrap, saved, opened)
+    print(f"savepoint sliding killed after the seed and in the replay: {figures['windows']} windows over "
+          f"{figures['records']} records ({figures['late']} late), {figures['by_old']} emitted by the old query, "
+          f"{figures['by_new']} by the new; {len(KILLS)} kills ({', '.join(KILLS)}); savepoint {saved.save_s:.1f} s, "
+          f"restore {restore_s:.1f} s with the kills")
 
 
 def replay_as_batch_0(cfg, start) -> watermark_seed.Seed:
