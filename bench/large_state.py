@@ -95,14 +95,15 @@ def measure(bootstrap: str, keys: int, queries: list[str], rounds: int, heap: st
     result: dict = {"input": {"keys": keys, "records": records(keys), "partitions": PARTITIONS,
                               "max_offsets_per_trigger": max(keys // 10, 1), "produce_s": produce_s},
                     "heap": heap, "arms": list(arms), "rounds": rounds, "savepoints": savepoints, "queries": {}}
+    longest = 0.0  # the longest run so far, of any query: what a next run may take
     with tempfile.TemporaryDirectory(prefix="large-state-") as workdir:
         for name in queries:
             cell = Cell(bootstrap, source, keys, QUERIES[name], max(keys // 10, 1), heap, Path(workdir), savepoints)
             runs: dict[str, list[dict]] = {arm: [] for arm in arms}
             for r in range(rounds):
                 for arm in order(r, arms):
-                    last = max((x["wall_s"] for rs in runs.values() for x in rs), default=0.0)
-                    if deadline and time.time() + last > deadline:
+                    longest = max([longest, *(x["wall_s"] for rs in runs.values() for x in rs)])
+                    if deadline and time.time() + longest > deadline:
                         result.setdefault("cut", []).append({"query": name, "round": r, "arm": arm})
                         continue
                     settled, began = settle(), time.time()
