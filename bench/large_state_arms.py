@@ -9,9 +9,10 @@ A run has its own checkpoint, output topic and one-partition ``tail`` topic the 
    checkpoint: seconds from the launch to its first batch's commit (the state loaded first);
 3. kafka-eos, windowed only (savepoints refuse deduplication): ``kafka-eos savepoint`` of the
    stopped pipeline (seconds), ``CLOSE`` written, ``run --from-savepoint --once`` on a new checkpoint
-   (seconds: the replay of the open window and its output). Spark's windowed run, and kafka-eos's
-   without savepoints (``Cell.savepoints`` False), get ``CLOSE`` with ``TAIL`` at their restart,
-   so every arm's output closes the same window;
+   (seconds: the replay of the open window and its output). Every other run (Spark's, dedup, and
+   kafka-eos's without savepoints) gets ``CLOSE`` with ``TAIL`` at its restart, so every arm's
+   output is complete: the watermark passes every event (SQL's DISTINCT is an aggregation keyed
+   by the event time: a row is emitted when the watermark passes it);
 4. the output read (read_committed) and checked (``OutputCheck``): not exact, the run is flagged.
 A step that fails (exit code, timeout, out of memory) is recorded with its log's tail, not raised.
 """
@@ -178,9 +179,8 @@ def _figures(main: dict, restart: dict | None, directory: Path, checkpoint: str)
 
 
 def closing(cell: Cell, spark: bool) -> list[tuple[str, int]]:
-    """What the restart reads: ``TAIL``, and for a windowed query ``CLOSE`` unless a restore follows."""
-    windowed = cell.query.name == "windowed"
-    return [TAIL, CLOSE] if windowed and (spark or not cell.saves) else [TAIL]
+    """What the restart reads: ``TAIL``, and ``CLOSE`` unless a restore follows (it gets ``CLOSE``)."""
+    return [TAIL, CLOSE] if spark or not cell.saves else [TAIL]
 
 
 def run_arm(cell: Cell, arm: str) -> dict:

@@ -11,9 +11,12 @@ Queries (the same SQL for kafka-eos and for Spark's own Kafka source and sink):
   K keys of the one open window until a record far later (``CLOSE_AT``) moves the watermark past it;
   the output is every key once with its count (2 for the repeated records' keys, else 1).
 - ``dedup``: ``SELECT DISTINCT`` over the key and the event time, watermark 10 minutes: every key
-  held in the state (nothing is older than the watermark), each emitted once when first seen.
+  held in the state (nothing is older than the watermark). Spark plans SQL's DISTINCT as an
+  aggregation keyed by the event time, so in append mode a row is emitted once the watermark
+  passes it: after ``CLOSE``, like the window.
 Every run adds the record ``TAIL`` (key ``tail``, inside the window) before its restart, so both
-outputs also hold ``tail`` once (count 1).
+outputs also hold ``tail`` once (count 1); ``CLOSE`` (its own window or row stays open) is never
+emitted.
 """
 from __future__ import annotations
 

@@ -88,7 +88,7 @@ def test_the_summary_keeps_flagged_runs_out_of_the_medians_and_the_ratios():
     assert "flagged runs: [{'arm': 'hdfs', 'round': 2" in text
 
 
-def test_the_restart_closes_the_window_unless_a_restore_follows():
+def test_the_restart_moves_the_watermark_past_every_event_unless_a_restore_follows():
     from pathlib import Path
 
     from bench.large_state_arms import Cell, closing
@@ -99,7 +99,7 @@ def test_the_restart_closes_the_window_unless_a_restore_follows():
     assert closing(cell("windowed"), spark=False) == [TAIL]
     assert closing(cell("windowed"), spark=True) == [TAIL, CLOSE]
     assert closing(cell("windowed", savepoints=False), spark=False) == [TAIL, CLOSE]
-    assert closing(cell("dedup"), spark=False) == closing(cell("dedup"), spark=True) == [TAIL]
+    assert closing(cell("dedup"), spark=False) == closing(cell("dedup"), spark=True) == [TAIL, CLOSE]
 
 
 def test_files_combine_with_rounds_numbered_on_and_ratios_paired_by_round():
