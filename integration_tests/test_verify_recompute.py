@@ -215,20 +215,27 @@ def _held(checkpoint) -> list[int]:
     return sorted(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
 
 
+SLIDING = "window(event_time, '2 minutes', '1 minute')"
+
+
 @pytest.mark.chaos  # minutes: a 14-batch windowed run and three re-runs, each in a Spark of its own
-def test_recompute_rebuilds_window_state_spark_no_longer_keeps(bootstrap, tmp_path):
-    """The keyed 1-minute tumbling window with a late topic, ~14 batches of 150 records, late clicks
-    in the middle, Spark keeping 2 batches and their state (``spark.sql.streaming.minBatchesToRetain=2``).
-    ``verify --recompute`` re-runs every batch from batch 0 (empty state before it) and equals what
-    was committed; from batch 3, whose state Spark no longer keeps, the state is rebuilt by the
-    savepoint replay ([rewind, start of 3) with the floor at W0 of batch 2's watermark, output
-    discarded) and batches 3.. equal what was committed, each run under the recorded watermark.
-    A filter the run did not have fails a batch older than Spark's state."""
+@pytest.mark.parametrize("window", ["tumbling", "sliding"])
+def test_recompute_rebuilds_window_state_spark_no_longer_keeps(bootstrap, tmp_path, window):
+    """The keyed 1-minute tumbling window (or 2-minute windows sliding every minute) with a late
+    topic, ~14 batches of 150 records, late clicks in the middle, Spark keeping 2 batches and their
+    state (``spark.sql.streaming.minBatchesToRetain=2``). ``verify --recompute`` re-runs every batch
+    from batch 0 (empty state before it) and equals what was committed; from batch 3, whose state
+    Spark no longer keeps, the state is rebuilt by the savepoint replay ([rewind, start of 3) with
+    the floor at W0 of batch 2's watermark, output discarded; sliding windows after the seed of a
+    first watermark) and batches 3.. equal what was committed, each run under the recorded
+    watermark. A filter the run did not have fails a batch older than Spark's state."""
     source, sink, late = window_topics(bootstrap)
     seed(bootstrap, source, minutes=6)
     seed(bootstrap, source, minutes=1, start_minute=1)  # late once the pipeline has read minutes 0-5
     seed(bootstrap, source, minutes=4, start_minute=6)
     path = late_pipeline(tmp_path, source, sink, late, max_offsets=150)
+    if window == "sliding":
+        _set_filter(path, "window(event_time, '1 minute')", SLIDING)
     seconds, began = {}, time.monotonic()
     run = kafka_eos(["run", str(path), "--once", "--conf", "spark.sql.streaming.minBatchesToRetain=2"],
                     bootstrap, tmp_path)
@@ -266,6 +273,6 @@ def test_recompute_rebuilds_window_state_spark_no_longer_keeps(bootstrap, tmp_pa
     assert not [b for b in changed["per_batch"] if b["outcome"] == "cannot be verified"], changed
     seconds["changed"] = time.monotonic() - began
     replayed = next(x for x in rerun.stderr.splitlines() if "replayed from batch" in x)
-    print(f"verify --recompute past Spark's state: {len(report['per_batch'])} batches ({len(views)} windows, "
+    print(f"verify --recompute past Spark's state ({window}): {len(report['per_batch'])} batches ({len(views)} windows, "
           f"{len(late_records)} late), Spark holding {held}; {replayed.split(': ', 1)[1]}; failed with the changed "
           f"filter: {failed}; seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()))
