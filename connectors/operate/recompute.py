@@ -101,6 +101,8 @@ def recompute(spark: Any, cfg: PipelineConfig, batches: list[int],
     recorded = (cfg.checkpoint.location or "").rstrip("/")
     if not recorded:
         return Recomputed(missing={b: "the pipeline names no checkpoint.location" for b in batches})
+    if getattr(spark, "_jsc", None) is not None:
+        checkpoint_files.use_session(spark)  # the restore record at a URI: read through the session's Hadoop
     return replay_batches(spark, lambda extra, scratch: build_frame(spark, scratch_config(cfg, scratch),
                                                                     source_extra=extra),
                           recorded, sink_config(sink_options(cfg)), batches, progress, cfg.name or "kafka-eos",
