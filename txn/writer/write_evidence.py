@@ -67,7 +67,9 @@ class TaskEvidence:
     def place(self, batch: "Rows", topics: list, explicit: list[int] | None) -> tuple["Rows", list, list[int]]:
         """(the rows in the order to produce them, their topics, each one's partition; -1: librdkafka
         chooses). Arrow rows come back grouped by (topic, partition), each group in its order: the
-        order within a partition, the only order Kafka keeps, is unchanged. The rows join the digests."""
+        order within a partition, the only order Kafka keeps, is unchanged; regrouped rows come back
+        as the columns the writer produces (key, value[, headers]), each copied once. The rows join
+        the digests."""
         n = batch.num_rows
         chosen = np.full(n, -1, np.int32) if explicit is None else np.asarray(explicit, np.int32)
         if not self.complete or not n or None in topics:  # a row without a topic fails the write anyway
@@ -89,15 +91,12 @@ class TaskEvidence:
         edges = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), n]
         columns = pa.RecordBatch.from_arrays([keys, values] + ([headers] if headers is not None else []),
                                              ["key", "value"] + (["headers"] if headers is not None else []))
-        if len(edges) > 2:
-            at = pa.array(order)
-            columns = columns.take(at)
-            if not isinstance(batch, Records):
-                batch, topics = batch.take(at), topics if topic_of is None else [topics[i] for i in order]
+        if len(edges) > 2:  # the rows' bytes are copied once, and only what is produced
+            columns = columns.take(pa.array(order))
         self._digest(names, topic_index[order], chosen[order], edges, columns)
         if isinstance(batch, Records) or len(edges) == 2:
             return batch, topics, chosen.tolist()
-        return batch, topics, chosen[order].tolist()
+        return columns, topics if topic_of is None else [topics[i] for i in order], chosen[order].tolist()
 
     def _choose(self, topic: str, keys: pa.Array, rows: np.ndarray, chosen: np.ndarray) -> bool:
         if topic not in self._counts:

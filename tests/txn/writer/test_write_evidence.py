@@ -54,3 +54,20 @@ def test_a_partitioner_or_topic_it_cannot_predict_leaves_no_evidence_and_librdka
     unknown = TaskEvidence("murmur2_random", lambda t: None)
     assert unknown.place(Records([b"a"], [b"1"]), ["t"], None)[2] == [-1] and unknown.digests() == {}
     assert unknown.place(Records([b"b"], [b"2"]), ["t"], None)[2] == [-1], "once incomplete, it stays out of the way"
+
+
+def test_regrouped_rows_keep_each_key_with_its_value_and_headers_and_carry_only_what_is_produced():
+    evidence = TaskEvidence("murmur2", {"t": 8}.get)
+    n = 40
+    keys, values = [b"k%d" % i for i in range(n)], [b"v%d" % i * 50 for i in range(n)]
+    headers = [[{"key": "h", "value": b"%d" % i}] if i % 3 else None for i in range(n)]
+    batch = pa.RecordBatch.from_pydict({
+        "key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary()),
+        "topic": pa.array(["t"] * n), "offset": pa.array(range(n), pa.int64()),
+        "headers": pa.array(headers, pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))})
+    out, _, placed = evidence.place(batch, ["t"] * n, None)
+    assert out.schema.names == ["key", "value", "headers"], "the rows' other columns are not copied"
+    assert len(set(placed)) > 1 and placed == sorted(placed), "regrouped by partition"
+    row_of = {k: i for i, k in enumerate(keys)}
+    for key, value, header in zip(*(out.column(c).to_pylist() for c in ("key", "value", "headers")), strict=True):
+        assert (value, header) == (values[row_of[key]], headers[row_of[key]])
