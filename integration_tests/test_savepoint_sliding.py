@@ -113,6 +113,7 @@ def test_a_sliding_window_restore_emits_every_window_once(bootstrap, spark, tmp_
     seed, replay = reader.offsets(0), reader.offsets(1)
     assert seed is not None and json.loads(seed.metadata)["batchWatermarkMs"] == sp.watermark_ms
     assert replay is not None and all(model.decode(json.loads(line)) == sp.end for line in replay.sources)
+    assert json.loads(replay.metadata)["batchWatermarkMs"] == sp.watermark_ms, "the replay evicts with W (tracker)"
     if shuffle:
         assert seed.conf().get(SHUFFLE_CONF) == shuffle, seed.conf()
     figures = check_once(bootstrap, saved, opened)
