@@ -9,13 +9,15 @@ arm checks, after its first run, that its workers compiled ``DIR``'s modules (``
 
 Configurations per record size, each round in turn (``bench.throughput``'s settings):
 ``eos_before``, ``eos_after``, ``alo_before``, ``alo_after`` (kafka-eos exactly-once /
-at-least-once) and ``spark_tuned``. Records per size: about ``--run-mb`` MB, 4 batches.
+at-least-once) and ``spark_tuned`` (``--configs`` picks some). Records per size: about ``--run-mb``
+MB, 4 batches.
 
     python -m bench.size_ab --before-site DIR [--rounds 3] [--sizes 1024,10240] [--run-mb 200]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 from contextlib import contextmanager
@@ -70,9 +72,12 @@ def main() -> None:
     p.add_argument("--sizes", default="1024,10240")
     p.add_argument("--run-mb", type=int, default=200)
     p.add_argument("--settle-max-s", type=float, default=30.0)
+    p.add_argument("--configs", default=",".join(CONFIGS))
     p.add_argument("--name", default="size-ab")
+    p.add_argument("--partial", default="", help="a file the runs so far are written to after every run")
     a = p.parse_args()
     site = str(Path(a.before_site).resolve())
+    configs = tuple(a.configs.split(","))
     for cache in Path(site, "kafka_eos").rglob("__pycache__"):
         shutil.rmtree(cache)
     loads = {"start": load_avg()}
@@ -83,9 +88,9 @@ def main() -> None:
             n = records_for(size, a.run_mb)
             inp = throughput.prepare_input(cluster.bootstrap, n, size, max_offsets=n // BATCHES, warmup=n // BATCHES,
                                            broker_pids=brokers)
-            runs: dict[str, list[dict]] = {c: [] for c in CONFIGS}
+            runs: dict[str, list[dict]] = {c: [] for c in configs}
             for r in range(a.rounds):
-                for name in CONFIGS:
+                for name in configs:
                     settled = method.settle(25.0, a.settle_max_s)
                     before = load_avg()
                     result = run(inp, name, site)
@@ -96,14 +101,17 @@ def main() -> None:
                     print(f"round {r + 1}/{a.rounds} {size} B {name}: {result['records_per_s']:,} rec/s "
                           f"({result['records_per_s'] * size / 1e6:.1f} MB/s; load {before} -> "
                           f"{result['load_avg_1m']['after']})", flush=True)
-            rates = {c: [x["records_per_s"] for x in runs[c]] for c in CONFIGS}
+                    if a.partial:  # what ran is kept if the run is stopped
+                        Path(a.partial).write_text(json.dumps({**out, str(size): {"runs": runs}}))
+            rates = {c: [x["records_per_s"] for x in runs[c]] for c in configs}
             pairs = {"eos_after_vs_before": ("eos_after", "eos_before"), "alo_after_vs_before": ("alo_after", "alo_before"),
                      "eos_after_vs_spark_tuned": ("eos_after", "spark_tuned"),
                      "eos_before_vs_spark_tuned": ("eos_before", "spark_tuned"),
                      "alo_after_vs_eos_after": ("alo_after", "eos_after")}
             out[str(size)] = {"records": n, "records_per_s": {c: method.summary(v) for c, v in rates.items()},
-                              "ratios": {k: method.round_ratios(rates[x], rates[y]) for k, (x, y) in pairs.items()},
-                              "cpu_s_per_m": {c: throughput.cpu_medians(runs[c]) for c in CONFIGS}, "runs": runs}
+                              "ratios": {k: method.round_ratios(rates[x], rates[y]) for k, (x, y) in pairs.items()
+                                         if x in rates and y in rates},
+                              "cpu_s_per_m": {c: throughput.cpu_medians(runs[c]) for c in configs}, "runs": runs}
     loads["end"] = load_avg()
     path = write_result(a.name, {"run_mb": a.run_mb, "batches": BATCHES, "rounds": a.rounds, "before_site": site,
                                  "sizes": out, "load_avg_1m": loads})
