@@ -85,8 +85,8 @@ def summarize(runs: dict[str, list[dict]]) -> dict:
 def measure(bootstrap: str, keys: int, queries: list[str], rounds: int, heap: str, settle: Callable[[], dict],
             log: Callable[[str], None] = print, arms: tuple[str, ...] = ARMS, deadline: float = 0.0,
             savepoints: bool = True) -> dict:
-    """``deadline`` (epoch s, 0: none): a run that would end after it, by the longest run so far, is
-    not started and is listed in ``cut`` (the machine's timed windows)."""
+    """``deadline`` (epoch s, 0: none): a run that would end after it, by its arm's longest run so far
+    (none yet: any arm's), is not started and is listed in ``cut`` (the machine's timed windows)."""
     from integration_tests.kafka_tools import create_topic, unique
     source = create_topic(bootstrap, unique("lstate-in"), PARTITIONS)
     produce_s = produce_input(bootstrap, source, keys)
@@ -95,15 +95,16 @@ def measure(bootstrap: str, keys: int, queries: list[str], rounds: int, heap: st
     result: dict = {"input": {"keys": keys, "records": records(keys), "partitions": PARTITIONS,
                               "max_offsets_per_trigger": max(keys // 10, 1), "produce_s": produce_s},
                     "heap": heap, "arms": list(arms), "rounds": rounds, "savepoints": savepoints, "queries": {}}
-    longest = 0.0  # the longest run so far, of any query: what a next run may take
+    longest: dict[str, float] = {}  # per arm its longest run so far (any query): what its next run may take
     with tempfile.TemporaryDirectory(prefix="large-state-") as workdir:
         for name in queries:
             cell = Cell(bootstrap, source, keys, QUERIES[name], max(keys // 10, 1), heap, Path(workdir), savepoints)
             runs: dict[str, list[dict]] = {arm: [] for arm in arms}
             for r in range(rounds):
                 for arm in order(r, arms):
-                    longest = max([longest, *(x["wall_s"] for rs in runs.values() for x in rs)])
-                    if deadline and time.time() + longest > deadline:
+                    for done in (x for rs in runs.values() for x in rs):
+                        longest[done["arm"]] = max(longest.get(done["arm"], 0.0), done["wall_s"])
+                    if deadline and time.time() + longest.get(arm, max(longest.values(), default=0.0)) > deadline:
                         result.setdefault("cut", []).append({"query": name, "round": r, "arm": arm})
                         continue
                     settled, began = settle(), time.time()
