@@ -11,6 +11,7 @@ import datetime as dt
 import json
 
 import pyarrow as pa
+import pytest
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from integration_tests.kafka_tools import unique
@@ -141,6 +142,117 @@ def test_json_schema_bytes_equal_confluents_serializer_and_each_side_reads_the_o
     assert errors[6].startswith(f"does not match JSON Schema id {schema_id}: (value): 'name' is a required property")
     deserializer = JSONDeserializer(json.dumps(PERSON), schema_registry_client=client(schema_registry))
     assert [deserializer(value, context) for value in mine] == people
+
+
+PIPELINE_PROTO = """syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+import "google/protobuf/duration.proto";
+import "google/protobuf/wrappers.proto";
+
+message Order {
+  enum Status { NEW = 0; PAID = 1; }
+  message Line { string sku = 1; int32 qty = 2; }
+  string id = 1;
+  int64 amount = 2;
+  uint64 big = 3;
+  Status status = 4;
+  repeated Line lines = 5;
+  map<string, int64> tags = 6;
+  oneof pay { string card = 7; string iban = 8; }
+  google.protobuf.Timestamp at = 9;
+  google.protobuf.Duration took = 10;
+  google.protobuf.Int64Value maybe = 11;
+}
+"""
+
+
+def protobuf_pipeline(tmp_path, registry, topics: dict[str, str]):
+    """Protobuf values both ways through the registry: the source reads the subject's latest (as
+    Confluent's serializer registered it), the sink registers order.proto under <sink>-value."""
+    import yaml
+    proto = tmp_path / "order.proto"
+    proto.write_text(PIPELINE_PROTO)
+    reg = {"url": registry.url, "basic_auth_user_info": registry.user_info or ""}
+    doc = {
+        "version": 1, "name": "orders-protobuf",
+        "source": {"kafka": {"bootstrap_servers": "${KAFKA_BOOTSTRAP_SERVERS}"}, "topics": [topics["source"]],
+                   "starting_offsets": "earliest", "format": "protobuf", "schema": {"registry": reg}},
+        "transform": {"steps": [{"filter": "value.amount > 0"}, {"select": ["value.id AS key", "value AS value"]}]},
+        "sink": {"kafka": {"bootstrap_servers": "${KAFKA_BOOTSTRAP_SERVERS}"}, "topic": topics["sink"],
+                 "format": "protobuf", "schema": {"file": str(proto), "registry": reg},
+                 "transactional_id_prefix": unique("orders-pb")},
+        "checkpoint": {"location": str(tmp_path / "ck"), "trigger": "available_now"},
+        "errors": {"on_decode_error": "dlq", "dlq_topic": topics["dlq"]},
+    }
+    path = tmp_path / "orders-protobuf.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def pipeline_order(cls, run: str, i: int):
+    message = cls(id=f"{run}-{i}", amount=i % 10 - 1, big=2**64 - 1 - i, status=i % 2)
+    message.lines.add(sku=f"s{i}", qty=i)
+    message.tags["n"] = i
+    if i % 2:
+        message.card = f"4111-{i}"
+    message.at.FromDatetime(AT + dt.timedelta(seconds=i))
+    message.took.FromTimedelta(dt.timedelta(milliseconds=i))
+    if i % 3:
+        message.maybe.value = i
+    return message
+
+
+@pytest.mark.chaos  # a Spark run of about a minute (make chaos KIND=pipeline); the bytes are checked above in make test
+def test_protobuf_values_through_a_pipeline_once_each_and_an_unknown_id_in_the_dlq(bootstrap, schema_registry, tmp_path):
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from kafka_eos.connectors.demo_data import create_topics
+    from integration_tests.kafka_tools import assert_exactly_once, produce, read_all, tally
+    from integration_tests.pipeline_cli import kafka_eos
+    from integration_tests.registry_tools import cli_env
+    from kafka_eos.serde.protobuf_wire import frame
+    topics = {"source": unique("orders-pb-in"), "sink": unique("orders-pb-out"), "dlq": unique("orders-pb-dlq")}
+    create_topics(bootstrap, {topics["source"]: 2, topics["sink"]: 2, topics["dlq"]: 1})
+    cls = message_class(ProtoSchema(compile_schema(PIPELINE_PROTO, "order.proto")), "shop.Order")
+    serializer = ProtobufSerializer(cls, client(schema_registry), {"auto.register.schemas": True})
+    context = SerializationContext(topics["source"], MessageField.VALUE)
+    run, n = unique("o"), 300
+    good = [(f"{run}-{i}".encode(), serializer(pipeline_order(cls, run, i), context)) for i in range(n)]
+    poison = [(f"{run}-bad-{i}".encode(), frame(987_654_321, (0,), pipeline_order(cls, run, 1000 + i).SerializeToString()))
+              for i in range(3)]
+    produce(bootstrap, topics["source"], good[: n // 2] + poison, transactional=unique("pb-in"))
+    produce(bootstrap, topics["source"], good[n // 2:])
+
+    result = kafka_eos(["run", str(protobuf_pipeline(tmp_path, schema_registry, topics)), "--once"], bootstrap,
+                       tmp_path / "cks", env=cli_env(schema_registry))
+    assert result.code == 0, result.log()
+
+    sink_id = client(schema_registry).get_latest_version(f"{topics['sink']}-value").schema_id
+    out = read_all(bootstrap, topics["sink"])
+    reading = ValueSerde(DataFormat.PROTOBUF, registry=ours(schema_registry),
+                         descriptors=compile_schema(PIPELINE_PROTO, "order.proto"), message="shop.Order")
+    decoded, errors = decoder(reading).decode(pa.array([m.value() for m in out], pa.binary()))
+    assert errors == [None] * len(out) and {unframe(m.value())[0] for m in out} == {sink_id}
+    kept = [f"{run}-{i}" for i in range(n) if i % 10 - 1 > 0]
+    assert_exactly_once(tally([row["id"] for row in decoded.to_pylist()], kept))
+    by_id = {row["id"]: row for row in decoded.to_pylist()}
+    sample = by_id[f"{run}-7"]
+    assert (sample["big"], sample["status"], sample["card"], sample["took"]) == (2**64 - 8, "PAID", "4111-7",
+                                                                                dt.timedelta(milliseconds=7))
+    assert sample["at"] == AT + dt.timedelta(seconds=7) and sample["maybe"] == 7 and sample["tags"] == [("n", 7)]
+    assert by_id[f"{run}-3"]["maybe"] is None, "an unset wrapper stays null through Spark and back"
+
+    dlq = read_all(bootstrap, topics["dlq"])
+    assert sorted(m.key() for m in dlq) == sorted(k for k, _ in poison)
+    offsets = {k: None for k, _ in poison}
+    for message in dlq:
+        headers = {k: v.decode() for k, v in message.headers()}
+        assert message.value() == dict(poison)[message.key()], "the DLQ keeps the original bytes"
+        assert headers["kafka-eos.error"].startswith("unknown schema id 987654321: not in the schema registry at")
+        assert headers["kafka-eos.source.topic"] == topics["source"]
+        offsets[message.key()] = (int(headers["kafka-eos.source.partition"]), int(headers["kafka-eos.source.offset"]))
+    source = {m.key(): (m.partition(), m.offset()) for m in read_all(bootstrap, topics["source"])}
+    assert offsets == {k: source[k] for k in offsets}, "the DLQ names each poison record's partition and offset"
 
 
 def test_a_proto_file_is_registered_with_its_imports_as_references(schema_registry, tmp_path):
