@@ -272,3 +272,53 @@ def test_a_proto_file_is_registered_with_its_imports_as_references(schema_regist
     source = reader_serde(DataFormat.PROTOBUF, None, None, registry, f"{topic}-value")
     decoded, errors = decoder(source).decode(values)
     assert decoded.to_pylist() == rows and errors == [None] * 3
+
+
+@pytest.mark.chaos  # a Spark run of about a minute (make chaos KIND=pipeline)
+def test_json_schema_values_through_a_pipeline_once_each_and_invalid_ones_in_the_dlq(bootstrap, schema_registry, tmp_path):
+    """format: json with schema.registry both ways: documents written by confluent-kafka's JSONSerializer,
+    validated against their writer schema by id; one that breaks it goes to the DLQ with the rule it breaks."""
+    import yaml
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+    from kafka_eos.connectors.demo_data import create_topics
+    from integration_tests.kafka_tools import assert_exactly_once, produce, read_all, tally
+    from integration_tests.pipeline_cli import kafka_eos
+    from integration_tests.registry_tools import cli_env
+    from kafka_eos.serde.wire_format import frame
+    topics = {"source": unique("people-in"), "sink": unique("people-out"), "dlq": unique("people-dlq")}
+    create_topics(bootstrap, {topics["source"]: 2, topics["sink"]: 2, topics["dlq"]: 1})
+    serializer = JSONSerializer(json.dumps(PERSON), client(schema_registry), conf={"auto.register.schemas": True})
+    context = SerializationContext(topics["source"], MessageField.VALUE)
+    run, n = unique("p"), 200
+    good = [(f"{run}-{i}".encode(), serializer({"name": f"{run}-{i}", "age": i, "tags": ["t"] * (i % 3)}, context))
+            for i in range(n)]
+    schema_id = int.from_bytes(good[0][1][1:5], "big")
+    invalid = [(f"{run}-bad-{i}".encode(), frame(schema_id, json.dumps({"age": -i}).encode())) for i in range(1, 3)]
+    produce(bootstrap, topics["source"], good + invalid, transactional=unique("people"))
+    schema_file = tmp_path / "person.json"
+    schema_file.write_text(json.dumps(PERSON))
+    reg = {"url": schema_registry.url, "basic_auth_user_info": schema_registry.user_info or ""}
+    doc = {"version": 1, "name": "people-json-schema",
+           "source": {"kafka": {"bootstrap_servers": "${KAFKA_BOOTSTRAP_SERVERS}"}, "topics": [topics["source"]],
+                      "starting_offsets": "earliest", "format": "json", "schema": {"registry": reg}},
+           "transform": {"steps": [{"filter": "value.age % 2 = 0"}, {"select": ["value.name AS key", "value AS value"]}]},
+           "sink": {"kafka": {"bootstrap_servers": "${KAFKA_BOOTSTRAP_SERVERS}"}, "topic": topics["sink"], "format": "json",
+                    "schema": {"file": str(schema_file), "registry": reg}, "transactional_id_prefix": unique("people")},
+           "checkpoint": {"location": str(tmp_path / "ck"), "trigger": "available_now"},
+           "errors": {"on_decode_error": "dlq", "dlq_topic": topics["dlq"]}}
+    path = tmp_path / "people.yaml"
+    path.write_text(yaml.safe_dump(doc))
+
+    result = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path / "cks", env=cli_env(schema_registry))
+    assert result.code == 0, result.log()
+    sink_id = client(schema_registry).get_latest_version(f"{topics['sink']}-value").schema_id
+    out = read_all(bootstrap, topics["sink"])
+    assert {int.from_bytes(m.value()[1:5], "big") for m in out} == {sink_id}
+    people = [json.loads(m.value()[5:]) for m in out]
+    assert_exactly_once(tally([p["name"] for p in people], [f"{run}-{i}" for i in range(0, n, 2)]))
+    assert {p["name"]: p["tags"] for p in people}[f"{run}-4"] == ["t"]
+    dlq = read_all(bootstrap, topics["dlq"])
+    assert sorted(m.key() for m in dlq) == sorted(k for k, _ in invalid)
+    for message in dlq:
+        error = dict(message.headers())["kafka-eos.error"].decode()
+        assert error.startswith(f"does not match JSON Schema id {schema_id}: (value): 'name' is a required property"), error
