@@ -31,25 +31,27 @@ from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
 
 CONFIGS = ("eos_before", "eos_after", "alo_before", "alo_after", "spark_tuned")
 NEUTRAL_CWD = Path(__file__).resolve().parent / "results"
+NO_PYC = "PYTHONDONTWRITEBYTECODE"
 
 
 @contextmanager
 def arm(site: str | None) -> Iterator[None]:
     """Spark jobs started in this block run the kafka-eos installed at ``site`` (None: the tree's)."""
-    cwd, path = os.getcwd(), os.environ.get("PYTHONPATH")
+    saved, cwd = {k: os.environ.get(k) for k in ("PYTHONPATH", NO_PYC)}, os.getcwd()
     os.chdir(NEUTRAL_CWD)
-    if site:
+    os.environ.pop("PYTHONPATH", None)
+    if site:  # its workers leave compiled files in ``site``: the proof they ran it (``_compiled``)
         os.environ["PYTHONPATH"] = site
-    else:
-        os.environ.pop("PYTHONPATH", None)
+        os.environ.pop(NO_PYC, None)
     try:
         yield
     finally:
         os.chdir(cwd)
-        if path is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = path
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def run(inp: throughput.Input, name: str, site: str) -> dict:
