@@ -98,7 +98,7 @@ def _cluster(s: Section) -> KafkaCluster:
 def _schema(s: Section | None, base_dir: Path) -> SchemaRef | None:
     if s is None:
         return None
-    file, inline_value = s.str("file"), s.raw("inline")
+    file, inline_value, message = s.str("file"), s.raw("inline"), s.str("message")
     inline = inline_value if isinstance(inline_value, str) or inline_value is None else json.dumps(inline_value)
     registry = _registry(s.optional_section("registry"))
     s.done()
@@ -111,7 +111,7 @@ def _schema(s: Section | None, base_dir: Path) -> SchemaRef | None:
         except OSError as exc:
             s.problem(s.at("file"), f"cannot read schema file {resolved}: {exc.strerror}",
                       "give a path relative to the pipeline file (e.g. ../schemas/order.avsc) or an absolute one")
-    return SchemaRef(file=file, inline=inline, registry=registry, text=text)
+    return SchemaRef(file=file, inline=inline, registry=registry, text=text, message=message)
 
 
 def _registry(s: Section | None) -> Registry | None:

@@ -53,3 +53,10 @@ def test_a_message_name_belongs_to_protobuf_and_json_with_a_registry_takes_a_jso
     bad = {"type": "object", "properties": {"v": {"type": ["string", "integer"]}}}
     found = with_source(tmp_path, "json", {"inline": json.dumps(bad), "registry": {"url": "http://r:8081"}})
     assert found and found[0][0] == "source.schema.inline" and "field v" in found[0][1]
+
+
+def test_the_yaml_message_key_picks_the_message(tmp_path):
+    """`schema.message` in the file reaches the rule (it was an unknown key before the loader took it)."""
+    assert with_source(tmp_path, "protobuf", {"inline": ORDER, "message": "shop.Ping"}) == []
+    found = with_source(tmp_path, "protobuf", {"inline": ORDER, "message": "Nope"})
+    assert [p for p, _ in found] == ["source.schema.message"] and "no message 'Nope'" in found[0][1]
