@@ -74,16 +74,7 @@ STREAM_METADATA = ("org.apache.spark.sql.execution.streaming.runtime.StreamMetad
 
 def stream_metadata(jvm: Any) -> Any:
     """Spark's ``StreamMetadata`` class in ``jvm`` (its companion's ``read``/``write``)."""
-    for name in STREAM_METADATA:
-        try:
-            jvm.java.lang.Class.forName(name)
-        except Exception:  # noqa: BLE001 - py4j's error for a class this Spark does not have
-            continue
-        found = jvm
-        for part in name.split("."):
-            found = getattr(found, part)
-        return found
-    raise RuntimeError(f"this Spark ({VERSION}) has none of {', '.join(STREAM_METADATA)}")
+    return _jvm_class(jvm, STREAM_METADATA)
 
 
 def arrow_schema(schema) -> Any:

@@ -240,6 +240,18 @@ def decode_rows(data: pa.Array, read_one: Callable[[Any], Any], t: pa.DataType,
     return to_array(values, errors, t, coerce), errors
 
 
+def encode_rows(data: pa.Array, write_one: Callable[[Any], bytes], mismatch: Callable[[int, str], str]) -> pa.Array:
+    """A binary array of ``write_one`` per non-null row (``to_pylist``, maps as dicts); a row whose
+    ``write_one`` raises ``ValueError`` fails the batch with ``mismatch(row index, reason)``."""
+    out: list[bytes | None] = []
+    for i, row in enumerate(data.to_pylist(maps_as_pydicts="strict")):
+        try:
+            out.append(None if row is None else write_one(row))
+        except ValueError as exc:
+            raise ValueError(mismatch(i, str(exc))) from None
+    return pa.array(out, type=pa.binary())
+
+
 def to_array(values: list[Any], errors: list[str | None], t: pa.DataType, coerce: Coerce | None) -> pa.Array:
     """An Arrow array of ``values`` (None = null). A row that fails gets null and an entry in
     ``errors`` (changed in place); rows already in error must be None in ``values``."""

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from kafka_eos.serde.arrow_types import RowDecodeError, coercer, decode_rows
+from kafka_eos.serde.arrow_types import RowDecodeError, coercer, decode_rows, encode_rows
 from kafka_eos.serde.avro_serde import UnknownSchemaId, WriterSchemaUnavailable
 from kafka_eos.serde.json_schema_registry import validator
 from kafka_eos.serde.json_schema_types import arrow_type, parse_json_schema
@@ -79,12 +79,6 @@ class JsonSchemaEncoder:
         return frame(self.schema_id, text.encode())
 
     def encode(self, data: pa.Array) -> pa.Array:
-        rows = data.to_pylist(maps_as_pydicts="strict")
-        out = []
-        for i, row in enumerate(rows):
-            try:
-                out.append(None if row is None else self.encode_one(row))
-            except ValueError as exc:
-                raise ValueError(f"row {i} does not match the sink's JSON Schema (id {self.schema_id}): {exc}. "
-                                 "Fix the transform's output, or the schema") from None
-        return pa.array(out, type=pa.binary())
+        return encode_rows(data, self.encode_one, lambda i, reason: (
+            f"row {i} does not match the sink's JSON Schema (id {self.schema_id}): {reason}. "
+            "Fix the transform's output, or the schema"))

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import pyarrow as pa
 from google.protobuf.message import DecodeError
 
-from kafka_eos.serde.arrow_types import RowDecodeError, coercer, decode_rows
+from kafka_eos.serde.arrow_types import RowDecodeError, coercer, decode_rows, encode_rows
 from kafka_eos.serde.avro_serde import UnknownSchemaId, WriterSchemaUnavailable
 from kafka_eos.serde.protobuf_schemas import ProtoSchema, ProtoSchemaError, message_class
 from kafka_eos.serde.protobuf_types import message_type
@@ -83,12 +83,6 @@ class ProtobufEncoder:
         return body if self.schema_id is None else frame(self.schema_id, self.indexes, body)
 
     def encode(self, data: pa.Array) -> pa.Array:
-        rows = data.to_pylist(maps_as_pydicts="strict")
-        out = []
-        for i, row in enumerate(rows):
-            try:
-                out.append(None if row is None else self.encode_one(row))
-            except ValueError as exc:
-                raise ValueError(f"row {i} does not fit Protobuf message {self.descriptor.full_name}: {exc}. "
-                                 "Cast the column in the transform to the message's field types") from None
-        return pa.array(out, type=pa.binary())
+        return encode_rows(data, self.encode_one, lambda i, reason: (
+            f"row {i} does not fit Protobuf message {self.descriptor.full_name}: {reason}. "
+            "Cast the column in the transform to the message's field types"))
