@@ -17,12 +17,16 @@ Invariants:
 - Each batch's numbers are also handed, as one ``BatchReport``, to the reporter's listeners
   (metrics); the line and the listeners read the same report. Lag is not a batch's number: the
   probes read it from the brokers on a timer (``connectors/operate/lag_sampler``).
+- A source's start and end offsets are JSON text, or None (``offset_json``: pyspark 4.0/4.1 hand
+  them as a Python repr).
 - It creates nothing: the sink log is only read, through ``SinkLogReader``, at the location the
   sink itself derives from its options (``sinkLogLocation``, else ``txn.sink_log.location_for``
   of the checkpoint).
 """
 from __future__ import annotations
 
+import ast
+import json
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -103,7 +107,27 @@ def batch_report(progress, read: int, record: BatchRecord | None, dlq_topic: str
 def _first_source(progress) -> tuple[str | None, str | None]:
     sources = getattr(progress, "sources", None) or []
     first = sources[0] if sources else None
-    return getattr(first, "startOffset", None), getattr(first, "endOffset", None)
+    return offset_json(getattr(first, "startOffset", None)), offset_json(getattr(first, "endOffset", None))
+
+
+def offset_json(given: object) -> str | None:
+    """A source's offset in a batch's progress as JSON text; None when the batch has none.
+
+    Spark's progress JSON holds the offset parsed (a JSON object). pyspark 4.3's
+    ``SourceProgress.fromJson`` turns it back into JSON text; 4.0 and 4.1's take ``str()`` of the
+    parsed value (a dict's Python repr, ``'None'`` for none), which is not JSON: read back here
+    exactly (``ast.literal_eval`` of what ``json.loads`` made: dicts, lists, strings, numbers,
+    booleans, None). Text of neither form is kept as given (not kafka-eos's offsets)."""
+    if given is None or not isinstance(given, str):
+        return None if given is None else json.dumps(given)
+    try:
+        value = json.loads(given)
+    except ValueError:
+        try:
+            value = ast.literal_eval(given)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return given
+    return None if value is None else json.dumps(value)
 
 
 def format_line(name: str, report: BatchReport, metrics: dict | None, dlq_topic: str | None,

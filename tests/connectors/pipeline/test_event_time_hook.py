@@ -89,6 +89,52 @@ def test_the_record_keeps_where_the_batch_started(tmp_path):
     assert kept[2].start is None  # not kafka-eos's offsets: not recorded (the offset log's are used)
 
 
+def source_progress(start: dict | None, end: dict) -> dict:
+    """A source's entry of Spark's progress JSON: the offsets parsed (JSON objects), as Spark writes them."""
+    return {"description": "kafka-eos", "startOffset": start, "endOffset": end, "latestOffset": end,
+            "numInputRows": 3, "inputRowsPerSecond": 1.0, "processedRowsPerSecond": 1.0, "metrics": {}}
+
+
+def record_of(tmp_path, sources: list) -> dict:
+    """The start each batch's record keeps, batch i having read through ``sources[i]``."""
+    log = str(tmp_path / "log")
+    recorder = EventTimeRecorder(log, print)
+    for batch, source in enumerate(sources):
+        at = progress(batch, {"watermark": "1970-01-01T00:00:00.000Z"})
+        at.sources = [source]
+        recorder(batch_report(at, 0, None, None))
+    return {batch: start_of(times) for batch, times in read_times(log).items()}
+
+
+FIRST = source_progress(None, model.encode({("in", 0): 9}, start={("in", 0): 2}))
+LATER = source_progress(model.encode({("in", 0): 9, ("in", 1): 4}), model.encode({("in", 0): 20, ("in", 1): 8}))
+STARTS = {0: {("in", 0): 2}, 1: {("in", 0): 9, ("in", 1): 4}}
+
+
+def test_the_start_is_kept_from_pyspark_4_0_and_4_1_s_progress_a_python_repr_of_the_offsets(tmp_path):
+    """pyspark 4.0/4.1's ``SourceProgress.fromJson`` keeps ``str(j["startOffset"])``: a dict's repr
+    (``'None'`` for batch 0's absent start), not JSON. Before: every record without a start, so a
+    savepoint's table and verify's reach-back had no batch past Spark's offset log."""
+    as_41 = [SimpleNamespace(startOffset=str(s["startOffset"]), endOffset=str(s["endOffset"])) for s in (FIRST, LATER)]
+    assert as_41[0].startOffset == "None" and as_41[1].startOffset.startswith("{'v': 1")
+    assert record_of(tmp_path, as_41) == STARTS
+
+
+def test_the_start_is_kept_from_the_installed_pyspark_s_own_source_progress(tmp_path):
+    """Through this pyspark's own ``SourceProgress.fromJson`` (make matrix runs this on 4.0-4.2)."""
+    from pyspark.sql.streaming.listener import SourceProgress
+    assert record_of(tmp_path, [SourceProgress.fromJson(FIRST), SourceProgress.fromJson(LATER)]) == STARTS
+
+
+def test_an_offset_of_the_progress_is_json_text_whatever_the_pyspark():
+    from kafka_eos.connectors.pipeline.progress import offset_json
+    json_text = json.dumps(model.encode({("in", 0): 9}))
+    for given in (json_text, str(json.loads(json_text)), json.loads(json_text)):
+        assert json.loads(offset_json(given)) == model.encode({("in", 0): 9}), given
+    assert [offset_json(x) for x in (None, "None", "null")] == [None, None, None]
+    assert offset_json("not offsets") == "not offsets"  # neither form: kept, and the hook records no start
+
+
 def test_in_a_kafka_store_the_records_are_written_as_the_runner_role(tmp_path, monkeypatch):
     """A command beside the run writes as the operator role: had the hook written as the process's
     default (operator), a `kafka-eos verify` would fence it and the run would record no more."""
