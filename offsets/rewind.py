@@ -14,7 +14,8 @@ Enforced here:
   unknown (no record for it: replaying more is exact, only longer). Every batch before it is known
   to hold no ``t >= W0``: by its own record, or, before the earliest batch, by ``prefix_bound_ms``
   (e.g. that batch's watermark + delay: Spark's watermark is the largest event time seen before
-  the batch minus the delay); unproven, it raises ``EventTimesMissing``. Rewind offsets are that
+  the batch minus the delay); unproven, or no batch's start known at all, it raises
+  ``EventTimesMissing`` (None is only "no batch may hold an open window's record": nothing to replay). Rewind offsets are that
   batch's start offsets; a partition the batch did not read starts where a later batch first did.
   The event times must cover every row the NEW transform may window (docs/savepoints.md).
 - ``Floor``: a replayed record (offset below the savepoint's end of its partition) whose time is
@@ -184,9 +185,14 @@ def _contiguous(starts: Mapping[int, Offsets]) -> list[int]:
 def rewind_batch(w0_ms: int, max_times: Mapping[int, int | None], batches: list[int],
                  prefix_bound_ms: int | None) -> int | None:
     """The first of ``batches`` that may hold ``t >= w0_ms`` (unknown times may); None when none does.
-    Raises ``EventTimesMissing`` unless the rows before the first batch are bounded below ``w0_ms``."""
+    Raises ``EventTimesMissing`` when no batch's start is known (nothing proves what to replay), or
+    unless the rows before the first batch are bounded below ``w0_ms``."""
     if not batches:
-        return None
+        raise EventTimesMissing(
+            f"no batch's start offsets are known (neither Spark's offset log nor an event-time record keeps one "
+            f"for the last batch), so the replay of the windows open at the savepoint (from {w0_ms} ms on) has no "
+            "proven start. Take the savepoint while the event-time records, with their batches' start offsets, "
+            f"reach back to the earliest open window, or {_WAY_ON[0].lower()}{_WAY_ON[1:]}")
     if prefix_bound_ms is None or prefix_bound_ms >= w0_ms:
         known = "unknown" if prefix_bound_ms is None else f"up to {prefix_bound_ms} ms"
         raise EventTimesMissing(

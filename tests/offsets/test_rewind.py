@@ -265,6 +265,20 @@ def test_the_batches_before_the_earliest_record_must_be_bounded_below_w0():
         plan_rewind(WindowSpec.tumbling(10), 25, times, {7: {A: 70}, 9: {A: 85}}, {A: 90}, 19)
 
 
+def test_no_batch_known_is_refused_with_the_way_on_never_a_plan_that_replays_nothing():
+    """Before: an empty batch table gave rewind batch None and the end as the rewind: the windows open
+    at the savepoint restored (or re-run) without their records so far."""
+    for bound in (None, NOTHING_BEFORE, 19):
+        with pytest.raises(EventTimesMissing, match="no batch's start offsets are known") as refused:
+            plan_rewind(WindowSpec.tumbling(10), 25, {}, {}, {A: 90}, bound)
+        said = str(refused.value)
+        assert "from 20 ms on" in said and "Take the savepoint while the event-time records" in said, said
+        assert "start a new checkpoint.location" in said, said
+    with pytest.raises(EventTimesMissing, match="no batch's start offsets are known"):
+        plan_rewind(WindowSpec.sliding(10, 5), 25, {3: 30}, {}, {A: 90}, 19)  # times without starts: unknown
+    assert plan_rewind(WindowSpec("stateless"), 25, {}, {}, {A: 90}, None).offsets == {A: 90}  # nothing to rebuild
+
+
 def test_a_stateless_plan_replays_nothing_and_the_others_are_refused_with_the_way_on():
     plan = plan_rewind(WindowSpec("stateless"), 0, {}, {0: {A: 0}}, {A: 9}, None)
     assert (plan.rewind_batch, plan.offsets, plan.floor) == (None, {A: 9}, None)

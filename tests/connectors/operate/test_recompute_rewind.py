@@ -78,6 +78,21 @@ def test_event_time_records_that_do_not_reach_back_say_so(recorded, tmp_path):
     assert said.endswith(WAY_ON) and "Take the savepoint" not in said and "checkpoint.location" not in said, said
 
 
+def test_records_without_start_offsets_refuse_the_replay_never_an_empty_one(recorded, tmp_path):
+    """Records as pyspark 4.0/4.1 runs kept them before their progress's offsets were read (no
+    ``start``): no batch before Spark's offset log has a known start. Before: the rewind was None, the
+    replay read nothing and the batches were reported "not recomputed" only by the empty re-run."""
+    root, _ = recorded
+    log = str(tmp_path / "startless-log")
+    for b in range(10):
+        event_times.record_batch(log, BatchTimes(b, b * MINUTE, (b + 1) * MINUTE - 1, watermark(b)))
+    with pytest.raises(EventTimesMissing, match="no batch's start offsets are known") as refused:
+        plan_floor(str(root), log, state(WindowSpec.tumbling(MINUTE)), 6, entry(5, watermark(5)))
+    said = reason(refused.value)
+    assert said.startswith("no batch's start offsets are known") and "from 240000 ms on" in said, said
+    assert said.endswith(WAY_ON) and "Take the savepoint" not in said, said
+
+
 def test_overlapping_windows_are_seeded_and_the_others_a_replay_cannot_rebuild_refused(recorded):
     root, log = recorded
     sliding = plan_floor(str(root), log, state(WindowSpec.sliding(2 * MINUTE, MINUTE)), 6, entry(5, watermark(5)))
