@@ -4,7 +4,8 @@ Enforced here: such input needs the source's options on the sink, each prefixed 
 (``read_options``: parsed by the source's own rules, so the task reads read_committed with the
 source's consumer settings, poll timeout and failOnDataLoss), and the sink's ``topic`` option;
 ``source.`` options without range input are refused, as a sign of a query that changed the rows.
-A task's records are its ranges' records in order (``range_records``), keys, values and, with
+A task's records are its ranges' records in order (``range_records``), keys, values, timestamps
+(the source record's, CreateTime or LogAppendTime, as MirrorMaker copies them) and, with
 ``source.includeHeaders``, headers copied as they are. Only ``range_records`` (executors) loads
 the reader and pyarrow: the driver's commit runner needs neither.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
-from confluent_kafka import Message
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message
 from pyspark.sql.types import StructType
 
 from kafka_eos.connectors.schema import is_range_schema
@@ -60,4 +61,11 @@ def range_records(batches: Iterable[pa.RecordBatch], options: SourceOptions) -> 
 
 def _records(messages: list[Message], include_headers: bool) -> Records:
     return Records(keys=list(map(Message.key, messages)), values=list(map(Message.value, messages)),
-                   headers=list(map(Message.headers, messages)) if include_headers else None)
+                   headers=list(map(Message.headers, messages)) if include_headers else None,
+                   timestamps=[_timestamp(m) for m in messages])
+
+
+def _timestamp(message: Message) -> int | None:
+    """The source record's timestamp (CreateTime or LogAppendTime, as MirrorMaker copies it), or None."""
+    kind, ms = message.timestamp()
+    return None if kind == TIMESTAMP_NOT_AVAILABLE else ms

@@ -32,6 +32,7 @@ from typing import Callable
 
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
 
+from kafka_eos.connectors.sink.record_timestamp import TIMESTAMP, column_problem
 from kafka_eos.txn.cluster import acl_checks, broker_configs, broker_support
 from kafka_eos.txn.protocol.errors import SinkConfigError
 from kafka_eos.txn.protocol.sink_config import SinkConfig
@@ -56,6 +57,9 @@ def check_schema(schema: StructType, config: SinkConfig) -> None:
         if name in names and not isinstance(names[name].dataType, types):
             raise SinkConfigError(f"sink column '{name}' is {names[name].dataType.simpleString()}; "
                                   f"cast it to {' or '.join(t().simpleString() for t in types)}")
+    problem = column_problem(TIMESTAMP, names[TIMESTAMP].dataType) if TIMESTAMP in names else None
+    if problem:
+        raise SinkConfigError(f"sink {problem}, or drop the column (the producer's clock)")
 
 
 @functools.lru_cache(maxsize=16)

@@ -9,7 +9,9 @@ Steps, per output partition, over its record batches in offset order (control ba
      transaction, a non-transactional record) is foreign: it fails the batch whose records come
      next in the partition (or the newest batch), with its offset.
 Then each batch: every handle's partition must have been found committed with the recorded count
-and digest. A batch is "unverifiable" (never passed) when its handles carry no digest (written
+and digest, and, where the handle has one, the digest of its records' timestamps (a record whose
+CreateTime differs from what the task wrote fails the batch; a topic whose broker stamps records,
+LogAppendTime, is not checked for it). A batch is "unverifiable" (never passed) when its handles carry no digest (written
 before the evidence, or by a partitioner kafka-eos cannot predict), when the partition's
 records before its part were deleted (retention, DeleteRecords: the log starts after where
 the scan had to begin), or when its topic is compacted and its part no longer matches.
@@ -20,14 +22,16 @@ from dataclasses import dataclass, field
 from typing import Iterable, Protocol
 
 from kafka_eos.txn.protocol.handle import TxnHandle
-from kafka_eos.txn.writer.record_digest import DIGEST_FORMAT, PartitionDigest
+from kafka_eos.txn.writer.record_digest import DIGEST_FORMAT, TIMESTAMP_FORMAT, PartitionDigest, TimestampDigest
 from kafka_eos.txn.audit.record_set import RecordSet
 
 PASSED, FAILED, UNVERIFIABLE = "verified", "failed", "cannot be verified"
+LOG_APPEND_TIME = 1
 
 
 class RawRecord(Protocol):
     offset: int
+    timestamp: int
     key: bytes | None
     value: bytes | None
     headers: list
@@ -39,6 +43,7 @@ class RawBatch(Protocol):
     producer_epoch: int
     is_transactional: bool
     is_control_batch: bool
+    timestamp_type: int  # 0 CreateTime, 1 LogAppendTime (the broker's clock: ``LOG_APPEND_TIME``)
 
     def __iter__(self): ...
 
@@ -52,6 +57,8 @@ class Part:
     digest: str
     keyed: RecordSet | None = None    # with ``PartitionScan.sets``: its keyed records as a set
     keyless: RecordSet | None = None  # and its records without a key
+    timestamps: str = ""              # the digest of its records' timestamps
+    log_append: bool = False          # the broker stamped them (LogAppendTime): not the task's
 
 
 @dataclass
@@ -62,6 +69,8 @@ class _Open:
     records: int = 0
     digest: PartitionDigest | None = None
     sets: tuple[RecordSet, RecordSet] | None = None  # keyed, keyless
+    times: TimestampDigest | None = None
+    log_append: bool = False
 
 
 @dataclass
@@ -97,11 +106,14 @@ class PartitionScan:
         if txn is None:
             mine = self.keep_all or (pid, epoch) in expected
             txn = self._open[pid] = _Open(epoch, records[0].offset, digest=PartitionDigest() if mine else None,
-                                          sets=(RecordSet(), RecordSet()) if mine and self.sets else None)
+                                          sets=(RecordSet(), RecordSet()) if mine and self.sets else None,
+                                          times=TimestampDigest() if mine else None)
         txn.last, txn.records = records[-1].offset, txn.records + len(records)
-        if txn.digest is not None:
+        if txn.digest is not None and txn.times is not None:
+            txn.log_append = txn.log_append or batch.timestamp_type == LOG_APPEND_TIME
             for r in records:
                 txn.digest.add_record(r.key, r.value, r.headers)
+                txn.times.add_record(r.timestamp)
         if txn.sets is not None:
             for r in records:
                 txn.sets[r.key is None].add(r.key, r.value, r.headers)
@@ -114,8 +126,9 @@ class PartitionScan:
         if not commit:
             self.aborted[key] = txn.first
         elif txn.digest is not None:
-            self.found[key] = Part(txn.first, txn.last, txn.records, txn.digest.hexdigest(),
-                                   *(txn.sets or (None, None)))
+            keyed, keyless = txn.sets or (None, None)
+            self.found[key] = Part(txn.first, txn.last, txn.records, txn.digest.hexdigest(), keyed, keyless,
+                                   txn.times.hexdigest() if txn.times else "", txn.log_append)
         else:  # another writer's committed transaction: read_committed readers see it
             self.foreign.append((txn.first, pid, txn.records))
 
@@ -204,6 +217,20 @@ def _judge_part(verdict: BatchVerdict, handle: TxnHandle, key: tuple[int, int], 
     if expected and part.digest != expected:
         verdict.fail(FAILED, topic, p, part.first, f"{who}: the records at {part.first}-{part.last} differ from "
                      "what the task wrote (digest)")
+    _judge_timestamps(verdict, handle, who, topic, p, part)
+
+
+def _judge_timestamps(verdict: BatchVerdict, handle: TxnHandle, who: str, topic: str, p: int, part: Part) -> None:
+    """The part's record timestamps against the handle's digest of them, where it has one."""
+    expected = handle.timestamp_digests.get(topic, {}).get(str(p))
+    if not expected or part.log_append:  # librdkafka's or the broker's clock: nothing recorded to compare
+        return
+    if handle.timestamp_format != TIMESTAMP_FORMAT:
+        verdict.fail(UNVERIFIABLE, topic, p, part.first, f"{who}: timestamp digest format "
+                     f"{handle.timestamp_format!r} is not {TIMESTAMP_FORMAT!r}")
+    elif part.timestamps != expected:
+        verdict.fail(FAILED, topic, p, part.first, f"{who}: the timestamps of the records at {part.first}-"
+                     f"{part.last} differ from what the task wrote (timestamp digest)")
 
 
 def place_foreign(verdicts: dict[int, BatchVerdict], handles: dict[int, list[TxnHandle]],

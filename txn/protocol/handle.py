@@ -9,13 +9,16 @@ Invariants:
   the rows the replay had for that partition (counted, not written: the replay check).
 - ``digests`` (format 2) is the task's evidence per output partition (``write_evidence``), in
   ``digest_format``; empty when the task could not record it. A format-1 handle has none.
+- ``timestamp_digests`` (format 3) is the digest of the records' timestamps per output partition,
+  in ``timestamp_format``, when the task chose every record's timestamp; a handle without them is
+  written as format 2 (or 1), so what earlier builds wrote and read is unchanged.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-HANDLE_FORMAT = 2
-READABLE_FORMATS = (1, 2)  # format 1: written before the evidence (no digests)
+HANDLE_FORMAT = 3
+READABLE_FORMATS = (1, 2, 3)  # 1: written before the evidence (no digests); 2: no timestamp digests
 
 
 @dataclass(frozen=True)
@@ -30,17 +33,23 @@ class TxnHandle:
     skipped: bool = False
     digests: dict[str, dict[str, str]] = field(default_factory=dict)  # topic -> partition -> record digest
     digest_format: str = ""
+    timestamp_digests: dict[str, dict[str, str]] = field(default_factory=dict)  # topic -> partition -> digest
+    timestamp_format: str = ""
 
     @property
     def has_transaction(self) -> bool:
         return self.records > 0 and self.transactional_id is not None
 
     def to_dict(self) -> dict:
-        """Format 1 (what earlier builds read) unless the handle carries evidence."""
+        """The oldest format that holds what the handle carries: 1 without evidence, 2 without
+        timestamp digests (what earlier builds read), else 3."""
         data = asdict(self)
-        if not self.digests and not self.digest_format:
-            del data["digests"], data["digest_format"]
-            return {"v": 1, **data}
+        if not self.timestamp_digests and not self.timestamp_format:
+            del data["timestamp_digests"], data["timestamp_format"]
+            if not self.digests and not self.digest_format:
+                del data["digests"], data["digest_format"]
+                return {"v": 1, **data}
+            return {"v": 2, **data}
         return {"v": HANDLE_FORMAT, **data}
 
     @classmethod

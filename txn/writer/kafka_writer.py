@@ -9,7 +9,8 @@ Steps for task attempt a of (batch N, sink partition k):
      attempts of one task have distinct ids (``TransactionalIdFactory``), so they never fence
      each other; the driver commits the handle of the attempt that finished first;
   4. begin, produce every row (exactly-once: each row's partition chosen and its Arrow batch grouped
-     by partition first, ``write_evidence``); ``_precommit``: ``_flush`` until the leaders acknowledged every
+     by partition first, ``write_evidence``; a ``timestamp`` column, or a copy's source timestamps, the
+     records' CreateTime, ``record_times``); ``_precommit``: ``_flush`` until the leaders acknowledged every
      record, in short steps that stop at a failed delivery or transaction (``flush.flush_checked``),
      within ``flush.client_wait_s`` (the one wait of init_transactions and flush);
   5. guard again: decided meanwhile -> abort our own transaction (nothing open holds back
@@ -53,6 +54,7 @@ from kafka_eos.txn.writer.flush import (FAILED_TXN_STATES, TransactionFailed, ab
                                  delivery_failure, flush_checked, produce_refused, txn_state)
 from kafka_eos.txn.protocol.handle import TxnHandle
 from kafka_eos.txn.writer.records import Records
+from kafka_eos.txn.writer.record_times import TimestampError, now_ms, stamped, timestamps_of
 from kafka_eos.txn.writer.producer_stats import (STATS_INTERVAL_MS, LatestStats, await_producer_id, next_stats,
                                           records_per_partition)
 from kafka_eos.txn.protocol.sink_config import SinkConfig
@@ -174,6 +176,7 @@ class KafkaWriter:
         if not isinstance(batch, Records) and "value" not in batch.schema.names:  # before the producer opens
             raise KafkaWriteError("the sink needs a 'value' column (string or binary); "
                                   f"got columns {batch.schema.names}: select or alias one as 'value'")
+        batch = self._stamped(batch)
         topics, partitions = self._topics(batch), self._partitions(batch)
         placed = partitions or [-1] * batch.num_rows
         if self._producer is None:
@@ -181,6 +184,7 @@ class KafkaWriter:
         if self._evidence is not None:  # the rows may come back grouped by partition (write_evidence)
             batch, topics, placed = self._evidence.place(batch, topics, partitions)
         keys, values, headers = self._columns(batch)
+        times = timestamps_of(batch)
         produce, poll = self._producer.produce, self._producer.poll
         for row in range(batch.num_rows):
             topic = topics[row]
@@ -190,6 +194,8 @@ class KafkaWriter:
                     "option 'topic' or give every row a non-null 'topic' column")
             args = (topic, values[row], keys[row], placed[row])
             extra: dict[str, Any] = {"headers": headers[row]} if headers and headers[row] else {}
+            if times is not None:
+                extra["timestamp"] = times[row]
             while True:
                 try:
                     produce(*args, **extra)  # headers by keyword: positional order varies by release
@@ -202,6 +208,13 @@ class KafkaWriter:
         self._records += batch.num_rows
         poll(0)
         self._raise_if_failed()
+
+    def _stamped(self, batch: Rows) -> Rows:
+        """The rows' record timestamps as epoch ms (``record_times``), a missing one this task's clock."""
+        try:
+            return stamped(batch, now_ms())
+        except TimestampError as exc:
+            raise KafkaWriteError(f"batch {self.batch_id}: {exc}") from None
 
     @staticmethod
     def _new_evidence(settings: dict, producer: Any) -> "TaskEvidence":
@@ -302,9 +315,11 @@ class KafkaWriter:
             raise KafkaWriteError(f"{self.transactional_id}: transaction is {eos.get('txn_state')} after flush "
                                   "(a record failed); the task fails and its retry fences this attempt")
         digests = self._evidence.checked_digests(partitions, self.transactional_id) if self._evidence else {}
-        from kafka_eos.txn.writer.record_digest import DIGEST_FORMAT
+        times = self._evidence.timestamp_digests() if self._evidence and digests else {}
+        from kafka_eos.txn.writer.record_digest import DIGEST_FORMAT, TIMESTAMP_FORMAT
         return TxnHandle(sink_partition=self.sink_partition, transactional_id=self.transactional_id,
                          producer_id=eos["producer_id"], producer_epoch=eos["producer_epoch"],
                          records=self._records, partitions=partitions, precommit_ms=precommit_ms,
-                         digests=digests, digest_format=DIGEST_FORMAT if digests else "")
+                         digests=digests, digest_format=DIGEST_FORMAT if digests else "",
+                         timestamp_digests=times, timestamp_format=TIMESTAMP_FORMAT if times else "")
 

@@ -10,6 +10,12 @@ lengths are little-endian int32, -1 for a null; a record without headers has cou
 digest is XXH3-64 of the nine 8-byte digests and the record count (int64), in hex. The lengths
 and the concatenated bytes of a stream fix its sequence, so the digest is a digest of the
 ordered records. It detects change, loss, duplication and reordering, not tampering.
+
+The records' timestamps (CreateTime, epoch ms) have a digest of their own, ``TIMESTAMP_FORMAT``
+(``TimestampDigest``): XXH3-64 of the little-endian int64 timestamps in order and the record count
+(int64), in hex. It is apart from the record digest so that the record digest's format, and the
+evidence written before timestamps were chosen, stay as they are, and so that a topic whose broker
+stamps records itself (``message.timestamp.type=LogAppendTime``) still has its records verified.
 """
 from __future__ import annotations
 
@@ -22,6 +28,8 @@ import xxhash
 from kafka_eos.txn.writer.record_partitioner import binary_parts
 
 DIGEST_FORMAT = "xxh3_64/kafka-eos-1"
+TIMESTAMP_FORMAT = "xxh3_64/kafka-eos-timestamps-1"
+_I64 = struct.Struct("<q")
 _STREAMS = 9
 _I32 = struct.Struct("<i")
 
@@ -83,4 +91,26 @@ class PartitionDigest:
         for stream in self._streams:
             final.update(stream.digest())
         final.update(struct.pack("<q", self.records))
+        return final.hexdigest()
+
+
+class TimestampDigest:
+    """The running digest of one partition's record timestamps (epoch ms), in the order added."""
+
+    def __init__(self) -> None:
+        self._stream = xxhash.xxh3_64()
+        self.records = 0
+
+    def add_column(self, timestamps: pa.Array) -> None:
+        """An int64 column of epoch ms without nulls."""
+        self._stream.update(timestamps.to_numpy(zero_copy_only=False).astype("<i8").tobytes())
+        self.records += len(timestamps)
+
+    def add_record(self, timestamp: int) -> None:
+        self._stream.update(_I64.pack(timestamp))
+        self.records += 1
+
+    def hexdigest(self) -> str:
+        final = xxhash.xxh3_64(self._stream.digest())
+        final.update(_I64.pack(self.records))
         return final.hexdigest()

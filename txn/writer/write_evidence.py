@@ -8,7 +8,10 @@ Enforced here:
 - evidence is all or nothing: if any record's partition is left to librdkafka (a partitioner
   kafka-eos cannot predict, a topic whose partition count the producer cannot see), the task
   records no digest (``complete`` is False) and writes as before; ``verify`` then says why
-  the batch cannot be verified. Evidence never fails a write.
+  the batch cannot be verified. Evidence never fails a write;
+- the records' timestamps have their own digest per partition (``TimestampDigest``) when every
+  record of the task was written with a timestamp the task chose (``record_times``: a timestamp
+  column, or a copy's source timestamps); otherwise librdkafka stamped them and there is none.
 """
 from __future__ import annotations
 
@@ -19,8 +22,9 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 import pyarrow as pa
 
-from kafka_eos.txn.writer.record_digest import PartitionDigest
+from kafka_eos.txn.writer.record_digest import PartitionDigest, TimestampDigest
 from kafka_eos.txn.writer.record_partitioner import choose
+from kafka_eos.txn.writer.record_times import TIMESTAMP
 from kafka_eos.txn.writer.records import Records
 
 if TYPE_CHECKING:
@@ -42,14 +46,16 @@ def partition_counts(producer: Any) -> Callable[[str], int | None]:
     return count
 
 
-def _columns(batch: "Rows") -> tuple[pa.Array, pa.Array, pa.Array | None]:
-    """keys, values, headers of a batch as Arrow columns."""
+def _columns(batch: "Rows") -> tuple[pa.Array, pa.Array, pa.Array | None, pa.Array | None]:
+    """keys, values, headers, timestamps (epoch ms, ``record_times.stamped``) of a batch as Arrow columns."""
     if isinstance(batch, Records):
         headers = None if batch.headers is None else pa.array(batch.headers, HEADERS_TYPE)
-        return pa.array(batch.keys, pa.binary()), pa.array(batch.values, pa.binary()), headers
+        times = None if batch.timestamps is None else pa.array(batch.timestamps, pa.int64())
+        return pa.array(batch.keys, pa.binary()), pa.array(batch.values, pa.binary()), headers, times
     names = batch.schema.names
     keys = batch.column("key") if "key" in names else pa.nulls(batch.num_rows, pa.binary())
-    return keys, batch.column("value"), batch.column("headers") if "headers" in names else None
+    return (keys, batch.column("value"), batch.column("headers") if "headers" in names else None,
+            batch.column(TIMESTAMP) if TIMESTAMP in names else None)
 
 
 class TaskEvidence:
@@ -60,6 +66,8 @@ class TaskEvidence:
         self._partitioner, self._partition_count = partitioner, partition_count
         self._counts: dict[str, int | None] = {}
         self._digests: dict[tuple[str, int], PartitionDigest] = {}
+        self._times: dict[tuple[str, int], TimestampDigest] = {}
+        self._timed = True  # every record so far carried the timestamp it was written with
         self._rng = rng or random.Random()
         self.complete = True
         self.reason = ""
@@ -68,13 +76,14 @@ class TaskEvidence:
         """(the rows in the order to produce them, their topics, each one's partition; -1: librdkafka
         chooses). Arrow rows come back grouped by (topic, partition), each group in its order: the
         order within a partition, the only order Kafka keeps, is unchanged; regrouped rows come back
-        as the columns the writer produces (key, value[, headers]), each copied once. The rows join
+        as the columns the writer produces (key, value[, headers][, timestamp]), each copied once. The rows join
         the digests."""
         n = batch.num_rows
         chosen = np.full(n, -1, np.int32) if explicit is None else np.asarray(explicit, np.int32)
         if not self.complete or not n or None in topics:  # a row without a topic fails the write anyway
             return batch, topics, chosen.tolist()
-        keys, values, headers = _columns(batch)
+        keys, values, headers, times = _columns(batch)
+        self._timed = self._timed and times is not None
         names = [topics[0]] if topics.count(topics[0]) == n else list(dict.fromkeys(topics))
         topic_of = None if len(names) == 1 else np.asarray(topics, dtype=object)
         for topic in names:
@@ -89,8 +98,9 @@ class TaskEvidence:
         order = np.argsort(group, kind="stable")
         ordered = group[order]
         edges = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), n]
-        columns = pa.RecordBatch.from_arrays([keys, values] + ([headers] if headers is not None else []),
-                                             ["key", "value"] + (["headers"] if headers is not None else []))
+        extra = [(c, name) for c, name in ((headers, "headers"), (times, TIMESTAMP)) if c is not None]
+        columns = pa.RecordBatch.from_arrays([keys, values] + [c for c, _ in extra],
+                                             ["key", "value"] + [name for _, name in extra])
         if len(edges) > 2:  # the rows' bytes are copied once, and only what is produced
             columns = columns.take(pa.array(order))
         self._digest(names, topic_index[order], chosen[order], edges, columns)
@@ -112,16 +122,20 @@ class TaskEvidence:
     def _give_up(self, reason: str) -> None:
         self.complete, self.reason = False, reason
         self._digests.clear()
+        self._times.clear()
 
     def _digest(self, names: list[str], topic_index: np.ndarray, chosen: np.ndarray, edges: list[int],
                 rows: pa.RecordBatch) -> None:
         """Each group of rows (one topic and partition, in order) into its partition's digest."""
         headers = rows.column("headers") if "headers" in rows.schema.names else None
+        times = rows.column(TIMESTAMP) if TIMESTAMP in rows.schema.names else None
         for lo, hi in zip(edges[:-1], edges[1:], strict=True):
             key = (names[int(topic_index[lo])], int(chosen[lo]))
             digest = self._digests.setdefault(key, PartitionDigest())
             digest.add_columns(rows.column("key").slice(lo, hi - lo), rows.column("value").slice(lo, hi - lo),
                                None if headers is None else headers.slice(lo, hi - lo))
+            if times is not None:
+                self._times.setdefault(key, TimestampDigest()).add_column(times.slice(lo, hi - lo))
 
     def counts(self) -> dict[str, dict[str, int]]:
         """topic -> partition -> records, as the handle's ``partitions`` has them."""
@@ -136,6 +150,16 @@ class TaskEvidence:
         for (topic, partition), digest in sorted(self._digests.items()):
             out.setdefault(topic, {})[str(partition)] = digest.hexdigest()
         return out if self.complete else {}
+
+    def timestamp_digests(self) -> dict[str, dict[str, str]]:
+        """topic -> partition -> digest of the records' timestamps; empty unless the evidence is
+        complete and every record was written with a timestamp the task chose (``record_times``)."""
+        if not (self.complete and self._timed):
+            return {}
+        out: dict[str, dict[str, str]] = {}
+        for (topic, partition), digest in sorted(self._times.items()):
+            out.setdefault(topic, {})[str(partition)] = digest.hexdigest()
+        return out
 
     def checked_digests(self, librdkafka_counts: dict[str, dict[str, int]], who: str) -> dict[str, dict[str, str]]:
         """The digests, if this evidence's record counts are librdkafka's (else none, with a warning)."""

@@ -44,3 +44,14 @@ def test_the_source_options_are_read_by_the_sources_rules():
     with pytest.raises(SinkConfigError, match="source.*isolation.level=read_uncommitted") as refused:
         read_options({**SOURCE, "source.kafka.isolation.level": "read_uncommitted"}, RANGE_SCHEMA, _config())
     assert "hunter2" not in str(refused.value)
+
+
+def test_a_copied_record_keeps_its_source_timestamp_of_either_type():
+    from confluent_kafka import (TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, TIMESTAMP_NOT_AVAILABLE,
+                                 Message)
+
+    from kafka_eos.connectors.sink.range_input import _records
+    messages = [Message(value=b"a", timestamp=(TIMESTAMP_CREATE_TIME, 1_000)),
+                Message(value=b"b", timestamp=(TIMESTAMP_LOG_APPEND_TIME, 2_000)),
+                Message(value=b"c", timestamp=(TIMESTAMP_NOT_AVAILABLE, -1))]
+    assert _records(messages, include_headers=False).timestamps == [1_000, 2_000, None]

@@ -32,3 +32,22 @@ def test_rows_become_batches_in_order_with_the_sink_schema():
 
 def test_no_rows_no_batches():
     assert list(arrow_batches(iter(()), SCHEMA)) == []
+
+
+def test_a_rows_naive_local_timestamp_becomes_its_instant(monkeypatch):
+    import time
+    from datetime import datetime, timezone
+
+    from pyspark.sql.types import TimestampType
+    monkeypatch.setenv("TZ", "America/New_York")  # pyspark gives a row's timestamp in the process's local time
+    time.tzset()
+    try:
+        instant = datetime(2026, 12, 3, 21, 0, tzinfo=timezone.utc)
+        local = datetime.fromtimestamp(instant.timestamp())  # naive, as pyspark hands it over
+        assert local.hour == 16
+        schema = StructType([StructField("value", BinaryType()), StructField("timestamp", TimestampType())])
+        batch = next(arrow_batches([Row(value=b"v", timestamp=local)], schema))
+        assert batch.column("timestamp")[0].as_py() == instant
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()

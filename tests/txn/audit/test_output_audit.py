@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from kafka_eos.txn.protocol.handle import TxnHandle
 from kafka_eos.txn.audit.output_audit import FAILED, PASSED, UNVERIFIABLE, PartitionScan, judge, place_foreign
-from kafka_eos.txn.writer.record_digest import DIGEST_FORMAT, PartitionDigest
+from kafka_eos.txn.writer.record_digest import DIGEST_FORMAT, TIMESTAMP_FORMAT, PartitionDigest, TimestampDigest
 
 
 @dataclass
@@ -15,6 +15,7 @@ class Rec:
     value: bytes | None = b"v"
     headers: tuple = ()
     commit: bool = True
+    timestamp: int = 1_700_000_000_000
 
 
 @dataclass
@@ -24,6 +25,7 @@ class Batch:
     records: list
     is_transactional: bool = True
     is_control_batch: bool = False
+    timestamp_type: int = 0
 
     def __iter__(self):
         return iter(self.records)
@@ -123,3 +125,38 @@ def test_on_a_compacted_topic_a_part_that_no_longer_matches_cannot_be_verified()
     for b in (data(1, [0, 1, 2]), marker(1, 3)):
         intact.add(b, {(1, 0)})
     assert judge(0, [handle(1, [0, 1, 2])], {("out", 0): intact}).outcome == PASSED
+
+
+def _timed(offsets, times) -> list:
+    return [Rec(o, value=b"v%d" % o, timestamp=t) for o, t in zip(offsets, times, strict=True)]
+
+
+def _times_digest(times) -> str:
+    d = TimestampDigest()
+    for t in times:
+        d.add_record(t)
+    return d.hexdigest()
+
+
+def test_a_record_whose_timestamp_differs_from_what_the_task_wrote_fails_the_batch():
+    written = [1_000, 2_000, 3_000]
+    timed = TxnHandle(**{**handle(1, [0, 1, 2]).__dict__, "timestamp_digests": {"out": {"0": _times_digest(written)}},
+                         "timestamp_format": TIMESTAMP_FORMAT})
+    same = scan_of([Batch(1, 0, _timed([0, 1, 2], written)), marker(1, 3)], {(1, 0)})
+    assert judge(0, [timed], same).outcome == PASSED
+    moved = scan_of([Batch(1, 0, _timed([0, 1, 2], [1_000, 2_001, 3_000])), marker(1, 3)], {(1, 0)})
+    verdict = judge(0, [timed], moved)
+    assert verdict.outcome == FAILED and "timestamps of the records at 0-2" in verdict.problems[0]
+    assert judge(0, [handle(1, [0, 1, 2])], moved).outcome == PASSED, "a handle without timestamp digests: not checked"
+    stamped_by_broker = scan_of([Batch(1, 0, _timed([0, 1, 2], [9, 9, 9]), timestamp_type=1), marker(1, 3)], {(1, 0)})
+    assert judge(0, [timed], stamped_by_broker).outcome == PASSED, "LogAppendTime: the broker's clock, not checked"
+    other = TxnHandle(**{**timed.__dict__, "timestamp_format": "xxh3_64/kafka-eos-timestamps-9"})
+    assert judge(0, [other], same).outcome == UNVERIFIABLE
+
+
+def test_the_timestamp_digest_is_the_same_by_column_and_by_record():
+    import pyarrow as pa
+    column = TimestampDigest()
+    column.add_column(pa.array([5, 6], pa.int64()))
+    column.add_column(pa.array([7], pa.int64()))
+    assert column.hexdigest() == _times_digest([5, 6, 7]) != _times_digest([5, 7, 6]) != _times_digest([5, 6])

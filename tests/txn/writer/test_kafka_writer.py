@@ -131,3 +131,39 @@ def test_a_partition_the_topic_lacks_is_named_with_its_fix():
     reason = produce_refused(refused, "out", 7, b"k1", b"v")
     assert reason.startswith("record to out[7] (key=b'k1', 1 bytes) failed: Unable to produce message"), reason
     assert "(_UNKNOWN_PARTITION)" in reason and "sink.partition_column" in reason, reason
+
+
+class _Recording:
+    """A producer that records what it is asked to produce (no broker: at-least-once, no transaction)."""
+
+    def __init__(self) -> None:
+        self.produced: list[dict] = []
+
+    def produce(self, topic, value, key, partition, **extra) -> None:
+        self.produced.append({"value": value, **extra})
+
+    def poll(self, timeout) -> int:
+        return 0
+
+
+def test_each_records_create_time_is_its_rows_timestamp_and_a_null_row_the_tasks_clock(tmp_path):
+    writer = KafkaWriter(_config(tmp_path), 0, 0)
+    producer = _Recording()
+    writer._producer = producer  # opened: the produce loop is what is under test
+    rows = pa.record_batch({"value": [b"a", b"b", b"c"],
+                            "timestamp": pa.array([1_700_000_000_123_456, None, 5_000], pa.timestamp("us", tz="UTC"))})
+    writer._produce_batch(rows)
+    times = [p.get("timestamp") for p in producer.produced]
+    assert times[0] == 1_700_000_000_123 and times[2] == 5
+    assert abs(times[1] - __import__("time").time() * 1000) < 60_000, "the null row: the task's clock"
+    writer._produce_batch(pa.record_batch({"value": [b"d"]}))
+    assert "timestamp" not in producer.produced[-1], "no column: librdkafka stamps the record"
+
+
+def test_a_row_whose_timestamp_kafka_cannot_carry_fails_the_write_naming_the_batch(tmp_path):
+    from kafka_eos.txn.writer.kafka_writer import KafkaWriteError
+    writer = KafkaWriter(_config(tmp_path), 4, 0)
+    rows = pa.record_batch({"key": [b"k"], "value": [b"a"], "timestamp": pa.array([-5], pa.int64())})
+    with pytest.raises(KafkaWriteError, match=r"batch 4: row 0 \(key=b'k'\) has timestamp -5 ms"):
+        writer.write([rows])
+    assert writer._producer is None, "refused before a producer opened"

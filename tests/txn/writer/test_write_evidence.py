@@ -71,3 +71,24 @@ def test_regrouped_rows_keep_each_key_with_its_value_and_headers_and_carry_only_
     row_of = {k: i for i, k in enumerate(keys)}
     for key, value, header in zip(*(out.column(c).to_pylist() for c in ("key", "value", "headers")), strict=True):
         assert (value, header) == (values[row_of[key]], headers[row_of[key]])
+
+
+def test_timestamps_are_digested_per_partition_and_only_when_every_record_has_one():
+    from kafka_eos.txn.writer.record_digest import TimestampDigest
+    evidence = TaskEvidence("murmur2", lambda t: 2)
+    keys = [b"a", b"b", b"c", b"d"]
+    batch = pa.RecordBatch.from_pydict({"key": keys, "value": [b"1", b"2", b"3", b"4"],
+                                        "timestamp": pa.array([10, 20, 30, 40], pa.int64())})
+    out, _, placed = evidence.place(batch, ["t"] * 4, None)
+    if "timestamp" in out.schema.names:  # regrouped: each row keeps its own timestamp
+        assert dict(zip(out.column("key").to_pylist(), out.column("timestamp").to_pylist(), strict=True)) == \
+            dict(zip(keys, [10, 20, 30, 40], strict=True))
+    want: dict = {}
+    for key, ts in zip(keys, [10, 20, 30, 40], strict=True):
+        want.setdefault(str((java_murmur2(key) & 0x7FFFFFFF) % 2), TimestampDigest()).add_record(ts)
+    assert evidence.timestamp_digests() == {"t": {p: d.hexdigest() for p, d in sorted(want.items())}}
+    records = TaskEvidence("murmur2", lambda t: 2)
+    records.place(Records(keys, [b"1", b"2", b"3", b"4"], timestamps=[10, 20, 30, 40]), ["t"] * 4, None)
+    assert records.timestamp_digests() == evidence.timestamp_digests(), "a copy's records: the same digests"
+    evidence.place(pa.RecordBatch.from_pydict({"key": [b"e"], "value": [b"5"]}), ["t"], None)
+    assert evidence.timestamp_digests() == {} and evidence.digests(), "one batch stamped by librdkafka: none"
