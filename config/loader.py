@@ -193,6 +193,7 @@ def _sink(s: Section, base_dir: Path) -> SinkSpec:
         value_column=s.str("value_column", "value") or "value",
         headers_column=s.str("headers_column"),
         partition_column=s.str("partition_column"),
+        timestamp_column=s.str("timestamp_column", defaults.timestamp_column),
         format=s.choice("format", DataFormat, DataFormat.BYTES),
         schema=_schema(s.optional_section("schema"), base_dir),
         transactional_id_prefix=s.str("transactional_id_prefix"),

@@ -142,6 +142,7 @@ class SinkSpec:
     value_column: str = "value"
     headers_column: str | None = None
     partition_column: str | None = None         # each row's output partition (an integer column)
+    timestamp_column: str | None = "timestamp"  # each record's CreateTime (timestamp/long); None: the producer's
     format: DataFormat = DataFormat.BYTES
     schema: SchemaRef | None = None
     transactional_id_prefix: str | None = None

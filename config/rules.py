@@ -17,6 +17,7 @@ from kafka_eos.config.rules_formats import schemas
 from kafka_eos.config.rules_metrics import metrics
 from kafka_eos.config.records import records_conflicts
 from kafka_eos.config.rules_safety import SAFETY_RULES
+from kafka_eos.config.rules_timestamp import timestamp_column
 from kafka_eos.config.spark_option_table import yaml_keys
 from kafka_eos.config.state_backend import state
 from kafka_eos.config.violations import Backstop, Context, Rule, Violation
@@ -187,4 +188,4 @@ def check(cfg: PipelineConfig, ctx: Context = Context(), backstops: Sequence[Bac
 
 
 RULES: list[Rule] = [clusters, client_settings, subscription, schemas, sink_target, decode_errors, no_loops, transform,
-                     late_records, option_conflicts, metrics, state]
+                     late_records, option_conflicts, metrics, state, timestamp_column]

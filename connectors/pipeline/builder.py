@@ -52,6 +52,7 @@ from kafka_eos.connectors.pipeline.serde_resolve import sink_serde, source_serde
 from kafka_eos.connectors.pipeline.spark_options import (sink_options, sink_select_exprs, source_options,
                                                          late_topic, routes_by_topic, trigger_kwargs,
                                                          uses_dlq)
+from kafka_eos.connectors.sink import record_timestamp
 from kafka_eos.connectors.source.start import pin_start
 from kafka_eos.option_map import OptionMap
 from kafka_eos.serde import batch
@@ -80,6 +81,7 @@ def passes_through(cfg: PipelineConfig) -> bool:
             and not t.sql and not t.steps and t.watermark is None and scans_per_batch(cfg) == 1
             and bool(k.topic) and not k.topic_column and k.key_column == "key" and k.value_column == "value"
             and k.headers_column == ("headers" if s.include_headers else None) and not k.partition_column
+            and k.timestamp_column == record_timestamp.DEFAULT  # a copy keeps its records' timestamps
             and "emit" not in OptionMap({k: str(v) for k, v in s.options}))
 
 
@@ -174,9 +176,13 @@ def check_columns(df: DataFrame, cfg: PipelineConfig) -> None:
 
 
 def encode(df: DataFrame, cfg: PipelineConfig, serde: ValueSerde) -> DataFrame:
-    """The sink columns (key, value[, topic][, headers][, partition]) with ``value`` encoded to binary."""
+    """The sink columns (key, value[, topic][, headers][, partition][, timestamp]) with ``value`` encoded to binary."""
     check_columns(df, cfg)
-    selected = df.selectExpr(*sink_select_exprs(cfg))
+    try:  # sink.timestamp_column: the records' CreateTime
+        timestamp = record_timestamp.select_exprs(df.schema, cfg.sink.timestamp_column)
+    except ValueError as exc:
+        raise PipelineBuildError(str(exc)) from None
+    selected = df.selectExpr(*sink_select_exprs(cfg), *timestamp)
     schema = StructType([StructField(f.name, BinaryType(), True) if f.name == "value" else f
                          for f in selected.schema.fields])
     encoded = selected.mapInArrow(batch.encode_fn(serde), schema)
