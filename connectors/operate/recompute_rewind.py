@@ -34,7 +34,10 @@ at the previous batch's, ``late_records``):
   through Spark's offset log), the replay is batch 1 (its late pairs judged at W, evicted at W:
   nothing emitted), and recorded batch A-2+k is scratch batch k; batch A (scratch 2) is judged at
   W_{A-1} (batch 0 read nothing) and evicts at W_A, as recorded.
-Where the event-time records do not prove the rewind, the reason is ``plan_rewind``'s.
+The batch table is the savepoint's (``savepoint_plan.batch_table``: starts from Spark's offset log,
+else the event-time records); a record without its start takes it from the sink log's recorded
+inputs of the batch before (``with_recorded_starts``). Where they do not prove the rewind, the
+reason is ``plan_rewind``'s (``EventTimesMissing``, never an empty replay).
 """
 from __future__ import annotations
 
@@ -43,16 +46,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from kafka_eos import KafkaEosError
 from kafka_eos.config.model import PipelineConfig, Records
 from kafka_eos.config.records import records_home
-from kafka_eos.connectors.operate.recorded_view import watermark_of
+from kafka_eos.connectors.operate.recorded_view import recorded_inputs, watermark_of
 from kafka_eos.connectors.pipeline.checkpoint_log import CheckpointReader, parse_entry
 from kafka_eos.connectors.pipeline.savepoint_plan import batch_table, prefix_bound, window_of
 from kafka_eos.offsets import model
 from kafka_eos.offsets.model import Offsets
 from kafka_eos.offsets.rewind import REFUSALS, SavepointRefused, StateNotRebuildable, WindowSpec, plan_rewind
 from kafka_eos.txn.log import event_times
+from kafka_eos.txn.log.event_times import BatchTimes
 from kafka_eos.txn.log.savepoints import RestoreStart, read_restore, write_restore
+from kafka_eos.txn.log.sink_log import SinkLogReader
 
 ORIGIN = "verify --recompute"
 NO_WINDOW = "the query is built in code: the replay that rebuilds its state needs a YAML pipeline's window"
@@ -127,7 +133,8 @@ def plan_floor(checkpoint: str, sink_log: str, state: StatePlan | None, first: i
         raise StateNotRebuildable(f"its state ({state.window.kind}) cannot be rebuilt by a replay: "
                                   f"{REFUSALS[state.window.kind]}")
     w, end = watermark_of(before), _end(before, first - 1)
-    reader, times = CheckpointReader(checkpoint), event_times.read_times(sink_log)
+    reader = CheckpointReader(checkpoint)
+    times = with_recorded_starts(event_times.read_times(sink_log), sink_log, first - 1)
     rows = batch_table(reader, times, first - 1)
     bound = prefix_bound(reader, rows, state.delay_ms, times, state.home)
     rewind = plan_rewind(state.window, w, {r.batch: r.max_ms for r in rows if r.recorded},
@@ -135,6 +142,37 @@ def plan_floor(checkpoint: str, sink_log: str, state: StatePlan | None, first: i
     assert rewind.floor is not None
     floor = RestoreStart(ORIGIN, rewind.floor.w0_ms, w, end, dict(rewind.offsets), rewind.rewind_batch)
     return DeepReplay(first, merged(floor, state.restored), state.window.overlapping)
+
+
+def with_recorded_starts(times: Mapping[int, BatchTimes], sink_log: str, last: int) -> dict[int, BatchTimes]:
+    """``times`` where a record without its start (written by a run on pyspark 4.0/4.1 before their
+    progress's offsets were read) takes it from the sink log: batch b's start is the end of batch
+    b-1's recorded offset-log text (``BatchRecord.inputs``), batch 0's the start planned on its own
+    end. From ``last`` back, as far as the batch table reaches (it stops at the first batch whose
+    start is known nowhere)."""
+    out, log = dict(times), SinkLogReader(sink_log)
+    for batch in range(last, -1, -1):
+        kept = out.get(batch)
+        if kept is None:
+            break
+        if kept.start is None:
+            start = _recorded_start(log, batch)
+            if start is None:
+                break
+            out[batch] = replace(kept, start=model.encode(start)["topics"])
+    return out
+
+
+def _recorded_start(log: SinkLogReader, batch: int) -> Offsets | None:
+    text = recorded_inputs(log, max(batch - 1, 0))
+    entry = parse_entry(max(batch - 1, 0), text)
+    if entry is None or not entry.sources:
+        return None
+    try:
+        stored = json.loads(entry.sources[0])
+        return model.planned_start(stored) if batch == 0 else model.decode(stored)
+    except (ValueError, TypeError, AttributeError, KafkaEosError):
+        return None
 
 
 def reason(refused: SavepointRefused) -> str:

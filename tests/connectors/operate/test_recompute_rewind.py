@@ -93,6 +93,31 @@ def test_records_without_start_offsets_refuse_the_replay_never_an_empty_one(reco
     assert said.endswith(WAY_ON) and "Take the savepoint" not in said, said
 
 
+def test_records_without_start_offsets_take_them_from_the_sink_log_s_recorded_inputs(recorded, tmp_path):
+    """A run recorded on pyspark 4.0/4.1 before its progress's offsets were read: the records keep no
+    start, the sink log keeps each batch's offset-log text (``inputs``); batch b's start is batch
+    b-1's end there (batch 0's, the start planned on its end). Before: refused (no start known)."""
+    import time
+    from kafka_eos.txn.log.sink_log import COMMITTED, DECIDED, BatchRecord, SinkLog
+    from tests.txn.fakes import append_path, handle
+    root, with_starts = recorded
+    log = str(tmp_path / "startless-log")
+    sink = SinkLog(log, "p")
+    for b in range(10):
+        event_times.record_batch(log, BatchTimes(b, b * MINUTE, (b + 1) * MINUTE - 1, watermark(b)))
+        text = "\n".join(["v1", json.dumps({"batchWatermarkMs": watermark(b)}), line(100 * (b + 1), start=0 if b == 0
+                                                                                     else None)])
+        append_path(sink, BatchRecord(b, DECIDED, 1, (handle(0),), {0: "pending"}, inputs=text),
+                    BatchRecord(b, COMMITTED, 1, (handle(0),), {0: "committed"}, {"committed_at_ms": time.time() * 1000},
+                                inputs=text))
+    for first, window in [(6, WindowSpec.tumbling(MINUTE)), (6, WindowSpec.tumbling(5 * MINUTE)),
+                          (6, WindowSpec.sliding(2 * MINUTE, MINUTE))]:
+        deep = plan_floor(str(root), log, state(window), first, entry(first - 1, watermark(first - 1)))
+        assert deep == plan_floor(str(root), with_starts, state(window), first, entry(first - 1, watermark(first - 1)))
+    assert plan_floor(str(root), log, state(WindowSpec.tumbling(5 * MINUTE)), 6, entry(5, watermark(5))
+                      ).floor.rewind == {("in", 0): 0}  # W0 = 0: from batch 0's planned start
+
+
 def test_overlapping_windows_are_seeded_and_the_others_a_replay_cannot_rebuild_refused(recorded):
     root, log = recorded
     sliding = plan_floor(str(root), log, state(WindowSpec.sliding(2 * MINUTE, MINUTE)), 6, entry(5, watermark(5)))
