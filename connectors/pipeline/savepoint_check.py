@@ -43,7 +43,8 @@ def _window_text(window: dict[str, Any] | WindowSpec | None) -> str:
 def way_on(sp: Savepoint) -> str:
     """What to do instead of a refused restore, once the old checkpoint is saved (it starts no more)."""
     return (f"The saved checkpoint {sp.checkpoint} starts no more (the savepoint retired it). The way on: restore a "
-            "pipeline this savepoint carries (stateless, or tumbling or sliding windows over a watermark) with --from-savepoint, or run this one without it on a new checkpoint.location with "
+            "pipeline this savepoint carries (stateless, or tumbling or sliding windows over a watermark) with "
+            "--from-savepoint, or run this one without it on a new checkpoint.location with "
             "empty state from where the saved pipeline stopped, source.starting_offsets: "
             f"'{json.dumps(encode_offsets(sp.end))}' (none of the saved state is carried; windows and matches open "
             "at the savepoint start over)")
