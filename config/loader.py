@@ -28,6 +28,7 @@ from kafka_eos.config.sections import Section
 from kafka_eos.config.state_backend import state_spec
 from kafka_eos.config.transform_loader import transform_spec
 from kafka_eos.config.violations import Violation
+from kafka_eos.serde.formats import SubjectStrategy
 
 Loaded = tuple[PipelineConfig | None, list[Violation]]
 
@@ -118,11 +119,16 @@ def _registry(s: Section | None) -> Registry | None:
     if s is None:
         return None
     url, subject, auth = s.str("url"), s.str("subject"), s.str("basic_auth_user_info")
+    strategy = s.choice("subject_strategy", SubjectStrategy, SubjectStrategy.TOPIC)
+    auto_register, use_latest = s.bool("auto_register", True), s.bool("use_latest_version", False)
+    version, schema_id = s.int("version", None, minimum=1), s.int("id", None, minimum=0)
     s.done()
     if not url:
         s.problem(s.at("url"), "the schema registry URL is missing", "set url: http://registry:8081")
         return None
-    return Registry(url=url, subject=subject, basic_auth_user_info=Secret(auth) if auth else None)
+    return Registry(url=url, subject=subject, basic_auth_user_info=Secret(auth) if auth else None,
+                    subject_strategy=strategy, auto_register=bool(auto_register), use_latest_version=bool(use_latest),
+                    version=version, schema_id=schema_id)
 
 
 def _assign(s: Section) -> tuple[tuple[str, tuple[int, ...]], ...]:

@@ -4,10 +4,12 @@ which schema, and that the schema maps to Spark types, each refusal naming the f
 - avro, and json without a registry: an Avro-style schema; json with a registry: a JSON Schema;
   protobuf: a .proto (file or inline, compiled here by protoc) and a message, or the registry.
 - A schema given only by the registry is checked when the query starts (the registry is read there).
+- The registry's own keys and the subject each side's strategy names: ``config.rules_registry``.
 """
 from __future__ import annotations
 
 from kafka_eos.config.model import DataFormat, PipelineConfig, SchemaRef
+from kafka_eos.config.rules_registry import registry_settings
 from kafka_eos.config.violations import Context, Violation
 
 TYPED = (DataFormat.JSON, DataFormat.AVRO, DataFormat.PROTOBUF)
@@ -87,10 +89,4 @@ def schemas(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     found = schema_violations(cfg.source.schema, cfg.source.format, "source", required=True)
     found += schema_violations(cfg.sink.schema, cfg.sink.format, "sink",
                                required=cfg.sink.format in (DataFormat.AVRO, DataFormat.PROTOBUF))
-    sink_topics = (cfg.sink.topic,) if cfg.sink.topic else ()
-    for side, schema, topics in (("source", cfg.source.schema, cfg.source.topics),
-                                 ("sink", cfg.sink.schema, sink_topics)):
-        if schema and schema.registry and not schema.registry.subject and len(topics) != 1:
-            found.append(Violation(f"{side}.schema.registry.subject", "no subject, and no single topic to name it after",
-                                   f"set {side}.schema.registry.subject: <topic>-value"))
-    return found
+    return found + registry_settings(cfg, ctx)   # the registry's keys and the subject (config.rules_registry)

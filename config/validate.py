@@ -53,7 +53,9 @@ def validate_config(cfg: PipelineConfig, offline: bool, timeout_s: float = 10.0,
     refused = client_settings(cfg, ctx)  # run once (it reads keystores): it decides, and check reuses it
     if not offline and not refused:  # a client that cannot be built is not asked
         from kafka_eos.config.live import live_context
+        from kafka_eos.config.rules_registry import registry_problems
         ctx, problems = live_context(cfg, timeout_s)
+        problems += registry_problems(cfg)  # the schema registry: subjects, the sink's writer schema
     return [replace(v, file=cfg.origin) for v in problems + check(cfg, ctx, backstops, ran={client_settings: refused})]
 
 

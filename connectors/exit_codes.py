@@ -75,7 +75,8 @@ ERRORS: dict[str, ExitCode] = {
         "InvalidPipeline", "PipelineBuildError", "SinkConfigError", "ClientSettingsError", "SourceOptionError",
         "OffsetLogScanError", "OffsetSpecError", "SubscriptionError", "LateSpecError", "StoreProblem",
         "NonDeterministicPlanError", "StateConfConflict", "SavepointRefused", "StateNotRebuildable",
-        "EventTimesMissing", "ReplayBeyondRetention", "SavepointConflict", "SavepointUnreadable")},
+        "EventTimesMissing", "ReplayBeyondRetention", "SavepointConflict", "SavepointUnreadable",
+        "SchemaIncompatible", "SubjectError")},
     **{name: UNAUTHORIZED for name in (
         "AclMissingError", "TopicAuthorizationError", "AuthenticationFailed", "SourceLoginRefused")},
     **{name: NEEDS_OPERATOR for name in (

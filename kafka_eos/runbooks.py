@@ -78,6 +78,8 @@ ANCHORS: dict[str, str] = {
     "LateWatermarkError": CHECKPOINT_FILES,
     "RecordDecodeError": "records-that-fail-to-decode-recorddecodeerror",
     "WriterSchemaUnavailable": "schema-registry-unavailable-writerschemaunavailable",
+    "SchemaIncompatible": "registry-schema-refused-schemaincompatible",
+    "SubjectError": "registry-schema-refused-schemaincompatible",
     "ScanError": VERIFY_READ,
     "ReplayError": VERIFY_READ,
     "PipelineFailed": "the-run-stopped-with-an-error-pipelinefailed",

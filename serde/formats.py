@@ -21,13 +21,32 @@ class OnDecodeError(str, Enum):
     DLQ = "dlq"
 
 
+class SubjectStrategy(str, Enum):
+    """How a subject is named (Confluent's subject name strategies; ``serde.registry_subjects``)."""
+    TOPIC = "topic"                # TopicNameStrategy: <topic>-value
+    RECORD = "record"              # RecordNameStrategy: <record name>
+    TOPIC_RECORD = "topic_record"  # TopicRecordNameStrategy: <topic>-<record name>
+
+
 @dataclass(frozen=True)
 class Registry:
     """A Confluent schema registry; with it Avro, Protobuf and JSON use the wire format (magic byte +
-    schema id; Protobuf adds the message indexes)."""
+    schema id; Protobuf adds the message indexes). ``subject`` set is used as written; else the
+    strategy names it. With ``auto_register`` off the sink registers nothing and writes with the
+    subject's latest version, a pinned ``version`` or a pinned ``schema_id``."""
     url: str
     subject: str | None = None
     basic_auth_user_info: Secret | None = None
+    subject_strategy: SubjectStrategy = SubjectStrategy.TOPIC
+    auto_register: bool = True
+    use_latest_version: bool = False
+    version: int | None = None
+    schema_id: int | None = None
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the sink writes with a registered schema instead of registering its own."""
+        return not self.auto_register
 
     def client_conf(self) -> dict[str, str]:
         conf = {"url": self.url}

@@ -9,6 +9,13 @@ Invariants:
 - An id the registry answers 404 for is ``UnknownSchemaId`` (the record's fault); any other
   failed lookup is ``WriterSchemaUnavailable`` (fails the batch). Messages name the URL with
   any ``user:password@`` masked: they end up in DLQ headers, which no log redaction sees.
+- What a failed call says about the registry is ``fault``'s one answer: ``missing`` (404),
+  ``refused`` (401/403: the credentials), ``unreachable`` (no answer, or any other status).
+- The compatibility test is the registry's own
+  (``POST /compatibility/subjects/{s}/versions/latest?verbose=true``); a subject without
+  versions is compatible with anything (Confluent answers 404, Apicurio ``true``). Its reasons
+  are not kept (the client returns the verdict only; Apicurio gives none): ``registry_diff`` names
+  the field.
 """
 from __future__ import annotations
 
@@ -50,6 +57,47 @@ def _avro_schema(text: str):
     return _registry_module().Schema(json.dumps(json.loads(text)), "AVRO")
 
 
+MISSING, REFUSED, UNREACHABLE = "missing", "refused", "unreachable"
+
+
+def fault(exc: BaseException) -> str:
+    """What a failed registry call says: ``missing`` (404), ``refused`` (401, 403), else ``unreachable``."""
+    status = getattr(exc, "http_status_code", None)
+    return MISSING if status == 404 else REFUSED if status in (401, 403) else UNREACHABLE
+
+
+def masked(text: str) -> str:
+    """``text`` with any ``user:password@`` of a URL masked."""
+    return _masked(text)
+
+
+def schema_of(text: str, schema_type: str, references: tuple = ()) -> Any:
+    """The registry client's ``Schema`` of ``text`` (Avro text normalized as ``register`` sends it)."""
+    return _avro_schema(text) if schema_type == "AVRO" else _registry_module().Schema(text, schema_type, list(references))
+
+
+def compatible(registry: Registry, subject: str, schema: Any) -> bool:
+    """Whether ``schema`` may be registered under ``subject`` by its compatibility level (the
+    registry's ``POST /compatibility/subjects/{s}/versions/latest?verbose=true``)."""
+    try:
+        return bool(_client(registry).test_compatibility(subject, schema, verbose=True))
+    except Exception as exc:  # noqa: BLE001 - sorted by fault(); a subject without versions is compatible
+        if fault(exc) == MISSING:
+            return True
+        raise
+
+
+def compatibility_level(registry: Registry, subject: str) -> str:
+    """The subject's compatibility level, else the registry's global one."""
+    client = _client(registry)
+    try:
+        return str(client.get_compatibility(subject))
+    except Exception as exc:  # noqa: BLE001 - no level of its own (Apicurio: no such subject): the global one
+        if fault(exc) != MISSING:
+            raise
+        return str(client.get_compatibility())
+
+
 def fetch(registry: Registry, schema_id: int) -> Any:
     """The registry's ``Schema`` of ``schema_id``: ``UnknownSchemaId`` when the registry answers 404
     (the record's fault), ``WriterSchemaUnavailable`` when the lookup fails otherwise."""
@@ -61,6 +109,11 @@ def fetch(registry: Registry, schema_id: int) -> Any:
                                           f"{registry.url} ({exc})")) from None
         raise WriterSchemaUnavailable(_masked(f"schema id {schema_id}: the schema registry at "
                                               f"{registry.url} failed: {type(exc).__name__}: {exc}")) from None
+
+
+def schema_by_id(registry: Registry, schema_id: int) -> Any:
+    """The registry's ``Schema`` of ``schema_id`` (failures raised as the client raised them: ``fault``)."""
+    return _client(registry).get_schema(schema_id)
 
 
 def version_text(registry: Registry, subject: str, version: int | str) -> Any:
@@ -94,6 +147,4 @@ class RegistrySchemas:
 
     def register(self, subject: str, schema_text: str, schema_type: str = "AVRO", references: tuple = ()) -> int:
         """The id of ``schema_text`` under ``subject`` (registered if new; idempotent)."""
-        schema = _avro_schema(schema_text) if schema_type == "AVRO" else \
-            _registry_module().Schema(schema_text, schema_type, list(references))
-        return _client(self.registry).register_schema(subject, schema)
+        return _client(self.registry).register_schema(subject, schema_of(schema_text, schema_type, references))

@@ -37,6 +37,8 @@ from kafka_eos.offsets.spec import OffsetSpecError
 from kafka_eos.offsets.subscription import SubscriptionError
 from kafka_eos.serde.arrow_types import SchemaError
 from kafka_eos.serde.avro_serde import WriterSchemaUnavailable
+from kafka_eos.serde.registry_compat import SchemaIncompatible
+from kafka_eos.serde.registry_subjects import SubjectError
 from kafka_eos.serde.decode_errors import RecordDecodeError
 from kafka_eos.truststores import StoreProblem
 from kafka_eos.txn.log.savepoints import SavepointConflict, SavepointUnreadable
@@ -110,6 +112,10 @@ ERRORS: dict[str, KafkaEosError] = {
     "LateWatermarkError": LateWatermarkError("batch 3: the offset log entry /ck/offsets/2 is missing or unreadable"),
     "RecordDecodeError": RecordDecodeError("record in-0@5 failed to decode: invalid JSON: ... (1 of 10 rows)"),
     "WriterSchemaUnavailable": WriterSchemaUnavailable("schema id 7: the schema registry at http://r:8081 failed"),
+    "SchemaIncompatible": SchemaIncompatible("the sink's schema breaks subject out-value's compatibility level BACKWARD "
+                                             "against its version 3 (id 40): field channel: ..."),
+    "SubjectError": SubjectError("sink.schema.registry: the record strategy names the subject after the record, "
+                                 "and the schema names none"),
     "ScanError": ScanError("out[0]: Fetch at offset 10 failed with error code 29"),
     "ReplayError": ReplayError("batch 4: the recorded offset log has 2 ends for a scan starting at {}"),
     "PipelineFailed": PipelineFailed("pipeline p (p.yaml) failed: ValueError: boom\nNothing of the failed batch was "
