@@ -24,7 +24,7 @@ from kafka_eos.connectors.sink.options import sink_config
 from kafka_eos.txn.protocol.sink_config import SinkConfig
 from kafka_eos.txn.cluster.control_plane import control_plane
 from kafka_eos.txn.audit.output_audit import FAILED, PASSED, BatchVerdict, committed_handles, judge, place_foreign
-from kafka_eos.txn.audit.output_scan import bounds, compacted_topics, scan_partition
+from kafka_eos.txn.audit.output_scan import scan_start_ms, bounds, compacted_topics, scan_partition
 from kafka_eos.txn.audit.recompute_audit import judge_recomputed
 from kafka_eos.txn.log.sink_log import BatchRecord, SinkLogReader
 from kafka_eos.txn.protocol.states import BatchState, PartitionState
@@ -106,8 +106,9 @@ def verify_sink(config: SinkConfig, batches: tuple[int, int] | None = None, sinc
                                  "sink.evidence_retention_ms, 7 days by default)")
     handles = {r.batch_id: committed_handles(r.handles_with(PartitionState.COMMITTED)) for r in records}
     partitions = sorted({(t, int(p)) for hs in handles.values() for h in hs for t, ps in h.partitions.items() for p in ps})
-    times = [r.metrics["committed_at_ms"] for r in records if "committed_at_ms" in r.metrics]
-    start_ms = None if len(times) < len(records) else int(min(times)) - config.transaction_timeout_ms - START_MARGIN_MS
+    times = [int(r.metrics["committed_at_ms"]) if "committed_at_ms" in r.metrics else None for r in records]
+    start_ms = scan_start_ms(times, (h for hs in handles.values() for h in hs), config.transaction_timeout_ms,
+                             START_MARGIN_MS)
     reader = control_plane(config.client_conf())
     expected = {(h.producer_id, h.producer_epoch) for hs in handles.values() for h in hs}
     compacted = compacted_topics(config.client_conf(), sorted({t for t, _ in partitions}), progress)

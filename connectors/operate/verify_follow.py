@@ -30,7 +30,7 @@ from kafka_eos.txn.cluster.control_plane import control_plane
 from kafka_eos.txn.audit.follow_audit import GRACE_MS, Pending, judge_round, unanchor
 from kafka_eos.txn.log.follow_state import DELAY_BOUND_S, FollowState, latest_state, write_state  # noqa: F401
 from kafka_eos.txn.audit.output_audit import PASSED, BatchVerdict, PartitionScan, committed_handles
-from kafka_eos.txn.audit.output_scan import LATEST, bounds, compacted_topics, read_into
+from kafka_eos.txn.audit.output_scan import LATEST, bounds, compacted_topics, read_into, scan_start_ms
 from kafka_eos.txn.protocol.sink_config import SinkConfig
 from kafka_eos.txn.log.sink_log import SinkLogReader
 from kafka_eos.txn.protocol.states import BatchState, PartitionState
@@ -83,9 +83,8 @@ class Follower:
         wanted = {(t, int(p)) for b in pending for h in b.handles for t, ps in h.partitions.items() for p in ps}
         new = sorted(wanted - set(self.scans))
         if new:
-            times = [b.committed_at_ms for b in pending]
-            start_ms = (None if None in times else
-                        min(t for t in times if t is not None) - self.config.transaction_timeout_ms - START_MARGIN_MS)
+            start_ms = scan_start_ms([b.committed_at_ms for b in pending], (h for b in pending for h in b.handles),
+                                     self.config.transaction_timeout_ms, START_MARGIN_MS)
             compacted = self._compacted_topics({t for t, _ in new})
             for (topic, p), where in bounds(self.reader, new, start_ms).items():
                 self.scans[(topic, p)] = PartitionScan(topic, p, where.start, where.log_start, topic in compacted,

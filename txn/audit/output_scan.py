@@ -3,14 +3,20 @@
 Enforced here: reads only (Fetch, ListOffsets, DescribeConfigs); memory stays bounded by one fetch
 (``FETCH_BYTES``) plus the open transactions' running digests; each partition is read from its
 start (the offset of ``start_ms``, else the log start) to its high watermark as the scan began.
+``start_ms`` (``scan_start_ms``) is before every record the batches wrote: a transaction's records are
+stamped before its commit, at most the transaction timeout before, unless the task chose their
+timestamps (a timestamp column, a copy's source timestamps), which may be any older: then its
+handle's ``earliest_timestamp_ms`` bounds it (ListOffsets by time gives the first offset whose
+timestamp is at or after it, which is at or before each of those records).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Protocol
+from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
 from kafka_eos import KafkaEosError
 from kafka_eos.txn.audit.output_audit import PartitionScan
+from kafka_eos.txn.protocol.handle import TxnHandle
 
 FETCH_BYTES = 4 << 20
 PROGRESS_EVERY = 200_000  # offsets between progress lines of a long partition
@@ -32,6 +38,16 @@ class Bounds:
     start: int
     log_start: int
     end: int
+
+
+def scan_start_ms(committed_at_ms: Sequence[int | None], handles: Iterable[TxnHandle], transaction_timeout_ms: int,
+                  margin_ms: int) -> int | None:
+    """The time before every record of batches committed at ``committed_at_ms`` with ``handles``
+    (None: a commit time is unknown, read from the log start)."""
+    if not committed_at_ms or None in committed_at_ms:
+        return None
+    start = min(t for t in committed_at_ms if t is not None) - transaction_timeout_ms - margin_ms
+    return min([start, *(h.earliest_timestamp_ms for h in handles if h.earliest_timestamp_ms is not None)])
 
 
 def bounds(reader: OutputReader, partitions: Iterable[tuple[str, int]], start_ms: int | None) -> dict[tuple[str, int], Bounds]:

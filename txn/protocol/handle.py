@@ -10,8 +10,10 @@ Invariants:
 - ``digests`` (format 2) is the task's evidence per output partition (``write_evidence``), in
   ``digest_format``; empty when the task could not record it. A format-1 handle has none.
 - ``timestamp_digests`` (format 3) is the digest of the records' timestamps per output partition,
-  in ``timestamp_format``, when the task chose every record's timestamp; a handle without them is
-  written as format 2 (or 1), so what earlier builds wrote and read is unchanged.
+  in ``timestamp_format``, when the task chose every record's timestamp; ``earliest_timestamp_ms``
+  the smallest timestamp the task chose (where ``verify`` begins to read: such records may be far
+  older than the commit). A handle without them is written as format 2 (or 1), so what earlier
+  builds wrote and read is unchanged.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ class TxnHandle:
     digest_format: str = ""
     timestamp_digests: dict[str, dict[str, str]] = field(default_factory=dict)  # topic -> partition -> digest
     timestamp_format: str = ""
+    earliest_timestamp_ms: int | None = None  # the smallest record timestamp the task chose
 
     @property
     def has_transaction(self) -> bool:
@@ -44,8 +47,8 @@ class TxnHandle:
         """The oldest format that holds what the handle carries: 1 without evidence, 2 without
         timestamp digests (what earlier builds read), else 3."""
         data = asdict(self)
-        if not self.timestamp_digests and not self.timestamp_format:
-            del data["timestamp_digests"], data["timestamp_format"]
+        if not self.timestamp_digests and not self.timestamp_format and self.earliest_timestamp_ms is None:
+            del data["timestamp_digests"], data["timestamp_format"], data["earliest_timestamp_ms"]
             if not self.digests and not self.digest_format:
                 del data["digests"], data["digest_format"]
                 return {"v": 1, **data}

@@ -54,7 +54,7 @@ from kafka_eos.txn.writer.flush import (FAILED_TXN_STATES, TransactionFailed, ab
                                  delivery_failure, flush_checked, produce_refused, txn_state)
 from kafka_eos.txn.protocol.handle import TxnHandle
 from kafka_eos.txn.writer.records import Records
-from kafka_eos.txn.writer.record_times import TimestampError, now_ms, stamped, timestamps_of
+from kafka_eos.txn.writer.record_times import TimestampError, earliest, now_ms, stamped, timestamps_of
 from kafka_eos.txn.writer.producer_stats import (STATS_INTERVAL_MS, LatestStats, await_producer_id, next_stats,
                                           records_per_partition)
 from kafka_eos.txn.protocol.sink_config import SinkConfig
@@ -98,6 +98,7 @@ class KafkaWriter:
         self._purged: list[str] = []  # records librdkafka purged because of a failure (a few named)
         self._records = 0
         self._evidence: "TaskEvidence | None" = None  # created with the producer (its partitioner)
+        self._earliest_ms: int | None = None  # the smallest record timestamp this task chose
 
     def write(self, batches: Iterable[Rows]) -> TxnHandle:
         try:
@@ -185,6 +186,7 @@ class KafkaWriter:
             batch, topics, placed = self._evidence.place(batch, topics, partitions)
         keys, values, headers = self._columns(batch)
         times = timestamps_of(batch)
+        self._earliest_ms = earliest(times, self._earliest_ms)
         produce, poll = self._producer.produce, self._producer.poll
         for row in range(batch.num_rows):
             topic = topics[row]
@@ -321,5 +323,6 @@ class KafkaWriter:
                          producer_id=eos["producer_id"], producer_epoch=eos["producer_epoch"],
                          records=self._records, partitions=partitions, precommit_ms=precommit_ms,
                          digests=digests, digest_format=DIGEST_FORMAT if digests else "",
-                         timestamp_digests=times, timestamp_format=TIMESTAMP_FORMAT if times else "")
+                         timestamp_digests=times, timestamp_format=TIMESTAMP_FORMAT if times else "",
+                         earliest_timestamp_ms=self._earliest_ms)
 

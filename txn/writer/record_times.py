@@ -82,6 +82,14 @@ def epoch_ms(column: "pa.Array") -> "pa.Array":
                          "cast it to one of them, or leave the column out (the producer's clock)")
 
 
+def earliest(times: list | None, before: int | None) -> int | None:
+    """The smaller of ``before`` and the smallest of ``times`` (None for none)."""
+    if not times:
+        return before
+    least = min(times)
+    return least if before is None else min(before, least)
+
+
 def timestamps_of(batch: "Rows") -> list | None:
     """A stamped batch's timestamps (epoch ms, one per row), or None without any."""
     if isinstance(batch, Records):

@@ -160,3 +160,12 @@ def test_the_timestamp_digest_is_the_same_by_column_and_by_record():
     column.add_column(pa.array([5, 6], pa.int64()))
     column.add_column(pa.array([7], pa.int64()))
     assert column.hexdigest() == _times_digest([5, 6, 7]) != _times_digest([5, 7, 6]) != _times_digest([5, 6])
+
+
+def test_the_scan_begins_before_records_whose_timestamps_the_task_chose_however_old():
+    from kafka_eos.txn.audit.output_scan import scan_start_ms
+    plain = handle(1, [0])
+    old = TxnHandle(**{**plain.__dict__, "earliest_timestamp_ms": 1_000})
+    assert scan_start_ms([500_000, 400_000], [plain], 60_000, 10_000) == 330_000, "the commit less timeout and margin"
+    assert scan_start_ms([500_000], [plain, old], 60_000, 10_000) == 1_000, "a copy of old records: their earliest"
+    assert scan_start_ms([500_000, None], [old], 60_000, 10_000) is None, "a commit time unknown: the log start"

@@ -21,6 +21,7 @@ def test_timestamp_digests_make_a_format_3_handle_and_handles_without_them_keep_
     timed = TxnHandle(**{**digested.__dict__, "timestamp_digests": {"o": {"0": "cd"}},
                          "timestamp_format": "xxh3_64/kafka-eos-timestamps-1"})
     assert [h.to_dict()["v"] for h in (plain, digested, timed)] == [1, 2, 3]
+    assert TxnHandle(**{**plain.__dict__, "earliest_timestamp_ms": 5}).to_dict()["v"] == 3
     assert "timestamp_digests" not in digested.to_dict(), "what an earlier build reads, unchanged"
     for h in (plain, digested, timed):
         assert TxnHandle.from_dict(h.to_dict()) == h

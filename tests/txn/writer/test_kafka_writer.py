@@ -156,6 +156,7 @@ def test_each_records_create_time_is_its_rows_timestamp_and_a_null_row_the_tasks
     times = [p.get("timestamp") for p in producer.produced]
     assert times[0] == 1_700_000_000_123 and times[2] == 5
     assert abs(times[1] - __import__("time").time() * 1000) < 60_000, "the null row: the task's clock"
+    assert writer._earliest_ms == 5, "the smallest timestamp chosen: where verify begins to read"
     writer._produce_batch(pa.record_batch({"value": [b"d"]}))
     assert "timestamp" not in producer.produced[-1], "no column: librdkafka stamps the record"
 

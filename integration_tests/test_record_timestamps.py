@@ -1,0 +1,107 @@
+"""Record timestamps on the real broker and Spark, in the session's SparkSession (issue 66, item 3).
+
+- ``sink.timestamp_column``: each output record's CreateTime is its row's column (a day old, so
+  older than the commit less the transaction timeout: ``verify`` must still find the records), a
+  null row the producer's clock; every id once in read_committed output; ``verify`` checks the
+  timestamps against the tasks' digests of them and passes.
+- a copy (``emit=offsetRanges``): each output record keeps its source record's timestamp; every id
+  once; ``verify`` passes over the copy's evidence.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import yaml
+from confluent_kafka import TIMESTAMP_CREATE_TIME, Producer
+
+from integration_tests.kafka_tools import check_exactly_once, create_topic, produce, read_all, unique
+from kafka_eos.config.loader import load_text
+from kafka_eos.connectors.operate.verify import verify
+from kafka_eos.connectors.pipeline.builder import passes_through
+from kafka_eos.connectors.pipeline.runner import run_query
+from kafka_eos.connectors.sink.options import sink_config
+from kafka_eos.connectors.pipeline.spark_options import sink_options
+from kafka_eos.txn.audit.output_audit import PASSED
+from kafka_eos.txn.log.sink_log import SinkLogReader
+
+ORDERS, COPIES = 300, 200
+DAY_MS = 86_400_000
+SCHEMA = {"type": "record", "name": "Order",
+          "fields": [{"name": "id", "type": "long"}, {"name": "created", "type": ["null", "long"]}]}
+SQL = ("SELECT CAST(value.id AS STRING) AS key, to_json(value) AS value, "
+       "timestamp_millis(value.created) AS created FROM source")
+
+
+def load(tmp_path: Path, doc: dict):
+    path = tmp_path / f"{doc['name']}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    cfg, problems = load_text(path.read_text(), str(path))
+    assert cfg is not None and not problems, problems
+    return cfg
+
+
+def created_of(i: int, base_ms: int) -> int | None:
+    return None if i % 10 == 0 else base_ms + i * 1_000  # every 10th order has none: the producer's clock
+
+
+def assert_verified(cfg) -> None:
+    report = verify(cfg)
+    assert report.exit_code == 0 and {v.outcome for v in report.verdicts} == {PASSED}, report.document()
+    reader = SinkLogReader(sink_config(sink_options(cfg)).log_location)
+    handles = [h for b in reader.batch_ids() for h in reader.get(b).handles if h.records]
+    assert handles and all(h.timestamp_digests for h in handles), "the evidence covers the timestamps"
+
+
+def test_a_timestamp_column_is_each_records_create_time_exactly_once(spark, bootstrap, tmp_path):
+    source, out = create_topic(bootstrap, unique("ts-orders"), 2), create_topic(bootstrap, unique("ts-out"), 3)
+    base = int(time.time() * 1000) - DAY_MS
+    produce(bootstrap, source, [(None, json.dumps({"id": i, "created": created_of(i, base)}).encode())
+                                for i in range(ORDERS)], transactional=unique("ts-in"))
+    cfg = load(tmp_path, {
+        "version": 1, "name": "stamped",
+        "source": {"kafka": {"bootstrap_servers": bootstrap}, "topics": [source], "starting_offsets": "earliest",
+                   "format": "json", "schema": {"inline": SCHEMA}},
+        "transform": {"sql": SQL},
+        "sink": {"kafka": {"bootstrap_servers": bootstrap}, "topic": out, "format": "string",
+                 "timestamp_column": "created", "transactional_id_prefix": unique("stamped")},
+        "checkpoint": {"location": str(tmp_path / "cp")}})
+    before = int(time.time() * 1000)
+    run_query(spark, cfg, once=True, emit=lambda line: None)
+    after = int(time.time() * 1000)
+
+    report = check_exactly_once(bootstrap, out, expected=list(range(ORDERS)), id_of=lambda m: json.loads(m.value())["id"])
+    assert report.ok, report.line()
+    for message in read_all(bootstrap, out):
+        i = json.loads(message.value())["id"]
+        kind, at = message.timestamp()
+        assert kind == TIMESTAMP_CREATE_TIME, (i, kind)
+        want = created_of(i, base)
+        if want is None:
+            assert before <= at <= after, (i, at, before, after)
+        else:
+            assert at == want, (i, at, want)
+    assert_verified(cfg)
+
+
+def test_a_copy_keeps_its_source_records_timestamps(spark, bootstrap, tmp_path):
+    source, out = create_topic(bootstrap, unique("ts-copy-in"), 2), create_topic(bootstrap, unique("ts-copy-out"), 2)
+    base = int(time.time() * 1000) - DAY_MS
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(COPIES):
+        producer.produce(source, key=b"%d" % i, value=b"%d" % i, timestamp=base + i * 7_000)
+    assert producer.flush(30) == 0
+    cfg = load(tmp_path, {
+        "version": 1, "name": "copy",
+        "source": {"kafka": {"bootstrap_servers": bootstrap}, "topics": [source], "starting_offsets": "earliest"},
+        "sink": {"kafka": {"bootstrap_servers": bootstrap}, "topic": out, "transactional_id_prefix": unique("copy")},
+        "checkpoint": {"location": str(tmp_path / "cp")}})
+    assert passes_through(cfg), "the offset-range path: the sink task reads and writes the records"
+    run_query(spark, cfg, once=True, emit=lambda line: None)
+
+    report = check_exactly_once(bootstrap, out, expected=list(range(COPIES)), id_of=lambda m: int(m.value()))
+    assert report.ok, report.line()
+    stamps = {int(m.value()): m.timestamp() for m in read_all(bootstrap, out)}
+    assert stamps == {i: (TIMESTAMP_CREATE_TIME, base + i * 7_000) for i in range(COPIES)}
+    assert_verified(cfg)
