@@ -76,11 +76,15 @@ def schema_of(text: str, schema_type: str, references: tuple = ()) -> Any:
     return _avro_schema(text) if schema_type == "AVRO" else _registry_module().Schema(text, schema_type, list(references))
 
 
-def compatible(registry: Registry, subject: str, schema: Any) -> bool:
+def compatible(registry: Registry, subject: str, schema: Any, every_version: bool = False) -> bool:
     """Whether ``schema`` may be registered under ``subject`` by its compatibility level (the
-    registry's ``POST /compatibility/subjects/{s}/versions/latest?verbose=true``)."""
+    registry's ``POST /compatibility/subjects/{s}/versions/latest?verbose=true``; ``every_version``,
+    for a ``*_TRANSITIVE`` level: ``POST /compatibility/subjects/{s}/versions?verbose=true``)."""
+    client = _client(registry)
     try:
-        return bool(_client(registry).test_compatibility(subject, schema, verbose=True))
+        if every_version:
+            return bool(client.test_compatibility_all_versions(subject, schema, verbose=True))
+        return bool(client.test_compatibility(subject, schema, verbose=True))
     except Exception as exc:  # noqa: BLE001 - sorted by fault(); a subject without versions is compatible
         if fault(exc) == MISSING:
             return True
@@ -95,7 +99,12 @@ def compatibility_level(registry: Registry, subject: str) -> str:
     except Exception as exc:  # noqa: BLE001 - no level of its own (Apicurio: no such subject): the global one
         if fault(exc) != MISSING:
             raise
+    try:
         return str(client.get_compatibility())
+    except Exception as exc:  # noqa: BLE001 - no global level either: the registries' default
+        if fault(exc) != MISSING:
+            raise
+        return "BACKWARD"
 
 
 def fetch(registry: Registry, schema_id: int) -> Any:

@@ -2,9 +2,10 @@
 ``validate`` (``config.rules_registry``) and by the query's start (``serde.resolve``).
 
 Invariants:
-- ``auto_register`` on: the registry's own compatibility test decides
-  (``registry.compatible``); an incompatible schema is ``SchemaIncompatible`` naming the
-  subject, its level, the version compared and each field with the rule it breaks
+- ``auto_register`` on: the registry's own compatibility test decides (``registry.compatible``,
+  against every version for a ``*_TRANSITIVE`` level, as registering checks); an incompatible
+  schema is ``SchemaIncompatible`` naming the subject, its level, the version compared and each
+  field with the rule it breaks
   (``registry_diff``, in the directions the level asks: BACKWARD the new schema reads the latest's
   records, FORWARD the latest reads the new one's, FULL both).
 - ``auto_register`` off: nothing is registered; the sink writes with the pinned schema (the
@@ -110,17 +111,33 @@ def explain(candidate: Candidate, registry: Registry, latest: Any, level: str) -
     return found
 
 
+def _explained(candidate: Candidate, registry: Registry, subject: str, level: str) -> tuple[Any, list[Problem]]:
+    """(the version compared, the fields broken): the latest, else (a transitive level) each older one."""
+    latest = version_text(registry, subject, "latest")
+    found = explain(candidate, registry, latest.schema, level)
+    if found or not level.upper().endswith("_TRANSITIVE"):
+        return latest, found
+    for version in range(latest.version - 1, 0, -1):
+        try:
+            older = version_text(registry, subject, version)
+        except Exception:  # noqa: BLE001 - a deleted version: the next older one
+            continue
+        found = explain(candidate, registry, older.schema, level)
+        if found:
+            return older, found
+    return latest, []
+
+
 def check_registration(registry: Registry, subject: str, candidate: Candidate) -> None:
     """Refuse (``SchemaIncompatible``) a candidate the registry would not register under ``subject``."""
     schema = schema_of(candidate.text, candidate.schema_type, candidate.references)
-    if compatible(registry, subject, schema):
-        return
     level = compatibility_level(registry, subject)
-    latest = version_text(registry, subject, "latest")
-    found = explain(candidate, registry, latest.schema, level)
+    if compatible(registry, subject, schema, level.upper().endswith("_TRANSITIVE")):
+        return
+    compared, found = _explained(candidate, registry, subject, level)
     why = _listed(found) if found else "the registry names no field, and none is found here"
     raise SchemaIncompatible(f"the sink's schema breaks subject {subject}'s compatibility level {level} against its "
-                             f"version {latest.version} (id {latest.schema_id}): {why}\n    fix: {FIX_REGISTER}")
+                             f"version {compared.version} (id {compared.schema_id}): {why}\n    fix: {FIX_REGISTER}")
 
 
 def check_pinned(registry: Registry, subject: str, candidate: Candidate | None, chosen: Pinned) -> None:

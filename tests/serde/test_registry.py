@@ -39,6 +39,9 @@ class FakeClient:
     def test_compatibility(self, subject, schema, verbose=False):
         return True   # the registry's compatibility test: the sink asks it before registering
 
+    def get_compatibility(self, subject=None):
+        return "BACKWARD"
+
 
 @pytest.fixture
 def fake(monkeypatch):

@@ -98,3 +98,40 @@ def test_a_pinned_schema_of_another_type_is_refused(client):
     pinned = Registry("http://r", auto_register=False, schema_id=40)
     with pytest.raises(SchemaIncompatible, match="schema id 40 is a AVRO schema, the sink writes json"):
         writer_serde(DataFormat.JSON, json.dumps({"type": "object"}), None, pinned, None, topic="payments")
+
+
+def test_a_transitive_level_is_tested_against_every_version_and_the_breaking_one_named(client):
+    fake = client(compatible=False)
+    fake.get_compatibility = lambda subject=None: "BACKWARD_TRANSITIVE"
+    asked_all = []
+    fake.test_compatibility_all_versions = lambda subject, schema, verbose=False: asked_all.append(subject) or False
+    v1 = {**V1, "fields": [{"name": "id", "type": "int"}]}                      # version 1: id was an int
+    versions = {3: fake.latest, 2: fake.latest,
+                1: SimpleNamespace(schema=SimpleNamespace(schema_str=json.dumps(v1), schema_type="AVRO", references=[]),
+                                   schema_id=38, version=1)}
+    fake.get_version = lambda subject, version: versions[version]
+    widened = {**V1, "fields": [*V1["fields"], {"name": "channel", "type": "string", "default": "web"}]}
+    with pytest.raises(SchemaIncompatible, match=r"level BACKWARD_TRANSITIVE against its version 1 \(id 38\): field "
+                                                 r"id: int cannot be read as string \(TYPE_MISMATCH\)"):
+        writer_serde(DataFormat.AVRO, json.dumps(widened), None, Registry("http://r"), None, topic="payments")
+    assert asked_all == ["payments-value"] and fake.asked == [], "every version asked, as registering checks"
+
+
+ORDER = ('syntax = "proto3";\npackage shop;\nmessage Ping {{ string id = 1; }}\n'
+         'message Order {{ string id = 1; {amount} amount = 2; }}\n')
+
+
+def test_protobuf_auto_register_off_writes_the_pinned_message_or_names_the_field_it_cannot_write(client):
+    from kafka_eos.serde.protobuf_schemas import ProtoSchema
+    fake = client()
+    fake.latest = SimpleNamespace(schema=SimpleNamespace(schema_str=ORDER.format(amount="int64"), schema_type="PROTOBUF",
+                                                         references=[]), schema_id=40, version=3)
+    pinned = Registry("http://r", auto_register=False, use_latest_version=True)
+    serde = writer_serde(DataFormat.PROTOBUF, ORDER.format(amount="int64"), None, pinned, None, "shop.Order", "orders")
+    assert (serde.schema_id, serde.message, fake.registered) == (40, "shop.Order", [])
+    assert ProtoSchema(serde.descriptors).message("shop.Order").fields_by_name["amount"].type == 3   # int64
+    with pytest.raises(SchemaIncompatible, match=r"field amount: string is read as int64 \(FIELD_SCALAR_KIND_CHANGED\)"):
+        writer_serde(DataFormat.PROTOBUF, ORDER.format(amount="string"), None, pinned, None, "shop.Order", "orders")
+    with pytest.raises(SchemaIncompatible, match="the registered schema has no message shop.Invoice"):
+        writer_serde(DataFormat.PROTOBUF, ORDER.format(amount="int64").replace("Order", "Invoice"), None, pinned, None,
+                     "shop.Invoice", "orders")
