@@ -182,3 +182,28 @@ def test_a_registry_down_at_validate_is_exit_2_naming_the_registry(schema_regist
     assert f"sink.schema.registry.url: the schema registry at {down} did not answer" in said, result.log()
     if schema_registry.user_info:
         assert schema_registry.user_info.split(":", 1)[1] not in said
+
+
+CHANGES = {  # format: (version 1, a change that breaks BACKWARD, the field and rule named)
+    DataFormat.JSON: (json.dumps({"type": "object", "properties": {"a": {"type": "string"}},
+                                  "additionalProperties": False}),
+                      json.dumps({"type": "object", "properties": {"a": {"type": "integer"}},
+                                  "additionalProperties": False}), "field a: type ['string'] is read as ['integer'] "
+                                                                   "(TYPE_CHANGED)"),
+    DataFormat.PROTOBUF: ('syntax = "proto3";\npackage s;\nmessage M { string a = 1; int64 b = 2; }\n',
+                          'syntax = "proto3";\npackage s;\nmessage M { string a = 1; string b = 2; }\n',
+                          "field b: int64 is read as string (FIELD_SCALAR_KIND_CHANGED)"),
+}
+
+
+@pytest.mark.parametrize("fmt", list(CHANGES))
+def test_an_incompatible_json_schema_or_protobuf_change_is_refused_naming_the_field(schema_registry, fmt):
+    topic, registry = unique("changes"), client(schema_registry)
+    first, changed, named = CHANGES[fmt]
+    writer_serde(fmt, first, None, ours(schema_registry), None, "s.M" if fmt is DataFormat.PROTOBUF else None, topic)
+    registry.set_compatibility(f"{topic}-value", "BACKWARD")
+    with pytest.raises(SchemaIncompatible, match="compatibility level BACKWARD against its version 1") as refused:
+        writer_serde(fmt, changed, None, ours(schema_registry), None, "s.M" if fmt is DataFormat.PROTOBUF else None,
+                     topic)
+    assert named in str(refused.value)
+    assert registry.get_versions(f"{topic}-value") == [1]
