@@ -48,6 +48,16 @@ class Registry:
         """Whether the sink writes with a registered schema instead of registering its own."""
         return not self.auto_register
 
+    def settings_text(self) -> str:
+        """How subjects are named and what the sink writes with, for ``describe`` (no URL, no secret)."""
+        parts = [f" subject {self.subject}" if self.subject else
+                 "" if self.subject_strategy is SubjectStrategy.TOPIC else f" subject_strategy {self.subject_strategy.value}"]
+        if self.pinned:
+            pin = f"id {self.schema_id}" if self.schema_id is not None else \
+                f"version {self.version}" if self.version is not None else "the latest version"
+            parts.append(f" auto_register off: writes with {pin}")
+        return "".join(parts)
+
     def client_conf(self) -> dict[str, str]:
         conf = {"url": self.url}
         if self.basic_auth_user_info is not None:

@@ -28,8 +28,7 @@ def _schema(schema) -> str | None:
     if schema is None:
         return None
     parts = [schema.file or ("inline" if schema.inline else None),
-             f"registry {schema.registry.url}" + (f" subject {schema.registry.subject}" if schema.registry.subject else "")
-             if schema.registry else None]
+             f"registry {schema.registry.url}{schema.registry.settings_text()}" if schema.registry else None]
     return ", ".join(p for p in parts if p)
 
 

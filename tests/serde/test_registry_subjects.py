@@ -60,3 +60,13 @@ def test_a_set_subject_wins_and_a_missing_name_says_which_setting_names_it():
     with pytest.raises(SubjectError, match="the record strategy names the subject after the record, and the schema "
                                            "names none"):
         subject_name(Registry("http://r", subject_strategy=SubjectStrategy.RECORD), "orders", None, "source")
+
+
+def test_describe_shows_how_the_subject_is_named_and_what_the_sink_writes_with():
+    assert Registry("http://r").settings_text() == ""
+    assert Registry("http://r", subject="fixed").settings_text() == " subject fixed"
+    assert Registry("http://r", subject_strategy=SubjectStrategy.TOPIC_RECORD, auto_register=False,
+                    use_latest_version=True).settings_text() == \
+        " subject_strategy topic_record auto_register off: writes with the latest version"
+    assert Registry("http://r", auto_register=False, schema_id=17).settings_text() == \
+        " auto_register off: writes with id 17"
