@@ -6,6 +6,7 @@
   timestamps against the tasks' digests of them and passes.
 - a copy (``emit=offsetRanges``): each output record keeps its source record's timestamp; every id
   once; ``verify`` passes over the copy's evidence.
+- a windowed count with ``timestamp_column: window.end``: each window's record carries its end.
 """
 from __future__ import annotations
 
@@ -105,3 +106,33 @@ def test_a_copy_keeps_its_source_records_timestamps(spark, bootstrap, tmp_path):
     stamps = {int(m.value()): m.timestamp() for m in read_all(bootstrap, out)}
     assert stamps == {i: (TIMESTAMP_CREATE_TIME, base + i * 7_000) for i in range(COPIES)}
     assert_verified(cfg)
+
+
+WINDOW_SQL = ("SELECT CAST(unix_millis(window.start) AS STRING) AS key, "
+              "to_json(named_struct('start_ms', unix_millis(window.start), 'n', COUNT(*))) AS value, window "
+              "FROM source GROUP BY window(event_time, '1 minute')")
+
+
+def test_a_windowed_count_writes_each_windows_end_as_its_records_timestamp(spark, bootstrap, tmp_path):
+    source, out = create_topic(bootstrap, unique("ts-clicks"), 1), create_topic(bootstrap, unique("ts-windows"), 2)
+    t0 = (int(time.time() * 1000) - DAY_MS) // 60_000 * 60_000
+    produce(bootstrap, source, [(None, json.dumps({"at": t0 + i * 500}).encode()) for i in range(600)],
+            transactional=unique("ts-clicks-in"))  # 5 minutes of event time, in order
+    cfg = load(tmp_path, {
+        "version": 1, "name": "windows",
+        "source": {"kafka": {"bootstrap_servers": bootstrap}, "topics": [source], "starting_offsets": "earliest",
+                   "max_offsets_per_trigger": 100, "format": "json",
+                   "schema": {"inline": {"type": "record", "name": "Click", "fields": [{"name": "at", "type": "long"}]}}},
+        "transform": {"watermark": {"column": "event_time", "expression": "timestamp_millis(value.at)",
+                                    "delay": "10 seconds"}, "sql": WINDOW_SQL},
+        "sink": {"kafka": {"bootstrap_servers": bootstrap}, "topic": out, "format": "string",
+                 "timestamp_column": "window.end", "transactional_id_prefix": unique("windows")},
+        "checkpoint": {"location": str(tmp_path / "cp")}})
+    run_query(spark, cfg, once=True, emit=lambda line: None)
+
+    windows = [(json.loads(m.value()), m.timestamp()) for m in read_all(bootstrap, out)]
+    starts = [w["start_ms"] for w, _ in windows]
+    assert len(starts) >= 3 and len(set(starts)) == len(starts), starts  # the watermark closed some, each once
+    for window, stamp in windows:
+        assert stamp == (TIMESTAMP_CREATE_TIME, window["start_ms"] + 60_000), (window, stamp)
+        assert window["n"] == 120, window

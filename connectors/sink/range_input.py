@@ -62,10 +62,5 @@ def range_records(batches: Iterable[pa.RecordBatch], options: SourceOptions) -> 
 def _records(messages: list[Message], include_headers: bool) -> Records:
     return Records(keys=list(map(Message.key, messages)), values=list(map(Message.value, messages)),
                    headers=list(map(Message.headers, messages)) if include_headers else None,
-                   timestamps=[_timestamp(m) for m in messages])
-
-
-def _timestamp(message: Message) -> int | None:
-    """The source record's timestamp (CreateTime or LogAppendTime, as MirrorMaker copies it), or None."""
-    kind, ms = message.timestamp()
-    return None if kind == TIMESTAMP_NOT_AVAILABLE else ms
+                   timestamps=[None if kind == TIMESTAMP_NOT_AVAILABLE else ms  # CreateTime or LogAppendTime
+                               for kind, ms in map(Message.timestamp, messages)])

@@ -196,11 +196,12 @@ class KafkaWriter:
                     "option 'topic' or give every row a non-null 'topic' column")
             args = (topic, values[row], keys[row], placed[row])
             extra: dict[str, Any] = {"headers": headers[row]} if headers and headers[row] else {}
-            if times is not None:
-                extra["timestamp"] = times[row]
             while True:
-                try:
-                    produce(*args, **extra)  # headers by keyword: positional order varies by release
+                try:  # headers and timestamp by keyword: positional order varies by release
+                    if times is None:
+                        produce(*args, **extra)
+                    else:
+                        produce(*args, timestamp=times[row], **extra)
                     break
                 except BufferError:  # the queue drains, unless the transaction failed
                     poll(0.05)

@@ -50,7 +50,9 @@ def stamped(batch: "Rows", clock_ms: int) -> "Rows":
     if not has_timestamps(batch):
         return batch
     if isinstance(batch, Records):
-        times = [t if t is not None and t > 0 else clock_ms for t in batch.timestamps or ()]
+        times = batch.timestamps or []
+        if None in times or min(times, default=1) < 1:
+            times = [t if t is not None and t > 0 else clock_ms for t in times]
         return replace(batch, timestamps=times)
     import pyarrow.compute as pc
     at = batch.schema.get_field_index(TIMESTAMP)

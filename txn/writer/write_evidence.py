@@ -50,7 +50,8 @@ def _columns(batch: "Rows") -> tuple[pa.Array, pa.Array, pa.Array | None, pa.Arr
     """keys, values, headers, timestamps (epoch ms, ``record_times.stamped``) of a batch as Arrow columns."""
     if isinstance(batch, Records):
         headers = None if batch.headers is None else pa.array(batch.headers, HEADERS_TYPE)
-        times = None if batch.timestamps is None else pa.array(batch.timestamps, pa.int64())
+        times = None if batch.timestamps is None else pa.array(np.fromiter(batch.timestamps, np.int64,
+                                                                            len(batch.timestamps)))
         return pa.array(batch.keys, pa.binary()), pa.array(batch.values, pa.binary()), headers, times
     names = batch.schema.names
     keys = batch.column("key") if "key" in names else pa.nulls(batch.num_rows, pa.binary())
