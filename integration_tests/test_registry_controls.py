@@ -207,3 +207,44 @@ def test_an_incompatible_json_schema_or_protobuf_change_is_refused_naming_the_fi
                      topic)
     assert named in str(refused.value)
     assert registry.get_versions(f"{topic}-value") == [1]
+
+
+@pytest.mark.chaos  # a Spark run (7 min at a load of 17-20; make chaos KIND=pipeline); the pinned path is above
+def test_a_run_with_topic_record_subjects_and_auto_register_off_writes_the_latest_id_once_each(
+        schema_registry, bootstrap, tmp_path):
+    """payments-registry.yaml on topics of its own, the sink with ``subject_strategy: topic_record`` and
+    ``auto_register: false, use_latest_version: true``: through Spark, every kept id once in the
+    read_committed output, each record under the id of the subject's latest version (v2, with a
+    field payment.avsc lacks, at its default), and the subject still has its 2 versions."""
+    from integration_tests.kafka_tools import assert_exactly_once, produce, read_all, tally
+    from integration_tests.pipeline_cli import EXAMPLES
+    from integration_tests.registry_tools import PAYMENT, PAYMENT_V2, decode_by_id, payment, register, wire
+    from kafka_eos.connectors.demo_data import create_topics
+    source, sink = unique("payments"), unique("clean")
+    create_topics(bootstrap, {source: 2, sink: 2})
+    subject = f"{sink}-{PAYMENT['namespace']}.{PAYMENT['name']}"   # TopicRecordNameStrategy
+    register(schema_registry, subject, PAYMENT)
+    latest = register(schema_registry, subject, PAYMENT_V2)
+    writer = register(schema_registry, f"{source}-value", PAYMENT)
+    run, n = unique("pay"), 60
+    produce(bootstrap, source, [(f"{run}-{i}".encode(), wire(writer, PAYMENT, payment(run, i, 2))) for i in range(n)],
+            transactional=unique("in"))
+    doc = yaml.safe_load((EXAMPLES / "payments-registry.yaml").read_text())
+    doc["source"]["topics"], doc["sink"]["topic"] = [source], sink
+    for side in ("source", "sink"):
+        doc[side]["schema"]["file"] = str(EXAMPLES.parent / "schemas" / "payment.avsc")
+    doc["sink"]["schema"]["registry"] = {**doc["sink"]["schema"]["registry"], "subject_strategy": "topic_record",
+                                         "auto_register": False, "use_latest_version": True}
+    doc["sink"]["transactional_id_prefix"] = unique("pinned")
+    path = tmp_path / "payments-pinned.yaml"
+    path.write_text(yaml.safe_dump(doc))
+
+    result = kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path / "ck", env=cli_env(schema_registry))
+    assert result.code == 0, result.log()
+    decoded = [decode_by_id(schema_registry, m.value()) for m in read_all(bootstrap, sink)]
+    assert {schema_id for schema_id, _ in decoded} == {latest}, "each record under the latest version's id"
+    assert {r["channel"] for _, r in decoded} == {"web"}, "v2's field payment.avsc lacks, at its default"
+    kept = [f"{run}-{i}" for i in range(n) if i % 10 - 1 > 0]
+    assert_exactly_once(tally([r["payment_id"] for _, r in decoded], kept))
+    assert client(schema_registry).get_versions(subject) == [1, 2], "the sink registered nothing"
+    assert client(schema_registry).get_subjects().count(f"{sink}-value") == 0
