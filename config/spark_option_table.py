@@ -68,7 +68,9 @@ SOURCE_OPTIONS: tuple[SparkOption, ...] = (
     _source("stopMarker", T, None, "streams only: while this local file exists no new data is planned"),
     _source("emit", C, "records", "`offsetRanges` (streams only): one row per offset range instead of the records; "
             "the kafka-eos sink reads and writes them in one process (a copy without transform; the sink needs the "
-            "source's options, each prefixed `source.`)", choices=("records", "offsetRanges")),
+            "source's options, each prefixed `source.`); `valueRefs` (streams only): each row's `value` is a reference to its "
+            "record, which the kafka-eos sink reads back (a query that hands `value` to the sink unchanged)",
+            choices=("records", "offsetRanges", "valueRefs")),
     _source("replayOffsetLog", T, None, "streams only: plan each batch as another checkpoint's offset log recorded "
             "it, `{\"recorded\": <checkpoint>, \"into\": <this query's checkpoint>, \"through\": <batch>}` "
             "(what `verify --recompute` runs)"),

@@ -6,7 +6,9 @@ pure rules of ``kafka_eos.config.determinism``: a non-deterministic expression (
 ``spark.sql.execution.sortBeforeRepartition=false`` or a ``coalesce(n)`` after a shuffle raise
 ``NonDeterministicPlanError`` naming the expression (its SQL text) and the fix; a stream-static
 join is logged as a warning. ``allow_nondeterministic=True`` turns refusals into warnings. A frame
-of offset-range rows (emit=offsetRanges) must reach the sink unchanged (``range_rows_changed``).
+of offset-range rows (emit=offsetRanges) must reach the sink unchanged (``range_rows_changed``);
+``value_refs_refusal`` says why a frame may not carry value references (emit=valueRefs) instead
+of the source's values, or nothing when it may.
 
 Covered: the plan of ``df`` as given (the YAML pipeline builder checks its whole frame; code users
 call this on the frame they pass to ``writeStream``). Not covered: a Python UDF that is random but
@@ -23,6 +25,7 @@ from kafka_eos.config import determinism
 from kafka_eos.config.determinism import REFUSE, Finding
 from kafka_eos.connectors.schema import is_range_schema
 from kafka_eos.connectors.source.range_rows import RangeRowsError
+from kafka_eos.connectors.source.value_refs import ValueRefError
 
 log = logging.getLogger(__name__)
 
@@ -116,16 +119,104 @@ def range_rows_changed(df: Any) -> str | None:
     return None
 
 
+_SCANS = frozenset({"StreamingRelationV2", "StreamingRelation", "StreamingDataSourceV2Relation",
+                    "StreamingDataSourceV2ScanRelation"})
+_NARROW = frozenset({"SubqueryAlias", "View", "Project", "Filter"})
+
+
+def _ids(attributes: Any) -> set[int]:
+    return {int(a.exprId().id()) for a in _seq(attributes)}
+
+
+def _passes_value(expr: Any, refs: set[int]) -> bool:
+    """Whether ``expr`` is a reference attribute as it is, or that attribute renamed."""
+    kind = expr.getClass().getSimpleName()
+    if kind == "Alias":
+        expr = expr.child()
+        kind = expr.getClass().getSimpleName()
+    return kind == "AttributeReference" and int(expr.exprId().id()) in refs
+
+
+def _value_refs_node(node: Any, refs: set[int]) -> str | None:
+    """Why ``node`` (its children already seen) may not carry value references, or None; adds the
+    attributes it passes them on as to ``refs``."""
+    name, line = node.nodeName(), node.simpleString(200).splitlines()[0]
+    if name in _SCANS:
+        refs |= {int(a.exprId().id()) for a in _seq(node.output()) if a.name() == "value"}
+        return None
+    if name not in _NARROW:
+        return f"{line}: only projections and filters keep each row in its source task and order"
+    if name == "Filter" and _ids(node.condition().references().toSeq()) & refs:
+        return f"the filter {node.condition().sql()} reads value"
+    if name == "Project":
+        for expr in _seq(node.projectList()):
+            if _passes_value(expr, refs):
+                refs.add(int(expr.exprId().id()))
+            elif _ids(expr.references().toSeq()) & refs:
+                return f"{expr.sql()} reads value"
+    return None
+
+
+def emits_value_refs(df: Any) -> bool:
+    """Whether a scan of ``df``'s plan has the source option emit=valueRefs (False on Spark Connect)."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return False
+    stack = [jdf.queryExecution().analyzed()]
+    while stack:
+        node = stack.pop()
+        if node.nodeName() == "StreamingRelationV2" and str(node.extraOptions().get("emit")).lower() == "valuerefs":
+            return True
+        stack += _seq(node.children())
+    return False
+
+
+def value_refs_refusal(df: Any) -> str | None:
+    """Why ``df``'s rows may not reach the sink with value references in place of the source's
+    values (source option emit=valueRefs), or None: its analyzed plan is one scan under projections
+    and filters (no shuffle, no Python function, nothing that adds or reorders rows), no expression
+    reads the source's ``value``, and it reaches the output as its ``value`` column, unchanged and
+    nowhere else. A reason too on Spark Connect (no plan to walk)."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return "no JVM plan to check (Spark Connect)"
+    root = jdf.queryExecution().analyzed()
+    refs: set[int] = set()
+    order, stack = [], [root]
+    while stack:  # parents before children; visited in reverse: children first
+        node = stack.pop()
+        order.append(node)
+        stack += _seq(node.children())
+    scans = [n for n in order if n.nodeName() in _SCANS]
+    if len(scans) != 1:
+        return f"the plan reads {len(scans)} sources (one scan only)"
+    for node in reversed(order):
+        reason = _value_refs_node(node, refs)
+        if reason:
+            return reason
+    out = [(a.name(), int(a.exprId().id()) in refs) for a in _seq(root.output())]
+    if ("value", True) not in out:
+        return "the output's value is not the source's value as it is"
+    carried = [name for name, ref in out if ref and name != "value"]
+    return f"the output column(s) {carried} hold the source's value" if carried else None
+
+
 def check_deterministic(df: Any, allow_nondeterministic: bool = False,
                         warn: Callable[[str], None] = log.warning) -> list[Finding]:
     """Raise ``NonDeterministicPlanError`` for what a replay may not reproduce (unless allowed);
     warn about the rest. Returns every finding (empty: nothing found). A frame of offset-range
-    rows that the query changes is refused first, whatever is allowed (``RangeRowsError``)."""
+    rows that the query changes is refused first, whatever is allowed (``RangeRowsError``), and so is
+    a frame of value references (emit=valueRefs) whose plan may change them (``ValueRefError``)."""
     changed = range_rows_changed(df)
     if changed:
         raise RangeRowsError(f"the query changes the source's offset-range rows ({changed}): the sink would skip or "
                              "repeat records. With emit=offsetRanges hand the source's rows to the sink as they are, "
                              "or read records (emit=records) to transform them")
+    refusal = value_refs_refusal(df) if emits_value_refs(df) else None
+    if refusal:
+        raise ValueRefError(f"the query may change the source's value references ({refusal}): the sink would write "
+                            "other values than the records'. With emit=valueRefs hand value to the sink as it is and "
+                            "read nothing else of it, or read records (emit=records) to use it")
     found = plan_findings(df)
     if found is None:
         warn("kafka-eos: the plan check is skipped on Spark Connect (no JVM plan to walk): make sure the "

@@ -59,6 +59,7 @@ ANCHORS: dict[str, str] = {
     "SchemaError": CONFIG,
     "LateSpecError": CONFIG,
     "RangeRowsError": CONFIG,
+    "ValueRefError": CONFIG,
     # the broker's transaction.max.timeout.ms could not be read (the sink's start)
     "BrokerConfigError": BROKER_SETTINGS,
     "ClusterUnreachable": BROKER_SETTINGS,

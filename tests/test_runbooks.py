@@ -24,6 +24,7 @@ from kafka_eos.connectors.source.legacy_reader import OffsetLogScanError
 from kafka_eos.connectors.source.options import SourceOptionError
 from kafka_eos.connectors.source.planning import KafkaDataLossError
 from kafka_eos.connectors.source.range_rows import RangeRowsError
+from kafka_eos.connectors.source.value_refs import ValueRefError
 from kafka_eos.connectors.source.replay import ReplayError
 from kafka_eos.connectors.source.stop_marker import StopNotSupported
 from kafka_eos.kafka_clients import BrokersUnreachable
@@ -93,6 +94,7 @@ ERRORS: dict[str, KafkaEosError] = {
     "SchemaError": SchemaError("not a valid Avro schema: ..."),
     "LateSpecError": LateSpecError("the query has 2 different windows; late records are defined for one"),
     "RangeRowsError": RangeRowsError("the sink's input is not the source's offset ranges (columns ['value'])"),
+    "ValueRefError": ValueRefError("row 0: its value is not a record reference of the source (emit=valueRefs)"),
     "BrokerConfigError": BrokerConfigError("no answer"),
     "ClusterUnreachable": ClusterUnreachable("Local: Broker transport failure"),
     "DescribeConfigsFailed": DescribeConfigsFailed(1, "CLUSTER_AUTHORIZATION_FAILED"),

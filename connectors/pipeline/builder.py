@@ -10,7 +10,12 @@
 
 A pipeline that copies records as they are (``passes_through``) is ``raw`` with the source option
 emit=offsetRanges: its rows are offset ranges and the sink, given the source's options as
-``source.*``, reads and writes the records in one process per task.
+``source.*``, reads and writes the records in one process per task. One whose transform only
+projects, filters or routes without reading ``value`` (bytes in and out, one scan; ``start`` asks
+the analyzed plan, ``value_refs_frame``) gets emit=valueRefs: each row's value is a reference to
+its record and the sink, given the source's options too, reads the values back; decode and encode
+(identities for bytes) are left out. Otherwise, and for a replay (``recompute``), the values go
+through Spark.
 
 Invariants:
 - One source and one sink: output, DLQ and late rows of a batch are committed together, so the
@@ -31,6 +36,7 @@ Invariants:
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Callable, cast
 
 from pyspark.sql import DataFrame, SparkSession
@@ -44,7 +50,7 @@ from kafka_eos import connectors
 from kafka_eos.config.model import DataFormat, PipelineConfig, Step
 from kafka_eos.config.spark_option_table import sink_option, source_option
 from kafka_eos.connectors.pipeline import drain, stop, worker_handoff
-from kafka_eos.connectors.plan_check import NonDeterministicPlanError, check_deterministic
+from kafka_eos.connectors.plan_check import NonDeterministicPlanError, check_deterministic, value_refs_refusal
 from kafka_eos.connectors.pipeline.late_records import late_frame
 from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema, dlq_spark_schema
 from kafka_eos.connectors.pipeline.savepoint_floor import floor_dlq, floor_main
@@ -59,6 +65,7 @@ from kafka_eos.serde import batch
 from kafka_eos.serde.codecs import ValueSerde
 
 SOURCE_VIEW = "source"
+log = logging.getLogger(__name__)
 
 
 class PipelineBuildError(KafkaEosError, ValueError):
@@ -85,9 +92,20 @@ def passes_through(cfg: PipelineConfig) -> bool:
             and "emit" not in OptionMap({k: str(v) for k, v in s.options}))
 
 
-def stream_source_options(cfg: PipelineConfig, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The source's options in the query (also the sink's ``source.*`` when it reads the ranges);
-    ``extra`` last (``recompute``: a replay, which reads records)."""
+def may_carry_value_refs(cfg: PipelineConfig) -> bool:
+    """Whether the value bytes may stay out of Spark (``emit=valueRefs``, the sink reads them back):
+    bytes in and out (no decode, no encode), one scan, no watermark, not a plain copy, ``emit`` not
+    set in ``source.options``. ``start`` then asks the plan (``plan_check.value_refs_refusal``)."""
+    s, t, k = cfg.source, cfg.transform, cfg.sink
+    return (s.format is DataFormat.BYTES and k.format is DataFormat.BYTES and scans_per_batch(cfg) == 1
+            and t.watermark is None and not passes_through(cfg)
+            and "emit" not in OptionMap({k: str(v) for k, v in s.options}))
+
+
+def stream_source_options(cfg: PipelineConfig, extra: dict[str, str] | None = None,
+                          value_refs: bool = False) -> dict[str, str]:
+    """The source's options in the query (also the sink's ``source.*`` when it reads the ranges or
+    the values); ``extra`` last (``recompute``: a replay, which reads records)."""
     options = {**source_options(cfg), **stop.source_options(cfg), **worker_handoff.source_options(cfg)}
     if cfg.checkpoint.location:  # where a source without admission control finds its start (legacy_reader)
         options[source_option("checkpointLocation").name] = cfg.checkpoint.location
@@ -95,6 +113,8 @@ def stream_source_options(cfg: PipelineConfig, extra: dict[str, str] | None = No
         options = pin_start(options)
     if passes_through(cfg) and not extra:
         options[source_option("emit").name] = "offsetRanges"
+    if value_refs and not extra:
+        options[source_option("emit").name] = "valueRefs"
     return {**options, **(extra or {})}
 
 
@@ -175,7 +195,7 @@ def check_columns(df: DataFrame, cfg: PipelineConfig) -> None:
             f"fix: an integer expression AS {s.partition_column} in transform (a partition of the output topic)")
 
 
-def encode(df: DataFrame, cfg: PipelineConfig, serde: ValueSerde) -> DataFrame:
+def encode(df: DataFrame, cfg: PipelineConfig, serde: ValueSerde | None) -> DataFrame:
     """The sink columns (key, value[, topic][, headers][, partition][, timestamp]) with ``value`` encoded to binary."""
     check_columns(df, cfg)
     try:  # sink.timestamp_column: the records' CreateTime
@@ -185,7 +205,7 @@ def encode(df: DataFrame, cfg: PipelineConfig, serde: ValueSerde) -> DataFrame:
     selected = df.selectExpr(*sink_select_exprs(cfg), *timestamp)
     schema = StructType([StructField(f.name, BinaryType(), True) if f.name == "value" else f
                          for f in selected.schema.fields])
-    encoded = selected.mapInArrow(batch.encode_fn(serde), schema)
+    encoded = selected if serde is None else selected.mapInArrow(batch.encode_fn(serde), schema)
     if routes_by_topic(cfg) and "key" in encoded.columns:
         encoded = encoded.withColumn("key", col("key").cast(BinaryType()))  # DLQ and late keys are binary
     return encoded
@@ -198,19 +218,24 @@ def dlq_rows(decoded: DataFrame, cfg: PipelineConfig) -> DataFrame:
 
 
 def build_frame(spark: SparkSession, cfg: PipelineConfig, on_skipped: Callable[[int], None] | None = None,
-                source_extra: dict[str, str] | None = None, available_now: bool = False) -> DataFrame:
+                source_extra: dict[str, str] | None = None, available_now: bool = False,
+                value_refs: bool = False) -> DataFrame:
     """The whole pipeline as one streaming DataFrame in the sink's shape (``source_extra``: more
     source options; a copy then reads its records, and the frame is the records the sink writes;
-    ``available_now``: the scans stop at the ends taken now where that is a drain, ``pipeline.drain``)."""
+    ``available_now``: the scans stop at the ends taken now where that is a drain, ``pipeline.drain``;
+    ``value_refs``: the source's values are references, passed on without decode or encode)."""
     connectors.register(spark)  # once: Spark warns on each registration that replaces one
     worker_handoff.prepare(spark, cfg)  # what the workers cannot read of the checkpoint themselves
-    options = stream_source_options(cfg, source_extra)
+    value_refs = value_refs and may_carry_value_refs(cfg) and not source_extra
+    options = stream_source_options(cfg, source_extra, value_refs)
     if available_now:
         options = drain.prepare(spark, options)
     several = scans_per_batch(cfg) > 1
     raw = read_source(spark, options, "output" if several else None)
     if passes_through(cfg):  # offset ranges: the sink reads the records (writer_options)
         return raw if not source_extra else raw.select(*[c for c in ("key", "value", "headers") if c in raw.columns])
+    if value_refs:  # bytes in and out: decode and encode would copy the references as they are
+        return encode(transform(spark, transform_input(raw, cfg), cfg), cfg, None)
     in_serde, out_serde = source_serde(cfg.source), sink_serde(cfg.sink)
     result = encode(transform(spark, transform_input(decode(raw, cfg, in_serde, on_skipped), cfg), cfg), cfg, out_serde)
     if uses_dlq(cfg):
@@ -222,32 +247,54 @@ def build_frame(spark: SparkSession, cfg: PipelineConfig, on_skipped: Callable[[
     return result
 
 
-def writer_options(cfg: PipelineConfig, once: bool) -> dict[str, str]:
-    """``sink_options`` plus the guarantee; ``once`` (availableNow) has no trigger interval."""
+def writer_options(cfg: PipelineConfig, once: bool, value_refs: bool = False) -> dict[str, str]:
+    """``sink_options`` plus the guarantee; ``once`` (availableNow) has no trigger interval;
+    the source's options as ``source.*`` where the sink reads records (ranges, ``value_refs``)."""
     # batchLog off: the runner prints one richer line per batch (progress.py) instead
     guarantee, batch_log, interval = (sink_option(n) for n in ("guarantee", "batchLog", "trigger.interval.ms"))
     options = {**sink_options(cfg), **worker_handoff.sink_options(cfg), guarantee.name: guarantee.text(cfg.guarantee.value),
                batch_log.name: batch_log.text(False)}
     if once:
         options[interval.name] = interval.text(0)
-    if passes_through(cfg):
-        options.update({f"source.{k}": v for k, v in stream_source_options(cfg).items()})
+    if passes_through(cfg) or value_refs:
+        options.update({f"source.{k}": v for k, v in stream_source_options(cfg, value_refs=value_refs).items()})
     return options
 
 
-def writer(df: DataFrame, cfg: PipelineConfig, once: bool = False) -> DataStreamWriter:
+def writer(df: DataFrame, cfg: PipelineConfig, once: bool = False, value_refs: bool = False) -> DataStreamWriter:
     trigger = drain.trigger() if drain.asked(cfg, once) else trigger_kwargs(cfg)
     name = cfg.name or "kafka-eos"
     return (df.writeStream.format("kafka-eos").queryName(name).outputMode("append")
-            .options(**writer_options(cfg, once)).trigger(**trigger))
+            .options(**writer_options(cfg, once, value_refs)).trigger(**trigger))
 
 
 def start(spark: SparkSession, cfg: PipelineConfig, once: bool = False,
           on_skipped: Callable[[int], None] | None = None) -> StreamingQuery:
-    """Build, check (``check_replayable``) and start the pipeline's query (the caller waits for it)."""
-    frame = build_frame(spark, cfg, on_skipped, available_now=drain.asked(cfg, once))
+    """Build, check (``check_replayable``) and start the pipeline's query (the caller waits for it);
+    with the values left in Kafka where the plan allows it (``value_refs_frame``)."""
+    available_now = drain.asked(cfg, once)
+    frame = value_refs_frame(spark, cfg, available_now)
+    value_refs = frame is not None
+    if frame is None:
+        frame = build_frame(spark, cfg, on_skipped, available_now=available_now)
     check_replayable(frame, cfg)
-    return writer(frame, cfg, once).start()
+    return writer(frame, cfg, once, value_refs).start()
+
+
+def value_refs_frame(spark: SparkSession, cfg: PipelineConfig, available_now: bool = False) -> DataFrame | None:
+    """The pipeline's frame with value references (``may_carry_value_refs``), or None where its
+    analyzed plan may not carry them (``plan_check.value_refs_refusal``, logged): then the values
+    go through Spark, as they always did. Never another result: only where ``value`` reaches the
+    output unchanged, in its source task and order."""
+    if not may_carry_value_refs(cfg):
+        return None
+    frame = build_frame(spark, cfg, available_now=available_now, value_refs=True)
+    refusal = value_refs_refusal(frame)
+    if refusal:
+        log.info("kafka-eos: the record values go through Spark: %s", refusal)
+        return None
+    log.info("kafka-eos: the record values stay out of Spark (emit=valueRefs): the sink reads them back")
+    return frame
 
 
 def check_replayable(frame: DataFrame, cfg: PipelineConfig) -> None:

@@ -4,6 +4,8 @@ Enforced here: such input needs the source's options on the sink, each prefixed 
 (``read_options``: parsed by the source's own rules, so the task reads read_committed with the
 source's consumer settings, poll timeout and failOnDataLoss), and the sink's ``topic`` option;
 ``source.`` options without range input are refused, as a sign of a query that changed the rows.
+With ``source.emit=valueRefs`` and a binary ``value`` column the rows are the query's, each value
+a reference the task reads (``task_rows``, ``value_input``).
 A task's records are its ranges' records in order (``range_records``), keys, values, timestamps
 (the source record's, CreateTime or LogAppendTime, as MirrorMaker copies them) and, with
 ``source.includeHeaders``, headers copied as they are. Only ``range_records`` (executors) loads
@@ -14,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message
-from pyspark.sql.types import StructType
+from pyspark.sql.types import BinaryType, StructType
 
 from kafka_eos.connectors.schema import is_range_schema
 from kafka_eos.connectors.source.options import SourceOptions, parse_source_options
@@ -34,10 +36,12 @@ def read_options(options: Mapping[str, str], schema: StructType, config: SinkCon
     range input comes without them or without the sink's topic option, or they come without it."""
     given = OptionMap.of(options).with_prefix(PREFIX)
     if not is_range_schema(schema):
-        if given:
+        refs = _value_refs(given, schema)
+        if given and refs is None:
             raise SinkConfigError(f"sink options {', '.join(sorted(PREFIX + k for k in given))} are for a query whose "
-                                  "source has emit=offsetRanges and whose rows reach the sink unchanged; remove them")
-        return None
+                                  "source has emit=offsetRanges and whose rows reach the sink unchanged, or "
+                                  "emit=valueRefs and a binary 'value' column; remove them")
+        return refs
     if not given:
         raise SinkConfigError("the sink's input is offset ranges (source option emit=offsetRanges): give the sink the "
                               "source's options too, each prefixed 'source.' (e.g. source.kafka.bootstrap.servers, "
@@ -48,6 +52,29 @@ def read_options(options: Mapping[str, str], schema: StructType, config: SinkCon
         return parse_source_options(given, streaming=True)
     except ValueError as exc:
         raise SinkConfigError(f"sink options source.*: {exc}") from None
+
+
+def _value_refs(given: Mapping[str, str], schema: StructType) -> SourceOptions | None:
+    """The source's options when they say emit=valueRefs and the rows have a binary ``value``
+    (``value_input``: the task reads the referenced values), else None."""
+    if not given or str(OptionMap.of(given).get("emit", "")).lower() != "valuerefs" or not any(
+            f.name == "value" and isinstance(f.dataType, BinaryType) for f in schema.fields):
+        return None
+    try:
+        return parse_source_options(given, streaming=True)
+    except ValueError as exc:
+        raise SinkConfigError(f"sink options source.*: {exc}") from None
+
+
+def task_rows(batches: Iterator[pa.RecordBatch], options: SourceOptions | None) -> Iterator:
+    """What a sink task writes: its Arrow rows (``options`` None), the records of its offset ranges,
+    or its rows with each referenced value read (``value_input``)."""
+    if options is None:
+        return batches
+    if options.emit_value_refs:
+        from kafka_eos.connectors.sink.value_input import with_values  # executors only (pyarrow)
+        return with_values(batches, options)
+    return range_records(batches, options)
 
 
 def range_records(batches: Iterable[pa.RecordBatch], options: SourceOptions) -> Iterator[Records]:

@@ -31,7 +31,7 @@ from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from kafka_eos.connectors import spark_compat
-from kafka_eos.connectors.sink.range_input import range_records
+from kafka_eos.connectors.sink.range_input import task_rows
 from kafka_eos.connectors.sink.row_batches import arrow_batches
 from kafka_eos.connectors.sink.startup_checks import check_speculation
 from kafka_eos.connectors.source.options import SourceOptions
@@ -75,7 +75,7 @@ class KafkaEosStreamWriter(spark_compat.StreamWriterBase):  # type: ignore[misc,
                  protocol: TwoPhaseCommitProtocol, source: SourceOptions | None = None,
                  schema: StructType | None = None) -> None:
         self.config, self.faults, self.query_id, self.plan = config, faults, query_id, plan
-        self.source = source  # the input is offset ranges: tasks read them with these (range_input)
+        self.source = source  # offset ranges or value references: tasks read them with these (range_input)
         # a row writer's tasks turn rows into Arrow batches of this schema (row_batches)
         self.row_schema = None if spark_compat.ARROW_STREAM_WRITER else schema
         self._protocol = protocol  # driver only: __getstate__ leaves it out of what tasks get
@@ -93,7 +93,7 @@ class KafkaEosStreamWriter(spark_compat.StreamWriterBase):  # type: ignore[misc,
         # cast: Spark sets the batch id on every task of a micro-batch
         batch_id = int(cast(str, context.getLocalProperty("streaming.sql.batchId")))
         sink_partition = context.partitionId()
-        rows: Iterator = iterator if self.source is None else range_records(iterator, self.source)
+        rows: Iterator = task_rows(iterator, self.source)
         if self.plan.skip(batch_id, sink_partition):
             count = sum(batch.num_rows for batch in rows)  # counted for the replay check, not written
             return SinkCommitMessage(TxnHandle.empty(sink_partition, skipped=True, records=count).to_dict())

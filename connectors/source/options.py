@@ -16,7 +16,9 @@ Invariants:
   one request waits at most 10 s and is retried within it (``kafka_eos.kafka_clients``).
 - ``stopMarker`` (streaming only) names a stop marker (``stop_marker``: a path or a URI); while it
   exists the stream plans no new data.
-- ``emit=offsetRanges`` (streaming only) makes the rows offset ranges (``range_rows``).
+- ``emit=offsetRanges`` (streaming only) makes the rows offset ranges (``range_rows``);
+  ``emit=valueRefs`` (streaming only) makes each row's ``value`` a reference to its record
+  (``value_refs``), read back by the kafka-eos sink.
 - ``replayOffsetLog`` (streaming only) plans each batch as another checkpoint recorded it (``replay``).
 - ``checkpointLocation``, ``offsetLogEntry``, ``scanName`` and ``availableNowTarget`` (streaming
   only): where a source without Spark's admission control finds its start (``legacy_reader``: the
@@ -92,6 +94,7 @@ class SourceOptions:
     align_idle_timeout_ms: int = 30_000
     stop_marker: str | None = None    # while this marker exists, latestOffset plans no new data
     emit_ranges: bool = False         # emit=offsetRanges: rows are offset ranges (connectors.source.range_rows)
+    emit_value_refs: bool = False     # emit=valueRefs: each value is its record's reference (source.value_refs)
     replay: ReplaySpec | None = None  # replayOffsetLog: batches as a recorded offset log planned them
     checkpoint: str | None = None     # the query's checkpoint (pyspark 4.0/4.1: the start after a restart)
     scan_name: str | None = None      # this scan's name, recorded on its batch ends
@@ -123,6 +126,7 @@ class SourceOptions:
                 f"ending={self.ending.kind if self.ending else None}, maxOffsetsPerTrigger={self.max_offsets_per_trigger}, "
                 f"minPartitions={self.min_partitions}, maxTasksPerBatch={self.max_tasks_per_batch}, "
                 f"alignMaxDriftMs={self.align_max_drift_ms}, emitRanges={self.emit_ranges}, "
+                f"emitValueRefs={self.emit_value_refs}, "
                 f"failOnDataLoss={self.fail_on_data_loss}, "
                 f"kafka={redacted(self.kafka_conf)})")
 
@@ -234,9 +238,9 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
     marker = _read(options, "stopMarker")
     if marker is not None and not streaming:
         raise SourceOptionError("option stopMarker is for streaming queries (spark.readStream); remove it")
-    emit_ranges = _read(options, "emit") == "offsetRanges"
-    if emit_ranges and not streaming:
-        raise SourceOptionError("option emit=offsetRanges is for streaming queries into the kafka-eos sink "
+    emit = _read(options, "emit")
+    if emit != "records" and not streaming:
+        raise SourceOptionError(f"option emit={emit} is for streaming queries into the kafka-eos sink "
                                 "(spark.readStream); remove it")
     replay = _read(options, "replayOffsetLog")
     if replay is not None and not streaming:
@@ -264,7 +268,8 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         align_max_drift_ms=drift,
         align_idle_timeout_ms=idle,
         stop_marker=str(marker) if marker else None,
-        emit_ranges=emit_ranges,
+        emit_ranges=emit == "offsetRanges",
+        emit_value_refs=emit == "valueRefs",
         replay=replay_spec,
         checkpoint=checkpoint,
         scan_name=scan_name,

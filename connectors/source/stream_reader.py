@@ -61,6 +61,7 @@ from kafka_eos.connectors.source.partition_reader import read_partition
 from kafka_eos.connectors.source.planning import (apply_data_loss_policy, batch_tasks, input_partitions,
                                                   task_ranges)
 from kafka_eos.connectors.source.range_rows import range_batch
+from kafka_eos.connectors.source.value_refs import with_value_refs
 from kafka_eos.connectors.source.replay import recorded_end
 from kafka_eos.connectors.source.stop_marker import StopMarker
 from kafka_eos.connectors.worker_gc import freeze_loaded
@@ -170,7 +171,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         freeze_loaded()
         if self.options.emit_ranges:  # the sink reads the records (range_rows)
             return iter([range_batch(task_ranges(partition), self.options.kafka_conf["bootstrap.servers"])])
-        return read_partition(partition, self.options, arrow_schema(self.schema))
+        batches = read_partition(partition, self.options, arrow_schema(self.schema))
+        if self.options.emit_value_refs:  # the sink reads the values back (value_refs)
+            return with_value_refs(batches, self.options.kafka_conf["bootstrap.servers"])
+        return batches
 
     def commit(self, end: dict) -> None:
         """Spark finished every batch up to ``end``: publish it for lag monitoring."""
