@@ -102,6 +102,9 @@ SINK_OPTIONS: tuple[SparkOption, ...] = (
           "sink.fixed_partitions"),
     _sink("writeEvidence", B, True, "exactly-once: each task records its record count and digest per output "
           "partition for `kafka-eos verify` (false: its batches cannot be verified)"),
+    _sink("copyTimestamps", B, True, "offset-range input (`emit=offsetRanges`): each record keeps its source "
+          "record's timestamp, as MirrorMaker copies it (false: the producer's clock; YAML: "
+          "`sink.timestamp_column: null` on a copy)"),
     _sink("evidenceRetentionMs", N, DEFAULT_EVIDENCE_RETENTION_MS, "how long the sink log keeps each committed "
           "batch's record, the evidence `kafka-eos verify` reads (ms; the newest 100 batches are always kept)",
           "sink.evidence_retention_ms"),

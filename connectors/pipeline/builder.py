@@ -88,7 +88,7 @@ def passes_through(cfg: PipelineConfig) -> bool:
             and not t.sql and not t.steps and t.watermark is None and scans_per_batch(cfg) == 1
             and bool(k.topic) and not k.topic_column and k.key_column == "key" and k.value_column == "value"
             and k.headers_column == ("headers" if s.include_headers else None) and not k.partition_column
-            and k.timestamp_column == record_timestamp.DEFAULT  # a copy keeps its records' timestamps
+            and k.timestamp_column in (record_timestamp.DEFAULT, None)  # null: copyTimestamps=false (writer_options)
             and "emit" not in OptionMap({k: str(v) for k, v in s.options}))
 
 
@@ -256,6 +256,8 @@ def writer_options(cfg: PipelineConfig, once: bool, value_refs: bool = False) ->
                batch_log.name: batch_log.text(False)}
     if once:
         options[interval.name] = interval.text(0)
+    if passes_through(cfg) and cfg.sink.timestamp_column is None:  # a copy on the producer's clock
+        options[sink_option("copyTimestamps").name] = sink_option("copyTimestamps").text(False)
     if passes_through(cfg) or value_refs:
         options.update({f"source.{k}": v for k, v in stream_source_options(cfg, value_refs=value_refs).items()})
     return options

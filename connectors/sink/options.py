@@ -86,6 +86,7 @@ def sink_config(options: Mapping[str, str]) -> SinkConfig:
         commit_timeout_s=_read(options, "commit.timeout.ms") / 1000,
         fixed_partitions=_read(options, "fixedPartitions"),
         write_evidence=_read(options, "writeEvidence"),
+        copy_timestamps=_read(options, "copyTimestamps"),
         evidence_retention_ms=_read(options, "evidenceRetentionMs"),
         checkpoint_location=_read(options, "checkpointLocation") or None,
     )

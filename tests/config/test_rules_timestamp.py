@@ -1,7 +1,8 @@
 """sink.timestamp_column at validate: what the file tells of the sink's rows (no Spark)."""
 from __future__ import annotations
 
-from kafka_eos.connectors.pipeline.builder import passes_through
+from kafka_eos.connectors.pipeline.builder import passes_through, writer_options
+from kafka_eos.connectors.sink.options import sink_config
 from tests.factories import loaded, problems, valid
 
 
@@ -40,6 +41,10 @@ def _copy(data: dict) -> None:
 
 
 def test_a_copy_keeps_its_records_timestamps_unless_told_otherwise(tmp_path):
-    assert passes_through(loaded(tmp_path, _copy)), "the offset-range path copies each record's timestamp"
+    copy = loaded(tmp_path, _copy)
+    assert passes_through(copy), "the offset-range path copies each record's timestamp"
+    assert "copyTimestamps" not in writer_options(copy, once=True)
     own_clock = loaded(tmp_path, lambda d: (_copy(d), d["sink"].update(timestamp_column=None)))
-    assert not passes_through(own_clock), "null: record rows without a timestamp column, the producer's clock"
+    assert passes_through(own_clock), "null: still the offset-range path"
+    assert writer_options(own_clock, once=True)["copyTimestamps"] == "false", "its records on the producer's clock"
+    assert sink_config(writer_options(own_clock, once=True)).copy_timestamps is False

@@ -109,6 +109,7 @@ class SinkConfig:
     commit_timeout_s: float = COMMIT_DEADLINE_MS / 1000
     exactly_once: bool = True
     fixed_partitions: bool = False  # an output topic that grew stops the query (kafka_eos.txn.topics.output_topics)
+    copy_timestamps: bool = True  # offset-range input: each record keeps its source record's timestamp
     write_evidence: bool = True  # exactly-once tasks record counts and digests for verify (kafka_eos.txn.writer.write_evidence)
     id_owner: str | None = None  # owner part of the ids (None: the legacy scheme); see transactional_ids
     # how long the sink log keeps a committed batch's record (beyond the newest 100); see sink_log

@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeAlias
 
 from confluent_kafka import KafkaException, Producer
@@ -213,7 +214,10 @@ class KafkaWriter:
         self._raise_if_failed()
 
     def _stamped(self, batch: Rows) -> Rows:
-        """The rows' record timestamps as epoch ms (``record_times``), a missing one this task's clock."""
+        """The rows' record timestamps as epoch ms (``record_times``), a missing one this task's clock;
+        a copy's without ``copy_timestamps``: none (librdkafka stamps them)."""
+        if isinstance(batch, Records) and batch.timestamps is not None and not self.config.copy_timestamps:
+            return replace(batch, timestamps=None)
         try:
             return stamped(batch, now_ms())
         except TimestampError as exc:

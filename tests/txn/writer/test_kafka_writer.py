@@ -168,3 +168,15 @@ def test_a_row_whose_timestamp_kafka_cannot_carry_fails_the_write_naming_the_bat
     with pytest.raises(KafkaWriteError, match=r"batch 4: row 0 \(key=b'k'\) has timestamp -5 ms"):
         writer.write([rows])
     assert writer._producer is None, "refused before a producer opened"
+
+
+def test_a_copy_without_copy_timestamps_leaves_its_records_to_librdkafkas_clock(tmp_path):
+    from dataclasses import replace
+
+    from kafka_eos.txn.writer.records import Records
+    for copy, want in ((True, [7, 8]), (False, [None, None])):
+        writer = KafkaWriter(replace(_config(tmp_path), copy_timestamps=copy), 0, 0)
+        producer = _Recording()
+        writer._producer = producer
+        writer._produce_batch(Records([None, None], [b"a", b"b"], timestamps=[7, 8]))
+        assert [p.get("timestamp") for p in producer.produced] == want, copy
