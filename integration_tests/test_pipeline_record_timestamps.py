@@ -3,7 +3,8 @@
 - ``sink.timestamp_column``: each output record's CreateTime is its row's column (a day old, so
   older than the commit less the transaction timeout: ``verify`` must still find the records), a
   null row the producer's clock; every id once in read_committed output; ``verify`` checks the
-  timestamps against the tasks' digests of them and passes.
+  timestamps against the tasks' digests of them and passes, and fails (exit 6) once the evidence
+  says other timestamps than the records in the log carry.
 - a copy (``emit=offsetRanges``): each output record keeps its source record's timestamp; every id
   once; ``verify`` passes over the copy's evidence.
 - a windowed count with ``timestamp_column: window.end``: each window's record carries its end.
@@ -55,6 +56,23 @@ def assert_verified(cfg) -> None:
     assert handles and all(h.timestamp_digests for h in handles), "the evidence covers the timestamps"
 
 
+def tamper_timestamp_digests(log: Path) -> int:
+    """Change what the sink log says the tasks wrote as timestamps (as if the output's records had
+    other timestamps than the batch wrote); returns the handles changed."""
+    changed = 0
+    for path in log.glob("*.json"):
+        if path.name.startswith("_"):
+            continue
+        doc = json.loads(path.read_text())
+        for handle in doc.get("handles", []):
+            for partitions in handle.get("timestamp_digests", {}).values():
+                for p in partitions:
+                    partitions[p] = "0" * 16
+                    changed += 1
+        path.write_text(json.dumps(doc))
+    return changed
+
+
 def test_a_timestamp_column_is_each_records_create_time_exactly_once(spark, bootstrap, tmp_path):
     source, out = create_topic(bootstrap, unique("ts-orders"), 2), create_topic(bootstrap, unique("ts-out"), 3)
     base = int(time.time() * 1000) - DAY_MS
@@ -84,6 +102,10 @@ def test_a_timestamp_column_is_each_records_create_time_exactly_once(spark, boot
         else:
             assert at == want, (i, at, want)
     assert_verified(cfg)
+    moved = tamper_timestamp_digests(tmp_path / "cp" / "kafka-eos-sink")
+    report = verify(cfg)
+    assert report.exit_code == 6 and moved, report.document()
+    assert any("timestamps of the records" in p for v in report.verdicts for p in v.problems), report.document()
 
 
 def test_a_copy_keeps_its_source_records_timestamps(spark, bootstrap, tmp_path):
