@@ -134,7 +134,7 @@ def _check_side(side: str, schema: SchemaRef, fmt: DataFormat, topics: tuple[str
     from kafka_eos.serde.registry_compat import check_writer
     from kafka_eos.serde.resolve import sink_candidate
     candidate = sink_candidate(fmt, schema.text, schema.file, schema.message)
-    if candidate is None and registry.auto_register:
+    if schema.text is None and not schema.file and registry.auto_register:
         version_text(registry, subject, "latest")   # the sink registers the subject's latest: it must have one
     check_writer(registry, subject, candidate)
 

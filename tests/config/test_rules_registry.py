@@ -86,3 +86,17 @@ def test_a_subject_without_versions_takes_a_first_schema(tmp_path, monkeypatch):
     from confluent_kafka.schema_registry.error import SchemaRegistryError
     monkeypatch.setattr(registry_module, "_client", lambda registry: Answers(SchemaRegistryError(404, 40401, "none")))
     assert registry_problems(loaded(tmp_path, lambda data: data.update(with_registry(tmp_path)))) == []
+
+
+def test_a_proto_file_with_imports_of_its_own_is_left_to_the_registration(tmp_path, monkeypatch):
+    """Its imports are registered first at the start (as references): validate cannot test it, and a
+    new subject is no problem."""
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "money.proto").write_text('syntax = "proto3";\npackage common;\nmessage Money { int64 units = 1; }\n')
+    (tmp_path / "pay.proto").write_text('syntax = "proto3";\npackage pay;\nimport "common/money.proto";\n'
+                                        'message Pay { string id = 1; common.Money amount = 2; }\n')
+    monkeypatch.setattr(registry_module, "_client", lambda registry: Answers(SchemaRegistryError(404, 40401, "none")))
+    cfg = loaded(tmp_path, lambda data: data["sink"].update(format="protobuf", schema={
+        "file": str(tmp_path / "pay.proto"), "registry": {"url": "http://registry:8081"}}))
+    assert registry_problems(cfg) == []
