@@ -15,10 +15,13 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Producer
 
 from integration_tests.kafka_tools import check_exactly_once, create_topic, produce, read_all, unique
+from integration_tests.pipeline_cli import start_kafka_eos
+from integration_tests.pipeline_runs import kill_group, wait_for
 from kafka_eos.config.loader import load_text
 from kafka_eos.connectors.operate.verify import verify
 from kafka_eos.connectors.pipeline.builder import passes_through
@@ -56,6 +59,39 @@ def assert_verified(cfg) -> None:
     assert handles and all(h.timestamp_digests for h in handles), "the evidence covers the timestamps"
 
 
+def stamped_doc(bootstrap: str, source: str, out: str, tmp_path: Path, **sink) -> dict:
+    return {"version": 1, "name": "stamped",
+            "source": {"kafka": {"bootstrap_servers": bootstrap}, "topics": [source], "starting_offsets": "earliest",
+                       "format": "json", "schema": {"inline": SCHEMA}, "max_offsets_per_trigger": 100},
+            "transform": {"sql": SQL},
+            "sink": {"kafka": {"bootstrap_servers": bootstrap}, "topic": out, "format": "string",
+                     "timestamp_column": "created", "transactional_id_prefix": unique("stamped"), **sink},
+            "checkpoint": {"location": str(tmp_path / "cp")}}
+
+
+def seed_orders(bootstrap: str, source: str) -> int:
+    """The orders, their created times a day old; returns the base time."""
+    base = int(time.time() * 1000) - DAY_MS
+    produce(bootstrap, source, [(None, json.dumps({"id": i, "created": created_of(i, base)}).encode())
+                                for i in range(ORDERS)], transactional=unique("ts-in"))
+    return base
+
+
+def assert_stamped(bootstrap: str, out: str, base: int, run: tuple[int, int]) -> None:
+    """Every id once in read_committed output, its CreateTime its created time (none: within ``run``)."""
+    report = check_exactly_once(bootstrap, out, expected=list(range(ORDERS)), id_of=lambda m: json.loads(m.value())["id"])
+    assert report.ok, report.line()
+    for message in read_all(bootstrap, out):
+        i = json.loads(message.value())["id"]
+        kind, at = message.timestamp()
+        assert kind == TIMESTAMP_CREATE_TIME, (i, kind)
+        want = created_of(i, base)
+        if want is None:
+            assert run[0] <= at <= run[1], (i, at, run)
+        else:
+            assert at == want, (i, at, want)
+
+
 def tamper_timestamp_digests(log: Path) -> int:
     """Change what the sink log says the tasks wrote as timestamps (as if the output's records had
     other timestamps than the batch wrote); returns the handles changed."""
@@ -75,32 +111,11 @@ def tamper_timestamp_digests(log: Path) -> int:
 
 def test_a_timestamp_column_is_each_records_create_time_exactly_once(spark, bootstrap, tmp_path):
     source, out = create_topic(bootstrap, unique("ts-orders"), 2), create_topic(bootstrap, unique("ts-out"), 3)
-    base = int(time.time() * 1000) - DAY_MS
-    produce(bootstrap, source, [(None, json.dumps({"id": i, "created": created_of(i, base)}).encode())
-                                for i in range(ORDERS)], transactional=unique("ts-in"))
-    cfg = load(tmp_path, {
-        "version": 1, "name": "stamped",
-        "source": {"kafka": {"bootstrap_servers": bootstrap}, "topics": [source], "starting_offsets": "earliest",
-                   "format": "json", "schema": {"inline": SCHEMA}},
-        "transform": {"sql": SQL},
-        "sink": {"kafka": {"bootstrap_servers": bootstrap}, "topic": out, "format": "string",
-                 "timestamp_column": "created", "transactional_id_prefix": unique("stamped")},
-        "checkpoint": {"location": str(tmp_path / "cp")}})
+    base = seed_orders(bootstrap, source)
+    cfg = load(tmp_path, stamped_doc(bootstrap, source, out, tmp_path))
     before = int(time.time() * 1000)
     run_query(spark, cfg, once=True, emit=lambda line: None)
-    after = int(time.time() * 1000)
-
-    report = check_exactly_once(bootstrap, out, expected=list(range(ORDERS)), id_of=lambda m: json.loads(m.value())["id"])
-    assert report.ok, report.line()
-    for message in read_all(bootstrap, out):
-        i = json.loads(message.value())["id"]
-        kind, at = message.timestamp()
-        assert kind == TIMESTAMP_CREATE_TIME, (i, kind)
-        want = created_of(i, base)
-        if want is None:
-            assert before <= at <= after, (i, at, before, after)
-        else:
-            assert at == want, (i, at, want)
+    assert_stamped(bootstrap, out, base, (before, int(time.time() * 1000)))
     assert_verified(cfg)
     moved = tamper_timestamp_digests(tmp_path / "cp" / "kafka-eos-sink")
     report = verify(cfg)
@@ -158,3 +173,29 @@ def test_a_windowed_count_writes_each_windows_end_as_its_records_timestamp(spark
     for window, stamp in windows:
         assert stamp == (TIMESTAMP_CREATE_TIME, window["start_ms"] + 60_000), (window, stamp)
         assert window["n"] == 120, window
+
+
+@pytest.mark.chaos  # a driver killed: `make chaos`
+def test_a_timestamp_column_pipeline_killed_after_its_decision_is_exactly_once_with_its_timestamps(
+        spark, bootstrap, tmp_path):
+    """``kafka-eos run`` killed after batch 1's commit decision (its handles, with their timestamp
+    digests, in the sink log; its transactions open), then run again: recovery commits them."""
+    source, out = create_topic(bootstrap, unique("ts-orders"), 2), create_topic(bootstrap, unique("ts-out"), 3)
+    base = seed_orders(bootstrap, source)
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    doc = stamped_doc(bootstrap, source, out, tmp_path,
+                      options={"faultInjection": "after_decision@1", "faultInjectionDir": str(faults)})
+    path = tmp_path / "stamped.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    before, log = int(time.time() * 1000), tmp_path / "run.log"
+    proc = start_kafka_eos(["run", str(path), "--once"], bootstrap, tmp_path, log)
+    try:
+        wait_for((faults, "after_decision.*"), proc, 400, log)
+    finally:
+        kill_group(proc)
+    doc["sink"].pop("options")
+    cfg = load(tmp_path, doc)
+    run_query(spark, cfg, once=True, emit=lambda line: None)
+    assert_stamped(bootstrap, out, base, (before, int(time.time() * 1000)))
+    assert_verified(cfg)
