@@ -28,7 +28,7 @@ KINDS: dict[str, tuple[str, ...]] = {
                  "test_late_records.py", "test_registry_*.py", "test_console.py", "test_local_binding.py",
                  "test_validate_live.py", "test_plan_determinism.py", "test_spark_connect.py", "test_supervised_guards.py",
                  "test_state_backend.py", "test_savepoint_scenarios.py", "test_savepoint_versions.py",
-                 "test_savepoint_refused.py", "test_savepoint_sliding.py"),
+                 "test_savepoint_refused.py", "test_savepoint_sliding.py", "test_value_refs_pipeline.py"),
     "sink": ("test_sink_*.py", "test_at_least_once_producer_id.py", "test_log_store_s3.py", "test_prefix_claims.py",
              "test_store_*.py"),
     "source": ("test_source_*.py", "test_offset_range_input.py"),
