@@ -1,12 +1,13 @@
-"""A YAML pipeline that filters and routes without reading ``value`` keeps the value bytes out of
-Spark (issue 68): the source hands each row a reference (emit=valueRefs), the sink task reads the
-values back read_committed. Real broker, real Spark, real ``kafka-eos run``.
+"""A YAML pipeline that filters and routes without reading ``value`` and asks for it
+(``source.options: {emit: valueRefs}``) keeps the value bytes out of Spark (issue 68): the source
+hands each row a reference, the sink task reads the values back read_committed. Real broker, real
+Spark, real ``kafka-eos run``.
 
 - filtered on the key and routed by a topic expression: every kept id exactly once in its topic,
   with its value and headers, nothing from aborted input, across a driver killed after its decision;
-- the decision is the analyzed plan's: a transform that reads ``value``, or shuffles, takes the
-  values through Spark as before (``value_refs_frame`` None, the reason said), and a code query
-  whose plan changes a reference is refused before it starts.
+- the analyzed plan decides: a transform that reads ``value``, or shuffles, is refused naming why
+  (``PipelineBuildError``), and without the option it takes the values through Spark as before;
+  a code query whose plan changes a reference is refused before it starts.
 """
 from __future__ import annotations
 
@@ -35,11 +36,13 @@ def _sql(first: str, second: str, where: str = f"CAST(key AS STRING) <> 'k{DROPP
             f"FROM source WHERE {where}")
 
 
-def _pipeline(tmp_path: Path, source: str, sql: str, sink_options: dict | None = None, prefix: str = "refs") -> Path:
+def _pipeline(tmp_path: Path, source: str, sql: str, sink_options: dict | None = None, prefix: str = "refs",
+              asked: bool = True) -> Path:
     cluster = {"bootstrap_servers": "${KAFKA_BOOTSTRAP_SERVERS}"}
     doc = {"version": 1, "name": "route", "guarantee": "exactly_once",
            "source": {"kafka": cluster, "topics": [source], "starting_offsets": "earliest",
-                      "max_offsets_per_trigger": 1000, "include_headers": True},
+                      "max_offsets_per_trigger": 1000, "include_headers": True,
+                      "options": {"emit": "valueRefs"} if asked else {}},
            "transform": {"sql": sql},
            "sink": {"kafka": cluster, "topic_column": "topic", "headers_column": "headers",
                     "transactional_id_prefix": prefix, "options": sink_options or {},
@@ -91,11 +94,13 @@ def test_a_filtered_routed_pipeline_reads_values_in_the_sink_exactly_once_across
             assert message.key() == b"k%d" % (i % KEYS) and message.headers() == [("id", b"%d" % i)]
 
 
-def test_the_plan_decides_and_a_transform_that_reads_value_takes_the_values_through_spark(spark, bootstrap, tmp_path):
+def test_the_plan_decides_and_a_transform_that_reads_value_is_refused(spark, bootstrap, tmp_path):
     source = _seed(bootstrap)
     routed = _config(_pipeline(tmp_path, source, _sql("a", "b")), bootstrap, tmp_path)
     frame = builder.value_refs_frame(spark, routed)
     assert frame is not None, "project, filter on the key and metadata, route: the values stay in Kafka"
+    unasked = _config(_pipeline(tmp_path, source, _sql("a", "b"), asked=False), bootstrap, tmp_path)
+    assert builder.value_refs_frame(spark, unasked) is None, "not asked: the values go through Spark"
     options = builder.writer_options(routed, once=True, value_refs=True)
     assert options["source.emit"] == "valueRefs" and options["source.subscribe"] == source
     reads_value = [_sql("a", "b", where="length(value) > 1"),
@@ -104,7 +109,8 @@ def test_the_plan_decides_and_a_transform_that_reads_value_takes_the_values_thro
                    "SELECT key, value, headers, CAST(value AS STRING) AS topic FROM source"]
     for sql in reads_value:
         cfg = _config(_pipeline(tmp_path, source, sql), bootstrap, tmp_path)
-        assert builder.value_refs_frame(spark, cfg) is None, sql
+        with pytest.raises(builder.PipelineBuildError, match="source.options.emit: valueRefs: .*fix: remove emit"):
+            builder.value_refs_frame(spark, cfg)
     from kafka_eos.connectors.plan_check import value_refs_refusal
     for sql, reason in zip(reads_value, ("the filter", "concat(", "RepartitionByExpression", "reads value"), strict=True):
         refs = builder.build_frame(spark, _config(_pipeline(tmp_path, source, sql), bootstrap, tmp_path),

@@ -11,11 +11,11 @@
 A pipeline that copies records as they are (``passes_through``) is ``raw`` with the source option
 emit=offsetRanges: its rows are offset ranges and the sink, given the source's options as
 ``source.*``, reads and writes the records in one process per task. One whose transform only
-projects, filters or routes without reading ``value`` (bytes in and out, one scan; ``start`` asks
-the analyzed plan, ``value_refs_frame``) gets emit=valueRefs: each row's value is a reference to
-its record and the sink, given the source's options too, reads the values back; decode and encode
-(identities for bytes) are left out. Otherwise, and for a replay (``recompute``), the values go
-through Spark.
+projects, filters or routes without reading ``value`` (bytes in and out, one scan) may ask for
+emit=valueRefs in ``source.options`` (``start`` asks the analyzed plan, ``value_refs_frame``, and
+refuses what may not carry them): each row's value is a reference to its record and the sink, given
+the source's options too, reads the values back; decode and encode (identities for bytes) are left
+out. Otherwise, and for a replay (``recompute``), the values go through Spark.
 
 Invariants:
 - One source and one sink: output, DLQ and late rows of a batch are committed together, so the
@@ -65,6 +65,10 @@ from kafka_eos.serde import batch
 from kafka_eos.serde.codecs import ValueSerde
 
 SOURCE_VIEW = "source"
+# Value references only where source.options asks (emit: valueRefs): measured at 1 KB (bench.size_bytes,
+# bench/README "Issue 68, 2026-12-03 (evening)") they take ~5 ms/MB off the JVM and add ~8 to the
+# workers and ~2 to the broker (the sink's second read): no gain, and small batches wait for that read.
+VALUE_REFS_BY_DEFAULT = False
 log = logging.getLogger(__name__)
 
 
@@ -92,14 +96,22 @@ def passes_through(cfg: PipelineConfig) -> bool:
             and "emit" not in OptionMap({k: str(v) for k, v in s.options}))
 
 
+def _emit_asked(cfg: PipelineConfig) -> str | None:
+    """``source.options``' emit, lower case (None: not set)."""
+    asked = OptionMap({k: str(v) for k, v in cfg.source.options}).get("emit")
+    return asked.lower() if asked else None
+
+
 def may_carry_value_refs(cfg: PipelineConfig) -> bool:
     """Whether the value bytes may stay out of Spark (``emit=valueRefs``, the sink reads them back):
-    bytes in and out (no decode, no encode), one scan, no watermark, not a plain copy, ``emit`` not
-    set in ``source.options``. ``start`` then asks the plan (``plan_check.value_refs_refusal``)."""
+    bytes in and out (no decode, no encode), one scan, no watermark, not a plain copy, and
+    ``source.options`` sets emit: valueRefs (``VALUE_REFS_BY_DEFAULT``: or no emit). ``start`` then
+    asks the plan (``plan_check.value_refs_refusal``)."""
     s, t, k = cfg.source, cfg.transform, cfg.sink
+    asked = _emit_asked(cfg)
     return (s.format is DataFormat.BYTES and k.format is DataFormat.BYTES and scans_per_batch(cfg) == 1
             and t.watermark is None and not passes_through(cfg)
-            and "emit" not in OptionMap({k: str(v) for k, v in s.options}))
+            and (asked == "valuerefs" or (asked is None and VALUE_REFS_BY_DEFAULT)))
 
 
 def stream_source_options(cfg: PipelineConfig, extra: dict[str, str] | None = None,
@@ -107,6 +119,8 @@ def stream_source_options(cfg: PipelineConfig, extra: dict[str, str] | None = No
     """The source's options in the query (also the sink's ``source.*`` when it reads the ranges or
     the values); ``extra`` last (``recompute``: a replay, which reads records)."""
     options = {**source_options(cfg), **stop.source_options(cfg), **worker_handoff.source_options(cfg)}
+    # emit=valueRefs only where chosen (``value_refs``): elsewhere the rows must carry the values
+    options = {k: v for k, v in options.items() if not (k.lower() == "emit" and str(v).lower() == "valuerefs")}
     if cfg.checkpoint.location:  # where a source without admission control finds its start (legacy_reader)
         options[source_option("checkpointLocation").name] = cfg.checkpoint.location
     if scans_per_batch(cfg) > 1:
@@ -288,10 +302,19 @@ def value_refs_frame(spark: SparkSession, cfg: PipelineConfig, available_now: bo
     analyzed plan may not carry them (``plan_check.value_refs_refusal``, logged): then the values
     go through Spark, as they always did. Never another result: only where ``value`` reaches the
     output unchanged, in its source task and order."""
+    asked = _emit_asked(cfg) == "valuerefs"
     if not may_carry_value_refs(cfg):
+        if asked:
+            raise PipelineBuildError("source.options.emit: valueRefs needs bytes in and out (source.format and "
+                                     "sink.format), one scan (no DLQ, no late topic), no watermark "
+                                     "and a transform; fix: remove it")
         return None
     frame = build_frame(spark, cfg, available_now=available_now, value_refs=True)
     refusal = value_refs_refusal(frame)
+    if refusal and asked:
+        raise PipelineBuildError(f"source.options.emit: valueRefs: the transform may not carry value references: "
+                                 f"{refusal}; fix: remove emit, or hand value to the sink as it is and read nothing else "
+                                 "of it")
     if refusal:
         log.info("kafka-eos: the record values go through Spark: %s", refusal)
         return None
