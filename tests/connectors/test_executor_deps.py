@@ -15,7 +15,8 @@ EXECUTOR_MODULES = ["kafka_eos.connectors.datasource", "kafka_eos.connectors.sou
                     "kafka_eos.connectors.sink.stream_writer", "kafka_eos.serde.batch", "kafka_eos.serde.codecs",
                     "kafka_eos.connectors.pipeline.late_records", "confluent_kafka.schema_registry",
                     # what a sink task's writer imports when it writes (the write evidence, the partitioner)
-                    "kafka_eos.txn.writer.write_evidence", "kafka_eos.txn.writer.record_digest", "kafka_eos.txn.writer.record_partitioner",
+                    "kafka_eos.txn.writer.write_evidence", "kafka_eos.txn.writer.record_digest",
+                    "kafka_eos.txn.writer.record_partitioner",
                     # what a task imports when it first decodes or encodes Protobuf (protoc included) or JSON Schema
                     "kafka_eos.serde.protobuf_serde", "kafka_eos.serde.protobuf_schemas", "kafka_eos.serde.json_schema_serde",
                     # imported inside functions there: JSON Schema's validator, protoc (a registry schema per worker)
