@@ -7,6 +7,7 @@ import time
 
 import pyarrow as pa
 import pytest
+from confluent_kafka import KafkaException
 
 from kafka_eos.txn.writer.flush import TransactionFailed, abort_own, client_wait_s, delivery_failure, flush_checked
 from kafka_eos.txn.writer.kafka_writer import KafkaWriteError, KafkaWriter
@@ -50,8 +51,9 @@ class FakeProducer:
     drains). ``queue_full`` makes produce raise BufferError from then on."""
     instances: list["FakeProducer"] = []
 
-    def __init__(self, settings, fail_key=b"big", queue_full=False):
+    def __init__(self, settings, fail_key=b"big", queue_full=False, refuse_after_failure=False):
         self.settings, self.fail_key, self.queue_full = settings, fail_key, queue_full
+        self.refuse_after_failure = refuse_after_failure  # the broker refused fail_key in the background
         self.state, self.queued, self.calls = "Init", [], []
         FakeProducer.instances.append(self)
 
@@ -68,11 +70,14 @@ class FakeProducer:
     def produce(self, topic, value, key, partition, **kwargs):
         if self.state == "AbortableError" and self.queue_full:
             raise BufferError("queue full")
+        if self.refuse_after_failure and any(m.key() == self.fail_key for m in self.queued):
+            self.state = "AbortableError"  # its delivery report waits for the next poll
+            raise KafkaException(FakeError("_STATE", "Local: Erroneous state"))
         self.queued.append(FakeMessage(topic, 0 if partition < 0 else partition, key, value))
 
     def _serve(self):
         for msg in list(self.queued):
-            if msg.key() == self.fail_key and self.state == "InTransaction":
+            if msg.key() == self.fail_key and self.state in ("InTransaction", "AbortableError"):
                 self.state = "AbortableError"
                 self.settings["on_delivery"](FakeError("MSG_SIZE_TOO_LARGE", "Broker: Message size too large"), msg)
                 self.queued.remove(msg)
@@ -141,6 +146,18 @@ def test_a_full_queue_of_a_failed_transaction_does_not_spin(tmp_path, producers)
     with pytest.raises(KafkaWriteError, match="Message size too large"):
         writer.write([_rows(b"big", b"x"), _rows(b"y", b"z")])
     assert _aborted(producers[0])
+
+
+def test_a_record_refused_after_an_async_failure_names_the_failed_record_not_the_refused_one(tmp_path, producers):
+    """The broker refuses an oversized record while the task goes on producing: librdkafka refuses
+    the next produce() with _STATE before the oversized record's delivery report is served. The
+    error names the oversized record and its fix, not the 10-byte record produce() refused."""
+    writer = writer_of(tmp_path, 0, 0, lambda settings: FakeProducer(settings, refuse_after_failure=True))
+    with pytest.raises(KafkaWriteError) as raised:
+        writer.write([_rows(b"a", b"big", b"small")])
+    message = str(raised.value)
+    assert "key=b'big'" in message and "max.message.bytes" in message, message
+    assert "key=b'small'" not in message and _aborted(producers[0])
 
 
 def test_input_rows_raising_abort_the_open_transaction_first(tmp_path, producers):

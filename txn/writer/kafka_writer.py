@@ -43,7 +43,7 @@ import json
 import logging
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeAlias
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from confluent_kafka import KafkaException, Producer
 
@@ -51,25 +51,23 @@ from kafka_eos import client_factory
 from kafka_eos.client_factory import ProducerFactory
 
 from kafka_eos import KafkaEosError
+from kafka_eos.txn.writer.failed_records import FailedRecords
 from kafka_eos.txn.writer.flush import (FAILED_TXN_STATES, TransactionFailed, abort_own, client_wait_s,
-                                 delivery_failure, flush_checked, produce_refused, txn_state)
+                                        flush_checked, produce_refused, txn_state)
 from kafka_eos.txn.protocol.handle import TxnHandle
 from kafka_eos.txn.writer.records import Records
+from kafka_eos.txn.writer.row_columns import Rows, row_columns, row_partitions, row_topics
 from kafka_eos.txn.writer.record_times import TimestampError, earliest, now_ms, stamped, timestamps_of
 from kafka_eos.txn.writer.producer_stats import (STATS_INTERVAL_MS, LatestStats, await_producer_id, next_stats,
                                           records_per_partition)
 from kafka_eos.txn.protocol.sink_config import SinkConfig
 
-if TYPE_CHECKING:  # rows arrive as Arrow batches; this module itself needs no pyarrow
-    import pyarrow as pa
-
+if TYPE_CHECKING:
     from kafka_eos.txn.writer.write_evidence import TaskEvidence
 
 log = logging.getLogger(__name__)
-Rows: TypeAlias = "pa.RecordBatch | Records"  # Arrow rows of the query, or records the task read itself
 STATS_WAIT_S = 10.0  # pre-commit waits this long at most for statistics newer than the flush
 CAUSE_WAIT_S = 2.0   # purged records seen: how long their cause's own delivery report is awaited
-PURGED = ("_PURGE_QUEUE", "_PURGE_INFLIGHT")  # librdkafka's codes of records it dropped, not their cause
 
 
 class KafkaWriteError(KafkaEosError, RuntimeError):
@@ -95,8 +93,7 @@ class KafkaWriter:
         self._client_wait_s = client_wait_s(config.transaction_timeout_ms)  # init_transactions, flush
         self._producer: Producer | None = None
         self._stats = LatestStats()
-        self._errors: list[str] = []  # failed records, the cause first (``_delivered``)
-        self._purged: list[str] = []  # records librdkafka purged because of a failure (a few named)
+        self._failures = FailedRecords()  # librdkafka's delivery and error reports
         self._records = 0
         self._evidence: "TaskEvidence | None" = None  # created with the producer (its partitioner)
         self._earliest_ms: int | None = None  # the smallest record timestamp this task chose
@@ -129,27 +126,31 @@ class KafkaWriter:
     def _failure(self) -> str | None:
         """Why this task's transaction failed (delivery or fatal errors, its state), or None. Purged
         records alone are not the cause: their failure's own report is awaited (``CAUSE_WAIT_S``)."""
-        if self._purged and not self._errors and self._producer is not None:
+        if self._failures.only_purged() and self._producer is not None:
             self._await_cause(self._producer)
-        if not self._errors and self._producer is not None and self.config.exactly_once:
+        if not self._failures.errors and self._producer is not None and self.config.exactly_once:
             state = txn_state(self._stats.latest)
             if state in FAILED_TXN_STATES:
                 self._producer.poll(0.2)  # serve the failed records' delivery reports
-                return self._first_errors() or f"the producer's transaction is {state}"
-        return self._first_errors() or None
+                return self._failures.first() or f"the producer's transaction is {state}"
+        return self._failures.first() or None
 
     def _await_cause(self, producer: Producer) -> None:
         deadline = time.monotonic() + CAUSE_WAIT_S
-        while not self._errors and time.monotonic() < deadline:
+        while not self._failures.errors and time.monotonic() < deadline:
             producer.poll(0.1)
-
-    def _first_errors(self) -> str:
-        """The first failed records: the cause, then the first records purged because of it."""
-        return "; ".join((self._errors + self._purged)[:3])
 
     def _failed(self, reason: str) -> KafkaWriteError:
         return KafkaWriteError(f"{self.transactional_id} (batch {self.batch_id}): {reason}. The task stopped and "
                                "aborted its transaction; once fixed, a restart resumes exactly once")
+
+    def _refused(self, exc: KafkaException, refused: str) -> KafkaWriteError:
+        """produce() refused a record. In a failed transaction (``_STATE``) the cause is an earlier
+        record whose delivery report may not be served yet: awaited (``CAUSE_WAIT_S``) and named first."""
+        error = exc.args[0] if exc.args else None
+        if self._producer is not None and getattr(error, "name", lambda: "")() == "_STATE":
+            self._await_cause(self._producer)
+        return self._failed(self._failures.first()) if self._failures.errors else KafkaWriteError(refused)
 
     def _raise_if_failed(self) -> None:
         reason = self._failure()
@@ -162,8 +163,8 @@ class KafkaWriter:
         # Only failed deliveries are reported (per-record callbacks cost a quarter of the
         # write time); per-partition counts come from the statistics at pre-commit.
         settings.update({"statistics.interval.ms": STATS_INTERVAL_MS, "stats_cb": self._stats,
-                         "on_delivery": self._delivered, "delivery.report.only.error": True,
-                         "error_cb": self._error})
+                         "on_delivery": self._failures.delivered,
+                         "delivery.report.only.error": True, "error_cb": self._failures.error})
         self._check_not_decided("before init_transactions")
         producer = self._new_producer(settings)
         if self.config.exactly_once:  # evidence only here: at-least-once has no transaction to attribute records to
@@ -179,7 +180,7 @@ class KafkaWriter:
             raise KafkaWriteError("the sink needs a 'value' column (string or binary); "
                                   f"got columns {batch.schema.names}: select or alias one as 'value'")
         batch = self._stamped(batch)
-        topics, partitions = self._topics(batch), self._partitions(batch)
+        topics, partitions = row_topics(batch, self.config.topic), row_partitions(batch)
         placed = partitions or [-1] * batch.num_rows
         if self._producer is None:
             self._producer = self._open(topics[0])
@@ -189,26 +190,24 @@ class KafkaWriter:
         times = timestamps_of(batch)
         self._earliest_ms = earliest(times, self._earliest_ms)
         produce, poll = self._producer.produce, self._producer.poll
-        for row in range(batch.num_rows):
+        for row in range(batch.num_rows):  # the hot loop: one produce per row, nothing else
             topic = topics[row]
             if topic is None:
                 raise KafkaWriteError(
                     f"row {row} of batch {self.batch_id} (key={keys[row]!r:.60}) has no topic: set the sink "
                     "option 'topic' or give every row a non-null 'topic' column")
-            args = (topic, values[row], keys[row], placed[row])
             extra: dict[str, Any] = {"headers": headers[row]} if headers and headers[row] else {}
+            if times is not None:  # headers and timestamp by keyword: positional order varies by release
+                extra["timestamp"] = times[row]
             while True:
-                try:  # headers and timestamp by keyword: positional order varies by release
-                    if times is None:
-                        produce(*args, **extra)
-                    else:
-                        produce(*args, timestamp=times[row], **extra)
+                try:
+                    produce(topic, values[row], keys[row], placed[row], **extra)
                     break
                 except BufferError:  # the queue drains, unless the transaction failed
                     poll(0.05)
                     self._raise_if_failed()
                 except KafkaException as exc:  # e.g. a partition the topic does not have
-                    raise KafkaWriteError(produce_refused(exc, topic, placed[row], keys[row], values[row])) from exc
+                    raise self._refused(exc, produce_refused(exc, topic, placed[row], keys[row], values[row])) from exc
         self._records += batch.num_rows
         poll(0)
         self._raise_if_failed()
@@ -228,47 +227,8 @@ class KafkaWriter:
         from kafka_eos.txn.writer.write_evidence import TaskEvidence, partition_counts  # Arrow: tasks only
         return TaskEvidence(settings.get("partitioner", ""), partition_counts(producer))
 
-    def _topics(self, batch: Rows) -> list:
-        """Each row's topic: the sink's option, else the row's 'topic' column (as in Spark's Kafka sink)."""
-        if isinstance(batch, Records) or self.config.topic or "topic" not in batch.schema.names:
-            return [self.config.topic] * batch.num_rows
-        return batch.column("topic").to_pylist()
-
-    def _partitions(self, batch: Rows) -> list[int] | None:
-        """Each row's 'partition' column (-1 for null), or None without one."""
-        if isinstance(batch, Records) or "partition" not in batch.schema.names:
-            return None
-        return [-1 if p is None else p for p in batch.column("partition").to_pylist()]
-
     def _columns(self, batch: Rows) -> tuple[list, list, list | None]:
-        """keys, values, headers as (name, value) pairs (or None)."""
-        n = batch.num_rows
-        if isinstance(batch, Records):  # a task's own read of Kafka
-            return batch.keys, batch.values, batch.headers
-        names = batch.schema.names
-
-        def column(name: str) -> list | None:
-            return batch.column(name).to_pylist() if name in names else None
-
-        headers = column("headers")
-        if headers is not None:
-            headers = [[(h["key"], h["value"]) for h in row] if row else None for row in headers]
-        return column("key") or [None] * n, batch.column("value").to_pylist(), headers
-
-    def _delivered(self, err, msg) -> None:
-        """A failed record: a purged one (the queue librdkafka empties once the transaction failed,
-        often reported before the record that failed it) is kept apart, so the cause is never
-        crowded out of the first 20."""
-        if err is None:
-            return
-        failures = self._purged if err.name() in PURGED else self._errors
-        if len(failures) < 20:
-            size = len(msg.value() or b"") + len(msg.key() or b"")
-            failures.append(delivery_failure(msg.topic(), msg.partition(), msg.key(), size, err.name(), err.str()))
-
-    def _error(self, err) -> None:
-        if err.fatal():
-            self._errors.append(f"fatal producer error: {err.str()}")
+        return row_columns(batch)  # a method: bench/profile_hooks times it
 
     def _check_not_decided(self, when: str) -> None:
         if self._decided():

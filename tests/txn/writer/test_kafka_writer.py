@@ -5,6 +5,7 @@ import pyarrow as pa
 import pytest
 
 from kafka_eos.txn.writer.kafka_writer import KafkaWriter, StaleAttemptError
+from kafka_eos.txn.writer.row_columns import row_columns, row_partitions, row_topics
 from kafka_eos.txn.protocol.sink_config import SinkConfig
 
 
@@ -28,9 +29,8 @@ def test_a_stale_attempt_writes_nothing(tmp_path):
 def test_records_a_task_read_go_to_the_sink_topic_with_their_headers(tmp_path):
     from kafka_eos.txn.writer.records import Records
     records = Records(keys=[b"k", None], values=[b"v1", b"v2"], headers=[[("h", b"1")], None])
-    writer = KafkaWriter(_config(tmp_path), 0, 0)
-    topics, partitions = writer._topics(records), writer._partitions(records)
-    keys, values, headers = writer._columns(records)
+    topics, partitions = row_topics(records, "t"), row_partitions(records)
+    keys, values, headers = row_columns(records)
     assert (topics, keys, values, partitions, headers) == (["t", "t"], [b"k", None], [b"v1", b"v2"], None,
                                                            [[("h", b"1")], None])
 
@@ -39,7 +39,7 @@ def test_arrow_headers_become_name_value_pairs(tmp_path):
     header = pa.struct([("key", pa.string()), ("value", pa.binary())])
     rows = pa.record_batch({"value": ["a", "b"], "headers": pa.array([[{"key": "h", "value": b"1"}], []],
                                                                        pa.list_(header))})
-    headers = KafkaWriter(_config(tmp_path), 0, 0)._columns(rows)[2]
+    headers = row_columns(rows)[2]
     assert headers == [[("h", b"1")], None]
 
 
@@ -90,9 +90,9 @@ def test_the_failed_record_is_named_though_purged_records_were_reported_first(tm
     error named 3 purged records only and not the cause, nor its fix (max.message.bytes)."""
     writer = KafkaWriter(_config(tmp_path), 0, 2)
     for i in range(30):
-        writer._delivered(_Err("_PURGE_QUEUE", "Local: Purged in queue"), _Msg(b"%d" % i, 4))
+        writer._failures.delivered(_Err("_PURGE_QUEUE", "Local: Purged in queue"), _Msg(b"%d" % i, 4))
     too_large = _Err("MSG_SIZE_TOO_LARGE", "Broker: Message size too large")
-    writer._producer = _Producer(lambda: writer._delivered(too_large, _Msg(b"big", 8000)))
+    writer._producer = _Producer(lambda: writer._failures.delivered(too_large, _Msg(b"big", 8000)))
     reason = writer._failure()
     assert reason is not None and reason.startswith("record to out[2] (key=b'big', 8003 bytes) failed: Broker: "
                                                     "Message size too large (MSG_SIZE_TOO_LARGE)"), reason
