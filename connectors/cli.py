@@ -27,7 +27,13 @@ def _conf(pairs: list[str]) -> dict[str, str]:
 
 def _run(args: argparse.Namespace) -> int:
     """Validate (exit 1/2/3 with every violation), refuse a held state (``held_states``), then run
-    in-process or through spark-submit; the exit code is ``exit_codes``'s."""
+    in-process or through spark-submit; the exit code is ``exit_codes``'s. Several files or a
+    directory: a group (``cli_group``)."""
+    from kafka_eos.connectors.cli_group import group_files, run_group_command
+    files = group_files(args.pipelines)
+    if len(files) != 1 or files[0] != args.pipelines[0]:
+        return run_group_command(args, files)
+    args.pipeline = files[0]
     from kafka_eos.config.redact import install
     from kafka_eos.config.violations import EXIT_INVALID, InvalidPipeline, exit_code
     from kafka_eos.connectors.pipeline.spark_security import bind_local
@@ -190,8 +196,9 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _add_pipeline_commands(sub) -> None:
-    run = sub.add_parser("run", help="validate, then run a pipeline (in this process, or spark-submit with --master)")
-    run.add_argument("pipeline", metavar="pipeline.yaml")
+    run = sub.add_parser("run", help="validate, then run a pipeline (in this process, or spark-submit with --master); "
+                         "several files or a directory: a group, each its own query in one application")
+    run.add_argument("pipelines", nargs="+", metavar="pipeline.yaml")
     run.add_argument("--master", help="Spark master URL (spark://host:7077, yarn, k8s://..., local[4]): "
                      "run through spark-submit with kafka-eos shipped as a zip; default: in this process")
     run.add_argument("--remote", metavar="sc://HOST:PORT", help="run through a Spark Connect server (this "

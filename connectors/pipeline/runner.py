@@ -126,8 +126,10 @@ def _skipped_counter(spark, cfg: PipelineConfig):
 
 
 def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[str], None] = print,
-              poll_s: float = POLL_S, listeners: list[Callable[[BatchReport], None]] | None = None) -> RunResult:
-    """Build, start and wait for the pipeline's query in ``spark``; raise ``PipelineFailed``."""
+              poll_s: float = POLL_S, listeners: list[Callable[[BatchReport], None]] | None = None,
+              on_stop_control: Callable[[StopControl], None] | None = None) -> RunResult:
+    """Build, start and wait for the pipeline's query in ``spark``; raise ``PipelineFailed``.
+    ``on_stop_control`` is handed the run's ``StopControl`` (a group relays its signals to it)."""
     redactor: Redactor = install(cfg.secrets())
     checkpoint_files.use_session(spark)  # a checkpoint at a URI is read through the session's Hadoop
     started, started_ms = time.monotonic(), int(time.time() * 1000)
@@ -136,6 +138,8 @@ def run_query(spark, cfg: PipelineConfig, once: bool = False, emit: Callable[[st
     # cast: a pipeline runs validated, and the checkpoint rule refuses a missing location
     restore.refuse_saved(cfg, redactor)  # a savepoint was taken of the checkpoint: exit 5
     stop = StopControl(cast(str, cfg.checkpoint.location), lambda line: emit(redactor(line)), records_home(cfg)).install()
+    if on_stop_control is not None:
+        on_stop_control(stop)
     try:
         listeners = [*(listeners or []), *recorder_for(cfg, lambda line: emit(redactor(line)))]  # event times
         reporter = ProgressReporter(cfg, redactor, emit, skipped, listeners, since_ms=started_ms)

@@ -144,7 +144,7 @@ def test_submit_command_line(tmp_path):
 
 def test_run_arguments():
     args = build_parser().parse_args(["run", "p.yaml", "--master", "spark://h:1", "--once", "--conf", "a=b"])
-    assert (args.pipeline, args.master, args.once, args.conf) == ("p.yaml", "spark://h:1", True, ["a=b"])
+    assert (args.pipelines, args.master, args.once, args.conf) == (["p.yaml"], "spark://h:1", True, ["a=b"])
 
 
 def test_run_refuses_a_conf_that_is_not_key_value():

@@ -1,0 +1,74 @@
+"""`kafka-eos run a.yaml b.yaml ...` or `kafka-eos run DIR`: the command line of a group of pipelines.
+
+Enforced here: every file is validated, and the group's own rule (``config.rules_group``: no
+shared name, checkpoint, prefix or metrics port) checked, before anything starts: one invalid file
+refuses the whole group (exit 1/2/3 with every violation, each naming its file). What a group does
+not take yet is refused with the way on: ``--master`` and ``--remote`` (a group runs in this
+process), ``--from-savepoint`` (restore one pipeline, then group it), ``--metrics-port`` and
+``--metrics-host`` (each file's own ``metrics:`` serves that pipeline).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+FILE_SUFFIXES = (".yaml", ".yml")
+_NOT_FOR_GROUPS = (("master", "--master", "a group runs in this process: give the Spark settings with --conf"),
+                   ("remote", "--remote", "a group runs in this process"),
+                   ("from_savepoint", "--from-savepoint", "restore the one pipeline on its own first, then group it"),
+                   ("metrics_port", "--metrics-port", "give each file's metrics: a port of its own"),
+                   ("metrics_host", "--metrics-host", "give each file's metrics: its host"))
+
+
+def group_files(paths: list[str]) -> list[str]:
+    """The pipeline files named: a directory stands for its *.yaml and *.yml files, sorted."""
+    files: list[str] = []
+    for path in paths:
+        folder = Path(path)
+        if folder.is_dir():
+            files += sorted(str(p) for p in folder.iterdir() if p.suffix in FILE_SUFFIXES and p.is_file())
+        else:
+            files.append(path)
+    return files
+
+
+def run_group_command(args: argparse.Namespace, files: list[str]) -> int:
+    from kafka_eos.config.rules_group import group_violations
+    from kafka_eos.config.violations import EXIT_INVALID, InvalidPipeline, exit_code
+    from kafka_eos.connectors.cli import _conf
+    from kafka_eos.connectors.pipeline.spark_security import bind_local
+    refused = [f"{flag}: {why}" for attr, flag, why in _NOT_FOR_GROUPS if getattr(args, attr, None)]
+    if args.restarts < 0:
+        refused.append(f"--restarts {args.restarts}: give 0 (no restart) or more")
+    if not files:
+        refused.append(f"{' '.join(args.pipelines)}: no pipeline file (*.yaml, *.yml) found")
+    if refused:
+        print("kafka-eos run: a group of pipelines: nothing was started;\n  " + "\n  ".join(refused), file=sys.stderr)
+        return EXIT_INVALID
+    cfgs, violations = _loaded(files, offline=True)  # the group's rule before any broker is asked
+    violations += group_violations(cfgs) if not violations else []
+    if not violations:
+        cfgs, violations = _loaded(files, offline=False, timeout_s=args.timeout)
+    if violations:
+        print(f"kafka-eos run: a group of {len(files)} pipelines: nothing was started; "
+              f"{InvalidPipeline(violations)}", file=sys.stderr)
+        return exit_code(violations)
+    from kafka_eos.connectors.pipeline.group import run_group_local
+    conf = {**bind_local(args.master or "local[*]", args.spark_ui), **_conf(args.conf)}
+    return run_group_local(cfgs, conf=conf, emit=lambda line: print(line, flush=True), verbose=args.verbose,
+                           restarts=args.restarts, once=args.once)
+
+
+def _loaded(files: list[str], offline: bool, timeout_s: float = 10.0) -> tuple[list, list]:
+    """(every file's config, every violation, each naming its file)."""
+    from dataclasses import replace
+    from kafka_eos.config.violations import InvalidPipeline
+    from kafka_eos.connectors.pipeline.validation import load_valid
+    cfgs, violations = [], []
+    for path in files:
+        try:
+            cfgs.append(load_valid(path, offline=offline, timeout_s=timeout_s))
+        except InvalidPipeline as exc:
+            violations += [v if v.file else replace(v, file=path) for v in exc.violations]
+    return cfgs, violations

@@ -1,0 +1,193 @@
+"""A group of YAML pipelines in one Spark application (issue 67): ``kafka-eos run a.yaml b.yaml c.yaml``.
+
+- Killed twice: three pipelines (a copy with keys and headers, JSON orders with a DLQ and poison
+  records, a keyed copy) with input arriving; the group's process SIGKILLed twice after every
+  pipeline committed batches; a last ``--once`` run; each output holds every id exactly once, the
+  DLQ every poison record once, nothing from aborted input.
+- Isolation: one pipeline's output topic deleted and re-created while the group runs: that pipeline
+  stops with its reason, the others commit batches after it stopped (counted), SIGTERM ends the
+  group, whose summary names the stopped one and whose exit code is its permanent one (5).
+"""
+from __future__ import annotations
+
+import json
+import re
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kafka_eos.connectors.demo_data import order
+from integration_tests.kafka_tools import (ABORTED_BASE, assert_exactly_once, check_exactly_once, create_topic,
+                                           produce, unique)
+from integration_tests.pipeline_cli import EXAMPLES, kafka_eos, small_spark_conf, start_kafka_eos
+from integration_tests.pipeline_runs import kill_group, tail
+
+CLUSTER = {"bootstrap_servers": "${KAFKA_BOOTSTRAP_SERVERS}"}
+POISON = 15
+BATCHES_BOUND_S = 240.0
+
+
+def _copy(tmp_path: Path, name: str, source: str, out: str) -> Path:
+    doc = {"version": 1, "name": name,
+           "source": {"kafka": CLUSTER, "topics": [source], "starting_offsets": "earliest",
+                      "max_offsets_per_trigger": 400, "include_headers": True},
+           "sink": {"kafka": CLUSTER, "topic": out, "headers_column": "headers", "transaction_timeout_ms": 300_000},
+           "checkpoint": {"location": f"${{KAFKA_EOS_CHECKPOINTS}}/{name}", "trigger": "1 second"}}
+    return _write(tmp_path, name, doc)
+
+
+def _orders(tmp_path: Path, name: str, source: str, out: str, dlq: str) -> Path:
+    doc = yaml.safe_load((EXAMPLES / "orders-json.yaml").read_text())
+    doc["name"], doc["source"]["topics"], doc["sink"]["topic"] = name, [source], out
+    doc["source"]["kafka"] = doc["sink"]["kafka"] = CLUSTER
+    doc["source"]["schema"]["file"] = str(EXAMPLES.parent / "schemas" / "order.avsc")
+    doc["source"]["max_offsets_per_trigger"] = 400
+    doc["transform"]["sql"] = doc["transform"]["sql"].replace("value.quantity > 0", "true")
+    doc["checkpoint"] = {"location": f"${{KAFKA_EOS_CHECKPOINTS}}/{name}", "trigger": "1 second"}
+    doc["errors"] = {"on_decode_error": "dlq", "dlq_topic": dlq}
+    return _write(tmp_path, name, doc)
+
+
+def _write(tmp_path: Path, name: str, doc: dict) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _order(i: int) -> bytes:
+    return order("g", i)[1]  # order_id "g-<i>"
+
+
+def _order_id(message) -> int:
+    return int(json.loads(message.value())["order_id"].rsplit("-", 1)[1])
+
+
+class Input:
+    """Ids written to every input topic in rounds while the group runs; aborted ones between."""
+
+    def __init__(self, bootstrap: str, topics: dict[str, str]) -> None:
+        self.bootstrap, self.topics, self.next_id = bootstrap, topics, 0
+        self.stop, self.thread = threading.Event(), threading.Thread(target=self._loop, daemon=True)
+        self.lock = threading.Lock()
+
+    def write(self, count: int) -> None:
+        with self.lock:
+            self._write(count)
+
+    def _write(self, count: int) -> None:
+        ids = range(self.next_id, self.next_id + count)
+        for kind, topic in self.topics.items():
+            value = _order if kind == "orders" else (lambda i: b"%d" % i)
+            produce(self.bootstrap, topic, [(b"k%d" % (i % 7), value(i)) for i in ids], transactional=unique("in"))
+            produce(self.bootstrap, topic, [(b"x", value(ABORTED_BASE + i)) for i in ids[:5]],
+                    transactional=unique("in-abort"), commit=False)
+        self.next_id += count
+
+    def _loop(self) -> None:
+        while not self.stop.wait(1.0):
+            self.write(150)
+
+    def __enter__(self) -> "Input":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(30)
+
+
+def _batches(log: Path, name: str) -> int:
+    """How many batches of ``name`` committed output (its progress lines ending in "out")."""
+    pattern = re.compile(rf"^kafka-eos {re.escape(name)} batch \d+: .* out\b", re.M)
+    return len(pattern.findall(log.read_text(errors="replace")))
+
+
+def _await_batches(log: Path, proc, names: list[str], at_least: dict[str, int]) -> None:
+    deadline = time.monotonic() + BATCHES_BOUND_S
+    while time.monotonic() < deadline:
+        if all(_batches(log, n) >= at_least[n] for n in names):
+            return
+        assert proc.poll() is None, f"the group exited ({proc.returncode}):\n{tail(log, 80)}"
+        time.sleep(0.5)
+    kill_group(proc)
+    raise AssertionError(f"not every pipeline committed within {BATCHES_BOUND_S} s:\n{tail(log, 80)}")
+
+
+def _group(tmp_path: Path, bootstrap: str) -> tuple[list[Path], dict[str, str], dict[str, str]]:
+    inputs = {kind: create_topic(bootstrap, unique(f"group-{kind}-in"), 3) for kind in ("copy", "orders", "keyed")}
+    outs = {kind: create_topic(bootstrap, unique(f"group-{kind}-out"), 2) for kind in ("copy", "orders", "keyed")}
+    outs["dlq"] = create_topic(bootstrap, unique("group-dlq"), 1)
+    files = [_copy(tmp_path, "g-copy", inputs["copy"], outs["copy"]),
+             _orders(tmp_path, "g-orders", inputs["orders"], outs["orders"], outs["dlq"]),
+             _copy(tmp_path, "g-keyed", inputs["keyed"], outs["keyed"])]
+    return files, inputs, outs
+
+
+def _check_outputs(bootstrap: str, outs: dict[str, str], ids: int) -> None:
+    for kind in ("copy", "keyed"):
+        assert_exactly_once(check_exactly_once(bootstrap, outs[kind], ids))
+    assert_exactly_once(check_exactly_once(bootstrap, outs["orders"], ids, id_of=_order_id))
+    assert_exactly_once(check_exactly_once(bootstrap, outs["dlq"], expected=range(POISON),
+                                           id_of=lambda m: int(m.value().split(b"-")[1])))
+
+
+@pytest.mark.long
+def test_a_group_killed_twice_keeps_every_pipelines_output_exactly_once(bootstrap, tmp_path):
+    files, inputs, outs = _group(tmp_path, bootstrap)
+    produce(bootstrap, inputs["orders"], [(b"p", b"poison-%d" % i) for i in range(POISON)])
+    args = ["run", *map(str, files), *small_spark_conf()]
+    names = ["g-copy", "g-orders", "g-keyed"]
+    with Input(bootstrap, inputs) as feed:
+        feed.write(300)
+        for kill in (1, 2):
+            log = tmp_path / f"group-{kill}.log"
+            proc = start_kafka_eos(args, bootstrap, tmp_path, log)
+            _await_batches(log, proc, names, {n: 2 for n in names})
+            kill_group(proc)
+            proc.wait(30)
+    done = kafka_eos([*args, "--once"], bootstrap, tmp_path, timeout=600)
+    assert done.code == 0, done.log(60)
+    assert all(f"kafka-eos {n}: " in done.stdout for n in names), done.log(60)
+    _check_outputs(bootstrap, outs, feed.next_id)
+
+
+def _delete_and_recreate(bootstrap: str, topic: str, partitions: int) -> None:
+    from integration_tests.test_sink_topic_changes import delete_topic
+    delete_topic(bootstrap, topic)
+    for _ in range(60):
+        try:
+            create_topic(bootstrap, topic, partitions)
+            return
+        except Exception:  # noqa: BLE001 - the deletion is still under way, or the producer re-created it
+            time.sleep(0.5)
+
+
+def test_one_pipelines_recreated_output_stops_it_alone_and_the_summary_names_it(bootstrap, tmp_path):
+    files, inputs, outs = _group(tmp_path, bootstrap)
+    names = ["g-copy", "g-orders", "g-keyed"]
+    log = tmp_path / "group.log"
+    with Input(bootstrap, inputs) as feed:
+        feed.write(300)
+        proc = start_kafka_eos(["run", *map(str, files), *small_spark_conf()], bootstrap, tmp_path, log)
+        try:
+            _await_batches(log, proc, names, {n: 1 for n in names})
+            _delete_and_recreate(bootstrap, outs["keyed"], 2)
+            deadline = time.monotonic() + BATCHES_BOUND_S
+            while "kafka-eos g-keyed: failed (5)" not in log.read_text(errors="replace"):
+                assert time.monotonic() < deadline and proc.poll() is None, tail(log, 80)
+                time.sleep(0.5)
+            after = {n: _batches(log, n) for n in ("g-copy", "g-orders")}
+            _await_batches(log, proc, ["g-copy", "g-orders"], {n: after[n] + 3 for n in after})
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(120)
+        finally:
+            kill_group(proc)
+    text = log.read_text(errors="replace")
+    assert code == 5, tail(log, 80)
+    summary = text[text.index("kafka-eos: the group ended:"):]
+    assert "g-keyed: failed (5)" in summary and "(exit 143)" in summary, summary
+    assert all(re.search(rf"{n}: stopped after batch \d+", summary) for n in ("g-copy", "g-orders")), summary
