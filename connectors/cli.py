@@ -31,7 +31,7 @@ def _run(args: argparse.Namespace) -> int:
     directory: a group (``cli_group``)."""
     from kafka_eos.connectors.cli_group import group_files, run_group_command
     files = group_files(args.pipelines)
-    if len(files) != 1 or files[0] != args.pipelines[0]:
+    if args.watch or len(files) != 1 or files[0] != args.pipelines[0]:
         return run_group_command(args, files)
     args.pipeline = files[0]
     from kafka_eos.config.redact import install
@@ -198,7 +198,10 @@ def _describe(args: argparse.Namespace) -> int:
 def _add_pipeline_commands(sub) -> None:
     run = sub.add_parser("run", help="validate, then run a pipeline (in this process, or spark-submit with --master); "
                          "several files or a directory: a group, each its own query in one application")
-    run.add_argument("pipelines", nargs="+", metavar="pipeline.yaml")
+    run.add_argument("pipelines", nargs="*", metavar="pipeline.yaml")
+    run.add_argument("--watch", metavar="DIR", help="run the pipeline files of DIR as a group and follow it: a file "
+                     "added is started, one removed stopped after its running batch, one changed validated against its "
+                     "checkpoint and then put in place of the running one")
     run.add_argument("--master", help="Spark master URL (spark://host:7077, yarn, k8s://..., local[4]): "
                      "run through spark-submit with kafka-eos shipped as a zip; default: in this process")
     run.add_argument("--remote", metavar="sc://HOST:PORT", help="run through a Spark Connect server (this "

@@ -34,6 +34,7 @@ def group_files(paths: list[str]) -> list[str]:
 
 
 def run_group_command(args: argparse.Namespace, files: list[str]) -> int:
+    """A group of ``files``, or with ``--watch DIR`` of the directory's files as they come and go."""
     from kafka_eos.config.rules_group import group_violations
     from kafka_eos.config.violations import EXIT_INVALID, InvalidPipeline, exit_code
     from kafka_eos.connectors.cli import _conf
@@ -41,11 +42,17 @@ def run_group_command(args: argparse.Namespace, files: list[str]) -> int:
     refused = [f"{flag}: {why}" for attr, flag, why in _NOT_FOR_GROUPS if getattr(args, attr, None)]
     if args.restarts < 0:
         refused.append(f"--restarts {args.restarts}: give 0 (no restart) or more")
-    if not files:
+    if args.watch and (files or args.once):
+        refused.append("--watch DIR: the group is the directory's files; give no other file, and no --once")
+    elif args.watch and not Path(args.watch).is_dir():
+        refused.append(f"--watch {args.watch}: not a directory")
+    elif not files and not args.watch:
         refused.append(f"{' '.join(args.pipelines)}: no pipeline file (*.yaml, *.yml) found")
     if refused:
         print("kafka-eos run: a group of pipelines: nothing was started;\n  " + "\n  ".join(refused), file=sys.stderr)
         return EXIT_INVALID
+    if args.watch:
+        return _watch(args)
     cfgs, violations = _loaded(files, offline=True)  # the group's rule before any broker is asked
     violations += group_violations(cfgs) if not violations else []
     if not violations:
@@ -72,3 +79,24 @@ def _loaded(files: list[str], offline: bool, timeout_s: float = 10.0) -> tuple[l
         except InvalidPipeline as exc:
             violations += [v if v.file else replace(v, file=path) for v in exc.violations]
     return cfgs, violations
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from kafka_eos.connectors.cli import _conf
+    from kafka_eos.connectors.pipeline.checkpoint_compat import against_checkpoint
+    from kafka_eos.connectors.pipeline.group import run_group_local
+    from kafka_eos.connectors.pipeline.group_watch import Watch, run_watch
+    from kafka_eos.connectors.pipeline.spark_security import bind_local
+
+    def validate(path: str, others: list) -> tuple:
+        from kafka_eos.config.rules_group import group_violations
+        from kafka_eos.config.violations import InvalidPipeline
+        cfgs, violations = _loaded([path], offline=False, timeout_s=args.timeout)
+        violations += group_violations([*others, *cfgs]) if cfgs else []
+        return (None, str(InvalidPipeline(violations))) if violations else (cfgs[0], "")
+
+    def watch(group) -> int:
+        return run_watch(group, Watch(group, args.watch, lambda: group_files([args.watch]), validate, against_checkpoint))
+    conf = {**bind_local("local[*]", args.spark_ui), **_conf(args.conf)}
+    return run_group_local([], conf=conf, emit=lambda line: print(line, flush=True), verbose=args.verbose,
+                           restarts=args.restarts, watch=watch)

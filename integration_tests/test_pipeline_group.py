@@ -4,7 +4,7 @@
   records, a keyed copy) with input arriving; the group's process SIGKILLed twice after every
   pipeline committed batches; a last ``--once`` run; each output holds every id exactly once, the
   DLQ every poison record once, nothing from aborted input.
-- Isolation: one pipeline's output topic deleted and re-created while the group runs: that pipeline
+- Watched and isolated (`run --watch DIR`): files added, changed, removed; one output topic re-created: that pipeline
   stops with its reason, the others commit batches after it stopped (counted), SIGTERM ends the
   group, whose summary names the stopped one and whose exit code is its permanent one (5).
 """
@@ -166,28 +166,58 @@ def _delete_and_recreate(bootstrap: str, topic: str, partitions: int) -> None:
             time.sleep(0.5)
 
 
-def test_one_pipelines_recreated_output_stops_it_alone_and_the_summary_names_it(bootstrap, tmp_path):
-    files, inputs, outs = _group(tmp_path, bootstrap)
-    names = ["g-copy", "g-orders", "g-keyed"]
-    log = tmp_path / "group.log"
+def _await_line(log: Path, proc, text: str) -> None:
+    deadline = time.monotonic() + BATCHES_BOUND_S
+    while text not in log.read_text(errors="replace"):
+        assert time.monotonic() < deadline and proc.poll() is None, f"no {text!r}:\n{tail(log, 80)}"
+        time.sleep(0.5)
+
+
+def test_a_watched_group_follows_its_directory_and_one_pipelines_failure_stops_it_alone(bootstrap, tmp_path):
+    """``run --watch DIR`` with g-copy and g-orders: g-keyed's file added (started), g-copy's changed
+    (replaced on its checkpoint), g-keyed's output topic re-created (it stops, 5), g-orders' file removed
+    (stopped after its batch), the others committing throughout; SIGTERM: the summary names each, exit 5.
+    Then each drained with --once: every id once in g-copy's and g-orders' outputs, the DLQ's once."""
+    folder, spare = tmp_path / "pipelines", tmp_path / "spare"
+    folder.mkdir(), spare.mkdir()
+    files, inputs, outs = _group(spare, bootstrap)
+    copy, orders, keyed = (folder / f.name for f in files)
+    copy.write_text(files[0].read_text()), orders.write_text(files[1].read_text())
+    produce(bootstrap, inputs["orders"], [(b"p", b"poison-%d" % i) for i in range(POISON)])
+    log = tmp_path / "watch.log"
     with Input(bootstrap, inputs) as feed:
         feed.write(300)
-        proc = start_kafka_eos(["run", *map(str, files), *small_spark_conf()], bootstrap, tmp_path, log)
+        proc = start_kafka_eos(["run", "--watch", str(folder), *small_spark_conf()], bootstrap, tmp_path, log)
         try:
-            _await_batches(log, proc, names, {n: 1 for n in names})
-            _delete_and_recreate(bootstrap, outs["keyed"], 2)
-            deadline = time.monotonic() + BATCHES_BOUND_S
-            while "kafka-eos g-keyed: failed (5)" not in log.read_text(errors="replace"):
-                assert time.monotonic() < deadline and proc.poll() is None, tail(log, 80)
-                time.sleep(0.5)
+            _await_batches(log, proc, ["g-copy", "g-orders"], {"g-copy": 1, "g-orders": 1})
+            keyed.write_text(files[2].read_text())                                     # added
+            _await_batches(log, proc, ["g-keyed"], {"g-keyed": 1})
+            doc = yaml.safe_load(copy.read_text())
+            doc["source"]["max_offsets_per_trigger"] = 300
+            copy.write_text(yaml.safe_dump(doc))                                       # changed
+            _await_line(log, proc, f"{copy}: the changed pipeline replaces the stopped one")
+            _delete_and_recreate(bootstrap, outs["keyed"], 2)                          # g-keyed fails
+            _await_line(log, proc, "kafka-eos g-keyed: failed (5)")
             after = {n: _batches(log, n) for n in ("g-copy", "g-orders")}
-            _await_batches(log, proc, ["g-copy", "g-orders"], {n: after[n] + 3 for n in after})
+            _await_batches(log, proc, ["g-copy", "g-orders"], {n: after[n] + 2 for n in after})
+            orders.unlink()                                                            # removed
+            _await_line(log, proc, "kafka-eos g-orders: stopped after batch")
+            after = _batches(log, "g-copy")
+            _await_batches(log, proc, ["g-copy"], {"g-copy": after + 2})
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(120)
         finally:
             kill_group(proc)
     text = log.read_text(errors="replace")
-    assert code == 5, tail(log, 80)
     summary = text[text.index("kafka-eos: the group ended:"):]
-    assert "g-keyed: failed (5)" in summary and "(exit 143)" in summary, summary
-    assert all(re.search(rf"{n}: stopped after batch \d+", summary) for n in ("g-copy", "g-orders")), summary
+    assert code == 5 and "g-keyed: failed (5)" in summary, summary
+    assert re.search(r"g-orders: stopped after batch \d+ .*\(exit 0\)", summary), summary
+    assert re.search(r"g-copy: stopped after batch \d+ .*\(exit 143\)", summary), summary
+    assert summary.count("kafka-eos g-copy:") == 2, summary  # the replaced query and its successor
+    for path in files[:2]:
+        done = kafka_eos(["run", str(path), "--once", *small_spark_conf()], bootstrap, tmp_path, timeout=600)
+        assert done.code == 0, done.log(60)
+    assert_exactly_once(check_exactly_once(bootstrap, outs["copy"], feed.next_id))
+    assert_exactly_once(check_exactly_once(bootstrap, outs["orders"], feed.next_id, id_of=_order_id))
+    assert_exactly_once(check_exactly_once(bootstrap, outs["dlq"], expected=range(POISON),
+                                           id_of=lambda m: int(m.value().split(b"-")[1])))

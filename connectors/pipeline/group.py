@@ -31,6 +31,7 @@ from kafka_eos.connectors.pipeline.runner import error_summary
 from kafka_eos.connectors.pipeline.stop import StopControl
 from kafka_eos.connectors.pipeline.supervisor import STEADY_S, pause_s
 
+SUMMARY_CHARS = 240  # a line of the closing summary
 JOIN_S = 0.5  # how often the main thread wakes to serve signals while the group runs
 FAIR_CONF = {"spark.scheduler.mode": "FAIR"}
 
@@ -76,6 +77,20 @@ class Member:
         self.name = cfg.name or "kafka-eos"
         self.outcome = Outcome(FAILED.code, f"kafka-eos {self.name}: did not start")
         self.failures = 0
+        self.control: StopControl | None = None  # the running query's
+        self.leaving: str | None = None  # why the group stops this pipeline alone (``stop``)
+
+    def _controlled(self, control: StopControl) -> None:
+        self.control = control
+        self.relay.register(control)
+        if self.leaving:
+            control.ask(self.leaving)
+
+    def stop(self, reason: str) -> None:
+        """Stop this pipeline alone after its running batch; it is not restarted."""
+        self.leaving = reason
+        if self.control is not None:
+            self.control.ask(reason)
 
     def serve(self, spark, run: Callable[..., object]) -> None:
         """Run the query until it ends for good (see the module's invariants); keep the outcome."""
@@ -84,8 +99,9 @@ class Member:
         while True:
             began = time.monotonic()
             try:
-                result = run(spark, self.cfg, emit=self.emit, on_stop_control=self.relay.register)
+                result = run(spark, self.cfg, emit=self.emit, on_stop_control=self._controlled)
                 self.outcome = Outcome(result.exit_code, result.summary())  # type: ignore[attr-defined]
+                self.emit(self.outcome.line)
                 return
             except Exception as exc:  # noqa: BLE001 - this pipeline's end; the others go on
                 code, text = of_error(exc), str(exc) if isinstance(exc, KafkaEosError) else error_summary(str(exc))
@@ -96,7 +112,7 @@ class Member:
                 return
 
     def _restart_after(self, code: int, lasted_s: float) -> bool:
-        if code == 0 or permanent(code) or self.relay.stopping.is_set():
+        if code == 0 or permanent(code) or self.relay.stopping.is_set() or self.leaving:
             return False
         self.failures = 1 if lasted_s >= STEADY_S else self.failures + 1
         if self.failures > self.restarts:
@@ -126,29 +142,57 @@ def group_exit_code(codes: Sequence[int]) -> int:
     return failed[0] if failed else 0
 
 
+class Group:
+    """The running pipelines of one application: ``start`` one, ``stop`` one, ``wait`` for all."""
+
+    def __init__(self, spark, run: Callable[..., object], emit: Callable[[str], None], restarts: int) -> None:
+        self.spark, self.run, self.emit, self.restarts = spark, run, emit, restarts
+        self.relay = StopRelay()
+        self.members: list[tuple[Member, threading.Thread]] = []
+
+    def start(self, cfg: PipelineConfig) -> Member:
+        from pyspark import InheritableThread
+        redactor = install(cfg.secrets())  # every line of the process is redacted of each member's secrets
+        member = Member(cfg, redactor, lambda line: self.emit(redactor(line)), self.restarts, self.relay)
+        thread = InheritableThread(target=member.serve, args=(self.spark.newSession(), self.run),
+                                   name=f"kafka-eos {member.name}", daemon=True)
+        self.members.append((member, thread))
+        thread.start()
+        return member
+
+    def running(self) -> dict[str, Member]:
+        """The members whose thread is alive, by file."""
+        return {m.cfg.origin: m for m, thread in self.members if thread.is_alive()}
+
+    def wait(self, member: Member | None = None) -> None:
+        """Until ``member`` (else every member) ended; signals are served meanwhile."""
+        for other, thread in self.members:
+            while (member is None or other is member) and thread.is_alive():
+                thread.join(JOIN_S)
+
+    def summary(self) -> int:
+        self.emit("kafka-eos: the group ended:")
+        for member, _ in self.members:
+            line = member.outcome.line.splitlines()[0]  # the whole error is above, where it happened
+            self.emit(f"  {line if len(line) <= SUMMARY_CHARS else line[:SUMMARY_CHARS] + '...'} "
+                      f"(exit {member.outcome.code})")
+        return group_exit_code([m.outcome.code for m, _ in self.members])
+
+
 def run_group(spark, cfgs: Sequence[PipelineConfig], run: Callable[..., object],
               emit: Callable[[str], None] = print, restarts: int = 0) -> int:
     """Run every pipeline of ``cfgs`` in ``spark``'s application until all ended; the exit code."""
-    from pyspark import InheritableThread
-    redactor = install([s for cfg in cfgs for s in cfg.secrets()])
-    relay = StopRelay().install()
-    members = [Member(cfg, redactor, lambda line: emit(redactor(line)), restarts, relay) for cfg in cfgs]
-    threads = [InheritableThread(target=m.serve, args=(spark.newSession(), run), name=f"kafka-eos {m.name}",
-                                 daemon=True) for m in members]
-    emit(f"kafka-eos: a group of {len(members)} pipelines in one application: "
-         + ", ".join(f"{m.name} ({m.cfg.origin})" for m in members))
+    group = Group(spark, run, emit, restarts)
+    group.relay.install()
+    emit(f"kafka-eos: a group of {len(cfgs)} pipelines in one application: "
+         + ", ".join(f"{cfg.name} ({cfg.origin})" for cfg in cfgs))
     try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(JOIN_S)
+        for cfg in cfgs:
+            group.start(cfg)
+        group.wait()
     finally:
-        relay.uninstall()
-    emit("kafka-eos: the group ended:")
-    for member in members:
-        emit(f"  {member.outcome.line} (exit {member.outcome.code})")
-    return group_exit_code([m.outcome.code for m in members])
+        group.relay.uninstall()
+    return group.summary()
 
 
 def held_then_run(spark, cfg: PipelineConfig, **kwargs):
@@ -161,8 +205,9 @@ def held_then_run(spark, cfg: PipelineConfig, **kwargs):
 
 def run_group_local(cfgs: Sequence[PipelineConfig], master: str = "local[*]", conf: dict[str, str] | None = None,
                     emit: Callable[[str], None] = print, verbose: bool = False, restarts: int = 0,
-                    once: bool = False) -> int:
-    """The group in a new local SparkSession of this process (``runner.run_local`` for one pipeline)."""
+                    once: bool = False, watch: Callable[[Group], int] | None = None) -> int:
+    """The group in a new local SparkSession of this process (``runner.run_local`` for one pipeline);
+    ``watch``: the group follows a directory (``group_watch``) instead of ``cfgs``."""
     from kafka_eos.connectors.pipeline.compiled_pyspark import set_spark_home
     from kafka_eos.connectors.pipeline.console import console_conf, quiet_environment
     from kafka_eos.connectors.pipeline.driver_archive import for_local_driver
@@ -177,6 +222,7 @@ def run_group_local(cfgs: Sequence[PipelineConfig], master: str = "local[*]", co
                               conf={**RUN_CONF, **FAIR_CONF, **user, **console_conf(verbose, user)})
         start_early(spark)
         try:
-            return run_group(spark, cfgs, partial(held_then_run, once=once), emit, restarts)
+            run = partial(held_then_run, once=once)
+            return run_group(spark, cfgs, run, emit, restarts) if watch is None else watch(Group(spark, run, emit, restarts))
         finally:
             spark.stop()

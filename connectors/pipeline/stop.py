@@ -148,6 +148,14 @@ class StopControl:
         if self.signum is None:
             self.signum = signum
 
+    def ask(self, reason: str) -> None:
+        """Stop after the running batch commits, for ``reason`` (a group removing this pipeline):
+        as a stop marker does, with no standing request and exit code 0."""
+        if self.signals == 0:
+            self.signals = self._announced = 1
+            self.emit(f"kafka-eos: {reason}; stopping after the running batch commits")
+            self._place_marker()
+
     @property
     def exit_code(self) -> int:
         """0 unless a signal alone asked the stop (no marker before it, no stop request): 128 + its number."""
