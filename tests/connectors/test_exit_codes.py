@@ -126,8 +126,10 @@ def test_run_refuses_a_held_start_before_spark(pipeline, monkeypatch, capsys):
 def test_a_command_line_argparse_refuses_is_invalid_not_unreachable(capsys):
     from kafka_eos.connectors import cli
     with pytest.raises(SystemExit) as exited:
-        cli.main(["run"])
+        cli.main(["stop"])
     assert exited.value.code == INVALID.code and "required" in capsys.readouterr().err
+    assert cli.main(["run"]) == INVALID.code  # no file and no --watch: refused by kafka-eos itself
+    assert "no pipeline file" in capsys.readouterr().err
 
 
 # -- the docs carry the table -----------------------------------------------------------------------
