@@ -6,7 +6,8 @@ job from ``format("kafka")`` to ``format("kafka-eos")`` is the whole migration.
 ``register(spark)`` registers the data source with the cluster's task slots (``slots``: from the
 session's settings and master when it registers): the source reads a batch in that many tasks
 unless ``maxTasksPerBatch`` says otherwise. A data source registered without them plans for the
-driver machine's CPUs.
+driver machine's CPUs. A session of a group of pipelines carries its share of the slots
+(``SHARE_SETTING``, set by the group), which then stands for the cluster's.
 """
 from __future__ import annotations
 
@@ -77,12 +78,16 @@ def cluster_cores(spark) -> int | None:
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
         master, parallelism = "", None
     try:
+        share = spark.conf.get(SHARE_SETTING, None)
+        if share and str(share).isdigit() and int(share) > 0:
+            return int(share)
         conf = {key: spark.conf.get(key, None) for key in SLOT_SETTINGS}
     except Exception:  # noqa: BLE001 - a server that does not answer: what the context says
         conf = {}
     return slots(master, parallelism, conf)
 
 
+SHARE_SETTING = "spark.kafka_eos.group.slots"  # a group member's task slots (connectors.pipeline.group)
 SLOT_SETTINGS = ("spark.default.parallelism", "spark.executor.instances", "spark.executor.cores",
                  "spark.dynamicAllocation.enabled", "spark.dynamicAllocation.maxExecutors", "spark.cores.max")
 

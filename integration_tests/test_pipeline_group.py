@@ -221,3 +221,48 @@ def test_a_watched_group_follows_its_directory_and_one_pipelines_failure_stops_i
     assert_exactly_once(check_exactly_once(bootstrap, outs["orders"], feed.next_id, id_of=_order_id))
     assert_exactly_once(check_exactly_once(bootstrap, outs["dlq"], expected=range(POISON),
                                            id_of=lambda m: int(m.value().split(b"-")[1])))
+
+
+HANG_S = 60
+
+
+@pytest.mark.long
+def test_one_pipelines_hung_broker_holds_back_that_pipeline_alone(bootstrap, tmp_path):
+    """g-copy on the session's broker, g-far on a broker of its own, SIGSTOPped for 60 s while both run:
+    g-copy commits batches throughout the hang (counted), g-far rides it out (no failure, batches
+    after it); SIGTERM, each drained with --once: every id once in both outputs."""
+    from integration_tests import network_faults as faults
+    from integration_tests.providers import local_broker
+    with local_broker() as far:
+        near_in, near_out = create_topic(bootstrap, unique("near-in"), 2), create_topic(bootstrap, unique("near-out"), 2)
+        far_in, far_out = create_topic(far.bootstrap, unique("far-in"), 2), create_topic(far.bootstrap, unique("far-out"), 2)
+        near, remote = _copy(tmp_path, "g-copy", near_in, near_out), _copy(tmp_path, "g-far", far_in, far_out)
+        doc = yaml.safe_load(remote.read_text())
+        doc["source"]["kafka"] = doc["sink"]["kafka"] = {"bootstrap_servers": far.bootstrap}
+        remote.write_text(yaml.safe_dump(doc))
+        log = tmp_path / "hung.log"
+        with Input(bootstrap, {"near": near_in}) as feed, Input(far.bootstrap, {"far": far_in}) as far_feed:
+            feed.write(300), far_feed.write(300)
+            proc = start_kafka_eos(["run", str(near), str(remote), *small_spark_conf()], bootstrap, tmp_path, log)
+            try:
+                _await_batches(log, proc, ["g-copy", "g-far"], {"g-copy": 2, "g-far": 2})
+                far_feed.stop.set()  # its producer would block on the hung broker: no write in flight
+                far_feed.thread.join(30)
+                before = _batches(log, "g-copy")
+                with faults.hung(far.cluster, far.cluster.nodes[0].node_id):
+                    time.sleep(HANG_S)
+                    during = _batches(log, "g-copy") - before
+                far_after = _batches(log, "g-far")
+                _await_batches(log, proc, ["g-far"], {"g-far": far_after + 2})
+                proc.send_signal(signal.SIGTERM)
+                code = proc.wait(180)
+            finally:
+                kill_group(proc)
+        text = log.read_text(errors="replace")
+        assert during >= HANG_S // 5, f"g-copy committed {during} batches in the {HANG_S} s hang:\n{tail(log, 60)}"
+        assert code == 143 and "g-far: failed" not in text, tail(log, 60)
+        for path in (near, remote):
+            done = kafka_eos(["run", str(path), "--once", *small_spark_conf()], bootstrap, tmp_path, timeout=600)
+            assert done.code == 0, done.log(60)
+        assert_exactly_once(check_exactly_once(bootstrap, near_out, feed.next_id))
+        assert_exactly_once(check_exactly_once(far.bootstrap, far_out, far_feed.next_id))

@@ -5,6 +5,10 @@ Invariants:
   (``SparkSession.newSession``: its own SQL settings, state store and data sources) of the one
   SparkContext, in a FAIR scheduler pool named after it (``spark.scheduler.pool``, inherited by
   its query's thread), so one pipeline's backlog does not hold back the others' tasks.
+- Each pipeline plans its batches for its share of the task slots (the slots divided by the
+  pipelines, at least 1: ``slot_share``), so a pipeline whose tasks wait (its broker hung) holds
+  its share, not every slot: FAIR pools order waiting tasks but cannot take a running one back.
+  A stateful pipeline writes from its shuffle partitions' tasks, which this share does not bound.
 - A pipeline's failure ends its own query only (``Member.serve``): with ``restarts``, a transient
   failure starts its query again in this application after the supervisor's pause (1 s doubling
   to 60 s, the count reset after ``STEADY_S``), a permanent one never; the others go on.
@@ -125,6 +129,11 @@ class Member:
         return not self.relay.stopping.wait(pause)
 
 
+def slot_share(slots: int | None, pipelines: int) -> int | None:
+    """One pipeline's task slots in a group of ``pipelines`` (None: the slots are not known)."""
+    return None if slots is None else max(1, slots // max(1, pipelines))
+
+
 def _activate(spark) -> None:
     """Make ``spark`` this thread's active session in the JVM: Spark looks a Python data source up
     in the active session's registry (a thread of the group has none of its own)."""
@@ -150,11 +159,17 @@ class Group:
         self.relay = StopRelay()
         self.members: list[tuple[Member, threading.Thread]] = []
 
-    def start(self, cfg: PipelineConfig) -> Member:
+    def start(self, cfg: PipelineConfig, pipelines: int | None = None) -> Member:
+        """Start ``cfg``'s query for its share of the slots among ``pipelines`` (default: those running, and it)."""
         from pyspark import InheritableThread
+        from kafka_eos.connectors.datasource import SHARE_SETTING, cluster_cores
+        session = self.spark.newSession()
+        share = slot_share(cluster_cores(self.spark), pipelines or len(self.running()) + 1)
+        if share is not None:
+            session.conf.set(SHARE_SETTING, str(share))
         redactor = install(cfg.secrets())  # every line of the process is redacted of each member's secrets
         member = Member(cfg, redactor, lambda line: self.emit(redactor(line)), self.restarts, self.relay)
-        thread = InheritableThread(target=member.serve, args=(self.spark.newSession(), self.run),
+        thread = InheritableThread(target=member.serve, args=(session, self.run),
                                    name=f"kafka-eos {member.name}", daemon=True)
         self.members.append((member, thread))
         thread.start()
@@ -188,7 +203,7 @@ def run_group(spark, cfgs: Sequence[PipelineConfig], run: Callable[..., object],
          + ", ".join(f"{cfg.name} ({cfg.origin})" for cfg in cfgs))
     try:
         for cfg in cfgs:
-            group.start(cfg)
+            group.start(cfg, len(cfgs))
         group.wait()
     finally:
         group.relay.uninstall()

@@ -122,3 +122,12 @@ def test_what_a_group_does_not_take_is_refused_with_the_way_on(tmp_path, capsys)
     assert main(["run", a, b, "--master", "spark://x:7077", "--metrics-port", "9400"]) == 1
     err = capsys.readouterr().err
     assert "--master: a group runs in this process" in err and "--metrics-port" in err, err
+
+
+def test_each_pipeline_plans_for_its_share_of_the_slots():
+    from kafka_eos.connectors.datasource import SHARE_SETTING, cluster_cores
+    from kafka_eos.connectors.pipeline.group import slot_share
+    assert [slot_share(8, n) for n in (1, 2, 3, 8, 20)] == [8, 4, 2, 1, 1] and slot_share(None, 2) is None
+    session = SimpleNamespace(conf=SimpleNamespace(get=lambda key, default=None: "3" if key == SHARE_SETTING else default),
+                              sparkContext=SimpleNamespace(master="local[8]", defaultParallelism=8))
+    assert cluster_cores(session) == 3
