@@ -3,9 +3,9 @@
 Enforced here: every file is validated, and the group's own rule (``config.rules_group``: no
 shared name, checkpoint, prefix or metrics port) checked, before anything starts: one invalid file
 refuses the whole group (exit 1/2/3 with every violation, each naming its file). What a group does
-not take yet is refused with the way on: ``--master`` and ``--remote`` (a group runs in this
-process), ``--from-savepoint`` (restore one pipeline, then group it), ``--metrics-port`` and
-``--metrics-host`` (each file's own ``metrics:`` serves that pipeline).
+not take yet is refused with the way on: ``--remote``, ``--from-savepoint`` (restore one
+pipeline, then group it), ``--metrics-port`` and ``--metrics-host`` (each file's own ``metrics:``
+serves that pipeline). ``--master`` submits the group (every file a ``--config`` of one driver).
 """
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 
 FILE_SUFFIXES = (".yaml", ".yml")
-_NOT_FOR_GROUPS = (("master", "--master", "a group runs in this process: give the Spark settings with --conf"),
-                   ("remote", "--remote", "a group runs in this process"),
+_NOT_FOR_GROUPS = (("remote", "--remote", "a group runs in this process or through --master"),
                    ("from_savepoint", "--from-savepoint", "restore the one pipeline on its own first, then group it"),
                    ("metrics_port", "--metrics-port", "give each file's metrics: a port of its own"),
                    ("metrics_host", "--metrics-host", "give each file's metrics: its host"))
@@ -42,6 +41,8 @@ def run_group_command(args: argparse.Namespace, files: list[str]) -> int:
     refused = [f"{flag}: {why}" for attr, flag, why in _NOT_FOR_GROUPS if getattr(args, attr, None)]
     if args.restarts < 0:
         refused.append(f"--restarts {args.restarts}: give 0 (no restart) or more")
+    if args.watch and args.master:
+        refused.append("--watch DIR: a watched group runs in this process; give no --master")
     if args.watch and (files or args.once):
         refused.append("--watch DIR: the group is the directory's files; give no other file, and no --once")
     elif args.watch and not Path(args.watch).is_dir():
@@ -61,6 +62,8 @@ def run_group_command(args: argparse.Namespace, files: list[str]) -> int:
         print(f"kafka-eos run: a group of {len(files)} pipelines: nothing was started; "
               f"{InvalidPipeline(violations)}", file=sys.stderr)
         return exit_code(violations)
+    if args.master:
+        return _submit(args, files, cfgs)
     from kafka_eos.connectors.pipeline.group import run_group_local
     conf = {**bind_local(args.master or "local[*]", args.spark_ui), **_conf(args.conf)}
     return run_group_local(cfgs, conf=conf, emit=lambda line: print(line, flush=True), verbose=args.verbose,
@@ -100,3 +103,16 @@ def _watch(args: argparse.Namespace) -> int:
     conf = {**bind_local("local[*]", args.spark_ui), **_conf(args.conf)}
     return run_group_local([], conf=conf, emit=lambda line: print(line, flush=True), verbose=args.verbose,
                            restarts=args.restarts, watch=watch)
+
+
+def _submit(args: argparse.Namespace, files: list[str], cfgs: list) -> int:
+    """The group through spark-submit (``submit``: one driver, every file a ``--config``)."""
+    from kafka_eos.config.records import records_home
+    from kafka_eos.config.redact import install
+    from kafka_eos.connectors.cli import _conf
+    from kafka_eos.connectors.pipeline.spark_security import bind_local
+    from kafka_eos.connectors.pipeline.submit import submit
+    redactor = install([s for cfg in cfgs for s in cfg.secrets()])
+    conf = {**bind_local(args.master, args.spark_ui), **_conf(args.conf), "spark.scheduler.mode": "FAIR"}
+    return submit(files, args.master, redactor, args.once, conf, name=f"kafka-eos group of {len(files)}",
+                  verbose=args.verbose, stop_home=[records_home(cfg) for cfg in cfgs if cfg.checkpoint.location])

@@ -15,6 +15,7 @@ import re
 import signal
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,20 @@ def _check_outputs(bootstrap: str, outs: dict[str, str], ids: int) -> None:
                                            id_of=lambda m: int(m.value().split(b"-")[1])))
 
 
+def test_a_group_submitted_to_a_master_drains_every_pipeline_once(bootstrap, tmp_path):
+    """``kafka-eos run a.yaml b.yaml --master local[2] --once``: one spark-submit driver, both drained."""
+    files, inputs, outs = _group(tmp_path, bootstrap)
+    with Input(bootstrap, {k: inputs[k] for k in ("copy", "keyed")}) as feed:
+        feed.stop.set()
+        feed.write(900)
+    done = kafka_eos(["run", str(files[0]), str(files[2]), "--master", "local[2]", "--once", *small_spark_conf()],
+                     bootstrap, tmp_path, timeout=600)
+    assert done.code == 0, done.log(60)
+    assert "kafka-eos: the group ended:" in done.stdout and done.stdout.count("(exit 0)") == 2, done.log(40)
+    for kind in ("copy", "keyed"):
+        assert_exactly_once(check_exactly_once(bootstrap, outs[kind], feed.next_id))
+
+
 @pytest.mark.long
 def test_a_group_killed_twice_keeps_every_pipelines_output_exactly_once(bootstrap, tmp_path):
     files, inputs, outs = _group(tmp_path, bootstrap)
@@ -166,6 +181,13 @@ def _delete_and_recreate(bootstrap: str, topic: str, partitions: int) -> None:
             time.sleep(0.5)
 
 
+def _free_port() -> int:
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def _await_line(log: Path, proc, text: str) -> None:
     deadline = time.monotonic() + BATCHES_BOUND_S
     while text not in log.read_text(errors="replace"):
@@ -182,14 +204,19 @@ def test_a_watched_group_follows_its_directory_and_one_pipelines_failure_stops_i
     folder.mkdir(), spare.mkdir()
     files, inputs, outs = _group(spare, bootstrap)
     copy, orders, keyed = (folder / f.name for f in files)
-    copy.write_text(files[0].read_text()), orders.write_text(files[1].read_text())
+    port = _free_port()
+    doc = yaml.safe_load(files[0].read_text())
+    doc["metrics"] = {"port": port}  # each file's own endpoint serves its pipeline in the group
+    copy.write_text(yaml.safe_dump(doc)), orders.write_text(files[1].read_text())
     produce(bootstrap, inputs["orders"], [(b"p", b"poison-%d" % i) for i in range(POISON)])
     log = tmp_path / "watch.log"
     with Input(bootstrap, inputs) as feed:
         feed.write(300)
         proc = start_kafka_eos(["run", "--watch", str(folder), *small_spark_conf()], bootstrap, tmp_path, log)
         try:
-            _await_batches(log, proc, ["g-copy", "g-orders"], {"g-copy": 1, "g-orders": 1})
+            _await_batches(log, proc, ["g-copy", "g-orders"], {"g-copy": 2, "g-orders": 1})
+            scraped = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+            assert re.search(r'kafka_eos_batches_committed_total\{pipeline="g-copy"\} [1-9]', scraped), scraped[:2000]
             keyed.write_text(files[2].read_text())                                     # added
             _await_batches(log, proc, ["g-keyed"], {"g-keyed": 1})
             doc = yaml.safe_load(copy.read_text())

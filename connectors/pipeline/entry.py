@@ -26,7 +26,8 @@ import sys
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="entry.py", description="run a kafka-eos pipeline under spark-submit")
-    parser.add_argument("--config", required=True, metavar="pipeline.yaml")
+    parser.add_argument("--config", required=True, action="append", metavar="pipeline.yaml",
+                        help="the pipeline file; repeated: a group, each its own query in this application")
     parser.add_argument("--once", action="store_true", help="process what is available now, then stop")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each broker")
     parser.add_argument("--verbose", action="store_true", help="Spark's progress bar")
@@ -52,6 +53,9 @@ def _failed(exc: Exception, redactor) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if len(args.config) > 1:
+        return _group(args)
+    args.config = args.config[0]
     from kafka_eos import KafkaEosError
     from kafka_eos.config.violations import InvalidPipeline, exit_code
     from kafka_eos.connectors.pipeline.held_states import check_held
@@ -91,6 +95,35 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if metrics is not None:
             metrics.close()
+        spark.stop()
+
+
+def _group(args: argparse.Namespace) -> int:
+    """Several ``--config``: the group's rule and every file valid, then ``group.run_group`` in this driver."""
+    from functools import partial
+    from kafka_eos.config.rules_group import group_violations
+    from kafka_eos.config.violations import InvalidPipeline, exit_code
+    from kafka_eos.connectors.pipeline.validation import load_valid
+    try:
+        cfgs = [load_valid(path, timeout_s=args.timeout) for path in args.config]
+        violations = group_violations(cfgs)
+        if violations:
+            raise InvalidPipeline(violations)
+    except InvalidPipeline as exc:
+        print(f"kafka-eos: a group of {len(args.config)} pipelines: nothing was started; {exc}", file=sys.stderr)
+        return exit_code(exc.violations)
+    from pyspark.sql import SparkSession
+    from kafka_eos.connectors.pipeline.group import FAIR_CONF, held_then_run, run_group
+    from kafka_eos.connectors.pipeline.runner import RUN_CONF
+    from kafka_eos.connectors.worker_daemon import start_early
+    builder = SparkSession.builder.appName(f"kafka-eos group of {len(cfgs)}")
+    for key, value in {**RUN_CONF, **FAIR_CONF, "spark.ui.showConsoleProgress": "false"}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    start_early(spark)
+    try:
+        return run_group(spark, cfgs, partial(held_then_run, once=args.once), _emit)
+    finally:
         spark.stop()
 
 

@@ -211,11 +211,18 @@ def run_group(spark, cfgs: Sequence[PipelineConfig], run: Callable[..., object],
 
 
 def held_then_run(spark, cfg: PipelineConfig, **kwargs):
-    """``run_query`` after the held-state check a single run makes before its session (``held_states``)."""
+    """``run_query`` after the held-state check a single run makes before its session (``held_states``),
+    with the file's own metrics endpoint (``metrics:``) while it runs."""
+    from kafka_eos.connectors.operate.metrics import serve
     from kafka_eos.connectors.pipeline.held_states import check_held
     from kafka_eos.connectors.pipeline.runner import run_query
     check_held(cfg)
-    return run_query(spark, cfg, **kwargs)
+    metrics = serve(cfg, None, kwargs.get("emit", print))
+    try:
+        return run_query(spark, cfg, listeners=[metrics] if metrics else None, **kwargs)
+    finally:
+        if metrics is not None:
+            metrics.close()
 
 
 def run_group_local(cfgs: Sequence[PipelineConfig], master: str = "local[*]", conf: dict[str, str] | None = None,

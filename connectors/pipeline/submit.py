@@ -1,7 +1,7 @@
 """Run a pipeline through ``spark-submit`` on any master, shipping kafka-eos as a zip.
 
     spark-submit --master <url> --py-files <tmp>/kafka_eos.zip \\
-        <site-packages>/connectors/pipeline/entry.py --config <pipeline.yaml> [--once] [--verbose] \\
+        <site-packages>/connectors/pipeline/entry.py --config <pipeline.yaml> [--config <more.yaml> ...] [--once] [--verbose] \\
         [--metrics-port PORT] [--metrics-host HOST]
 
 Invariants:
@@ -37,7 +37,7 @@ import tempfile
 import threading
 import zipfile
 from pathlib import Path
-from typing import IO, Iterable, Mapping
+from typing import IO, Iterable, Mapping, Sequence
 
 from kafka_eos.config.redact import Redactor
 from kafka_eos.connectors.pipeline import compiled_pyspark, driver_archive
@@ -85,13 +85,14 @@ def build_zip(directory: Path, packages: Iterable[str] = PACKAGES) -> Path:
     return target
 
 
-def submit_command(pipeline: str | Path, master: str, zip_path: Path, once: bool,
+def submit_command(pipeline: str | Path | Sequence[str | Path], master: str, zip_path: Path, once: bool,
                    conf: Mapping[str, str] | None = None, name: str = "kafka-eos", verbose: bool = False,
                    metrics_port: int | None = None, metrics_host: str | None = None) -> list[str]:
     cmd = [spark_submit_binary(), "--master", master, "--name", name, "--py-files", str(zip_path)]
     for key, value in (conf or {}).items():
         cmd += ["--conf", f"{key}={value}"]
-    cmd += [str(ENTRY), "--config", str(Path(pipeline).resolve())]
+    pipelines = [pipeline] if isinstance(pipeline, (str, Path)) else list(pipeline)  # several: a group
+    cmd += [str(ENTRY)] + [arg for path in pipelines for arg in ("--config", str(Path(path).resolve()))]
     cmd += ["--once"] if once else []
     cmd += ["--verbose"] if verbose else []
     cmd += ["--metrics-port", str(metrics_port)] if metrics_port is not None else []
@@ -104,10 +105,10 @@ def _pump(source: IO[str], sink: IO[str], redact: Redactor) -> None:
         sink.flush()
 
 
-def submit(pipeline: str | Path, master: str, redact: Redactor, once: bool = False,
+def submit(pipeline: str | Path | Sequence[str | Path], master: str, redact: Redactor, once: bool = False,
            conf: Mapping[str, str] | None = None, name: str = "kafka-eos",
            stdout: IO[str] | None = None, stderr: IO[str] | None = None, verbose: bool = False,
-           metrics_port: int | None = None, metrics_host: str | None = None, stop_home: str | None = None) -> int:
+           metrics_port: int | None = None, metrics_host: str | None = None, stop_home: str | Sequence[str] | None = None) -> int:
     """Run the pipeline with spark-submit; stream its output (redacted); return its exit code (128 + N
     when signal N stopped it: ``SignalStop``)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
@@ -144,13 +145,14 @@ class SignalStop:
     batch; a second signal terminates spark-submit. The exit code is then 128 + the first signal's
     number. Outside the main thread, or without a ``stop_home``, signals keep Python's handling."""
 
-    def __init__(self, proc: subprocess.Popen, stop_home: str | None) -> None:
-        self.proc, self.home = proc, stop_home
+    def __init__(self, proc: subprocess.Popen, stop_home: str | Sequence[str] | None) -> None:
+        self.proc = proc
+        self.homes = [stop_home] if isinstance(stop_home, str) else list(stop_home or [])  # a group: one per pipeline
         self.signum: int | None = None
         self._saved: dict[int, object] = {}
 
     def __enter__(self) -> "SignalStop":
-        if self.home and threading.current_thread() is threading.main_thread():
+        if self.homes and threading.current_thread() is threading.main_thread():
             self._saved = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
         return self
 
@@ -165,7 +167,8 @@ class SignalStop:
         self.signum = signum
         from kafka_eos.connectors.source.stop_marker import StopMarker
         try:
-            StopMarker.of_checkpoint(str(self.home)).place()
+            for home in self.homes:
+                StopMarker.of_checkpoint(home).place()
         except Exception:  # noqa: BLE001 - no marker can be placed: spark-submit gets the signal
             self.proc.send_signal(signum)
 

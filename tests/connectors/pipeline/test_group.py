@@ -119,9 +119,9 @@ def test_a_group_sharing_a_checkpoint_starts_nothing_and_names_both_files(tmp_pa
 def test_what_a_group_does_not_take_is_refused_with_the_way_on(tmp_path, capsys):
     from kafka_eos.connectors.cli import main
     a, b = _pipeline_file(tmp_path, "a", "a"), _pipeline_file(tmp_path, "b", "b")
-    assert main(["run", a, b, "--master", "spark://x:7077", "--metrics-port", "9400"]) == 1
+    assert main(["run", a, b, "--remote", "sc://x:15002", "--metrics-port", "9400"]) == 1
     err = capsys.readouterr().err
-    assert "--master: a group runs in this process" in err and "--metrics-port" in err, err
+    assert "--remote: a group runs in this process" in err and "--metrics-port" in err, err
 
 
 def test_each_pipeline_plans_for_its_share_of_the_slots():
