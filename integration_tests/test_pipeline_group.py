@@ -1,15 +1,18 @@
 """A group of YAML pipelines in one Spark application (issue 67): ``kafka-eos run a.yaml b.yaml c.yaml``.
 
-- Killed twice: three pipelines (a copy with keys and headers, JSON orders with a DLQ and poison
-  records, a keyed copy) with input arriving; the group's process SIGKILLed twice after every
-  pipeline committed batches; a last ``--once`` run; each output holds every id exactly once, the
-  DLQ every poison record once, nothing from aborted input.
+- Killed twice: five pipelines (JSON orders with a DLQ and poison records, a bytes copy with keys
+  and headers, an Avro copy, a windowed count, a copy on a second cluster) with input arriving; the
+  group's process SIGKILLed twice after every pipeline committed batches; a last ``--once`` run;
+  each output holds every id exactly once, the DLQ every poison record once, nothing from aborted
+  input, every closed window equal to a batch count, once.
+- Submitted (``--master``), and one pipeline's broker hung 60 s (the others go on).
 - Watched and isolated (`run --watch DIR`): files added, changed, removed; one output topic re-created: that pipeline
   stops with its reason, the others commit batches after it stopped (counted), SIGTERM ends the
   group, whose summary names the stopped one and whose exit code is its permanent one (5).
 """
 from __future__ import annotations
 
+import io
 import json
 import re
 import signal
@@ -18,6 +21,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import fastavro
 import pytest
 import yaml
 
@@ -82,7 +86,7 @@ class Input:
     def _write(self, count: int) -> None:
         ids = range(self.next_id, self.next_id + count)
         for kind, topic in self.topics.items():
-            value = _order if kind == "orders" else (lambda i: b"%d" % i)
+            value = {"orders": _order, "avro": _avro_value}.get(kind, lambda i: b"%d" % i)
             produce(self.bootstrap, topic, [(b"k%d" % (i % 7), value(i)) for i in ids], transactional=unique("in"))
             produce(self.bootstrap, topic, [(b"x", value(ABORTED_BASE + i)) for i in ids[:5]],
                     transactional=unique("in-abort"), commit=False)
@@ -102,8 +106,10 @@ class Input:
 
 
 def _batches(log: Path, name: str) -> int:
-    """How many batches of ``name`` committed output (its progress lines ending in "out")."""
-    pattern = re.compile(rf"^kafka-eos {re.escape(name)} batch \d+: .* out\b", re.M)
+    """How many batches of ``name`` committed output (its progress lines counting "out"); a windowed
+    pipeline's: every batch."""
+    tail_ = "" if name == "g-windows" else r": .* out\b"
+    pattern = re.compile(rf"^kafka-eos {re.escape(name)} batch \d+{tail_}", re.M)
     return len(pattern.findall(log.read_text(errors="replace")))
 
 
@@ -128,14 +134,6 @@ def _group(tmp_path: Path, bootstrap: str) -> tuple[list[Path], dict[str, str], 
     return files, inputs, outs
 
 
-def _check_outputs(bootstrap: str, outs: dict[str, str], ids: int) -> None:
-    for kind in ("copy", "keyed"):
-        assert_exactly_once(check_exactly_once(bootstrap, outs[kind], ids))
-    assert_exactly_once(check_exactly_once(bootstrap, outs["orders"], ids, id_of=_order_id))
-    assert_exactly_once(check_exactly_once(bootstrap, outs["dlq"], expected=range(POISON),
-                                           id_of=lambda m: int(m.value().split(b"-")[1])))
-
-
 def test_a_group_submitted_to_a_master_drains_every_pipeline_once(bootstrap, tmp_path):
     """``kafka-eos run a.yaml b.yaml --master local[2] --once``: one spark-submit driver, both drained."""
     files, inputs, outs = _group(tmp_path, bootstrap)
@@ -150,24 +148,84 @@ def test_a_group_submitted_to_a_master_drains_every_pipeline_once(bootstrap, tmp
         assert_exactly_once(check_exactly_once(bootstrap, outs[kind], feed.next_id))
 
 
+AVRO = fastavro.parse_schema({"type": "record", "name": "Id", "fields": [{"name": "id", "type": "long"}]})
+
+
+def _avro_value(i: int) -> bytes:
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, AVRO, {"id": i})
+    return out.getvalue()
+
+
+def _avro_id(message) -> int:
+    return fastavro.schemaless_reader(io.BytesIO(message.value()), AVRO)["id"]
+
+
+def _avro(tmp_path: Path, name: str, source: str, out: str) -> Path:
+    schema = {"inline": {"type": "record", "name": "Id", "fields": [{"name": "id", "type": "long"}]}}
+    doc = {"version": 1, "name": name,
+           "source": {"kafka": CLUSTER, "topics": [source], "starting_offsets": "earliest", "format": "avro",
+                      "schema": schema, "max_offsets_per_trigger": 400},
+           "transform": {"sql": "SELECT key, value FROM source"},
+           "sink": {"kafka": CLUSTER, "topic": out, "format": "avro", "schema": schema, "transaction_timeout_ms": 300_000},
+           "checkpoint": {"location": f"${{KAFKA_EOS_CHECKPOINTS}}/{name}", "trigger": "1 second"}}
+    return _write(tmp_path, name, doc)
+
+
+def _windows(tmp_path: Path, bootstrap: str) -> tuple[Path, dict[str, str], list]:
+    """The savepoint tests' 1-minute windowed count (watermark 30 s, late topic, DLQ) over 4 minutes of views."""
+    from integration_tests import savepoint_cells as cells
+    topics = cells.new_topics(bootstrap)
+    doc = cells.pipeline_doc(tmp_path, topics, "g-windows", cells.SQL.format(size="1 minute", slide=""))
+    doc["name"], doc["checkpoint"]["location"] = "g-windows", "${KAFKA_EOS_CHECKPOINTS}/g-windows"
+    sent = cells.seed(bootstrap, topics["in"], 0, cells.T0, cells.T0 + 4 * cells.MINUTE)
+    return _write(tmp_path, "g-windows", doc), topics, sent
+
+
 @pytest.mark.long
-def test_a_group_killed_twice_keeps_every_pipelines_output_exactly_once(bootstrap, tmp_path):
-    files, inputs, outs = _group(tmp_path, bootstrap)
-    produce(bootstrap, inputs["orders"], [(b"p", b"poison-%d" % i) for i in range(POISON)])
-    args = ["run", *map(str, files), *small_spark_conf()]
-    names = ["g-copy", "g-orders", "g-keyed"]
-    with Input(bootstrap, inputs) as feed:
-        feed.write(300)
-        for kill in (1, 2):
-            log = tmp_path / f"group-{kill}.log"
-            proc = start_kafka_eos(args, bootstrap, tmp_path, log)
-            _await_batches(log, proc, names, {n: 2 for n in names})
-            kill_group(proc)
-            proc.wait(30)
-    done = kafka_eos([*args, "--once"], bootstrap, tmp_path, timeout=600)
-    assert done.code == 0, done.log(60)
-    assert all(f"kafka-eos {n}: " in done.stdout for n in names), done.log(60)
-    _check_outputs(bootstrap, outs, feed.next_id)
+def test_five_pipelines_killed_twice_keep_every_output_exactly_once(bootstrap, tmp_path):
+    """JSON orders with a DLQ and poison records, a bytes copy, an Avro copy, a windowed count and a
+    copy on a second cluster, in one application with input arriving; the group's process SIGKILLed
+    twice after every pipeline committed batches; a last ``--once``: every output exactly once, every
+    window the watermark closed equal to a batch count over the whole input, each once."""
+    from integration_tests import savepoint_cells as cells
+    from integration_tests.providers import local_broker
+    with local_broker() as far:
+        files, inputs, outs = _group(tmp_path, bootstrap)
+        inputs["avro"] = create_topic(bootstrap, unique("g-avro-in"), 2)
+        outs["avro"] = create_topic(bootstrap, unique("g-avro-out"), 2)
+        far_in, far_out = create_topic(far.bootstrap, unique("far-in"), 2), create_topic(far.bootstrap, unique("far-out"), 2)
+        remote = _copy(tmp_path, "g-far", far_in, far_out)
+        doc = yaml.safe_load(remote.read_text())
+        doc["source"]["kafka"] = doc["sink"]["kafka"] = {"bootstrap_servers": far.bootstrap}
+        remote.write_text(yaml.safe_dump(doc))
+        windowed, views, sent = _windows(tmp_path, bootstrap)
+        group = [files[0], files[1], _avro(tmp_path, "g-avro", inputs["avro"], outs["avro"]), windowed, remote]
+        del inputs["keyed"]
+        produce(bootstrap, inputs["orders"], [(b"p", b"poison-%d" % i) for i in range(POISON)])
+        args = ["run", *map(str, group), *small_spark_conf()]
+        names = ["g-copy", "g-orders", "g-avro", "g-far"]
+        with Input(bootstrap, inputs) as feed, Input(far.bootstrap, {"far": far_in}) as far_feed:
+            feed.write(300), far_feed.write(300)
+            for kill in (1, 2):
+                log = tmp_path / f"group-{kill}.log"
+                proc = start_kafka_eos(args, bootstrap, tmp_path, log)
+                _await_batches(log, proc, [*names, "g-windows"], {**{n: 2 for n in names}, "g-windows": 1})
+                kill_group(proc)
+                proc.wait(30)
+        done = kafka_eos([*args, "--once"], bootstrap, tmp_path, timeout=900)
+        assert done.code == 0, done.log(60)
+        assert all(f"kafka-eos {n}: " in done.stdout for n in [*names, "g-windows"]), done.log(60)
+        for kind, id_of in (("copy", None), ("orders", _order_id), ("avro", _avro_id)):
+            report = check_exactly_once(bootstrap, outs[kind], feed.next_id, **({"id_of": id_of} if id_of else {}))
+            assert_exactly_once(report)
+        assert_exactly_once(check_exactly_once(bootstrap, outs["dlq"], expected=range(POISON),
+                                               id_of=lambda m: int(m.value().split(b"-")[1])))
+        assert_exactly_once(check_exactly_once(far.bootstrap, far_out, far_feed.next_id))
+        got, late = cells.windows(bootstrap, views["out"]), cells.late_ids(bootstrap, views["late"])
+        assert len(got) == len(set((page, start) for page, start, _ in got)), "a window emitted twice"
+        want = cells.expected(sent, late)
+        assert want and sorted(w for w in got if (w[0], w[1]) in {(p, s) for p, s, _ in want}) == sorted(want), (got, want)
 
 
 def _delete_and_recreate(bootstrap: str, topic: str, partitions: int) -> None:
