@@ -239,6 +239,13 @@ def _delete_and_recreate(bootstrap: str, topic: str, partitions: int) -> None:
             time.sleep(0.5)
 
 
+def _terminated_after_more(log: Path, proc, name: str, more: int = 2) -> int:
+    """SIGTERM once ``name`` committed ``more`` batches from now; the group's exit code."""
+    _await_batches(log, proc, [name], {name: _batches(log, name) + more})
+    proc.send_signal(signal.SIGTERM)
+    return proc.wait(180)
+
+
 def _free_port() -> int:
     import socket
     with socket.socket() as sock:
@@ -287,10 +294,7 @@ def test_a_watched_group_follows_its_directory_and_one_pipelines_failure_stops_i
             _await_batches(log, proc, ["g-copy", "g-orders"], {n: after[n] + 2 for n in after})
             orders.unlink()                                                            # removed
             _await_line(log, proc, "kafka-eos g-orders: stopped after batch")
-            after = _batches(log, "g-copy")
-            _await_batches(log, proc, ["g-copy"], {"g-copy": after + 2})
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(120)
+            code = _terminated_after_more(log, proc, "g-copy")
         finally:
             kill_group(proc)
     text = log.read_text(errors="replace")
@@ -337,10 +341,7 @@ def test_one_pipelines_hung_broker_holds_back_that_pipeline_alone(bootstrap, tmp
                 with faults.hung(far.cluster, far.cluster.nodes[0].node_id):
                     time.sleep(HANG_S)
                     during = _batches(log, "g-copy") - before
-                far_after = _batches(log, "g-far")
-                _await_batches(log, proc, ["g-far"], {"g-far": far_after + 2})
-                proc.send_signal(signal.SIGTERM)
-                code = proc.wait(180)
+                code = _terminated_after_more(log, proc, "g-far")
             finally:
                 kill_group(proc)
         text = log.read_text(errors="replace")
