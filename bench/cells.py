@@ -36,7 +36,7 @@ SMALL_BATCH_WARMUP_BATCHES = 5
 FULL_BATCH = 0.9
 BATCH_STAGES = ("triggerExecution", "addBatch", "walCommit", "commitOffsets")
 ALL = ("4p", "16p", "64p", "small_batch", "profile", "scaling", "latency", "commit", "evidence", "verify", "state",
-       "large_state")
+       "large_state", "groups")
 # 64p is opt-in (--cells all, or naming it): a kafka-eos run at 64 partitions took ~2.5x the time
 # of one at 16 (64 tasks per batch, each with its fixed costs); the cell is the costliest one
 # (~10 min estimated on a quiet machine) and no goal of issue 27 needs it.

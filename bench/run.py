@@ -34,8 +34,8 @@ import argparse
 import json
 import time
 
-from bench import (cells, commit, evidence_cost, evidence_pipeline, goals, large_state, latency, method, scaling,
-                   stage_profile, state_backend, throughput, verify_cost)
+from bench import (cells, commit, evidence_cost, evidence_pipeline, goals, large_state, latency, method,
+                   pipeline_groups, scaling, stage_profile, state_backend, throughput, verify_cost)
 from bench.common import RESULTS, load_avg, machine, write_result
 from bench.plot import plot
 from kafka_eos.connectors.dev.local_kafka import LocalKafkaCluster
@@ -157,6 +157,11 @@ def measure(a: argparse.Namespace) -> dict:
             out["large_state"] = large_state.measure(bootstrap, a.large_state_keys, list(large_state.QUERIES),
                                                      a.rounds, a.large_state_heap, settle, log)
             log("\n".join(large_state.lines(out["large_state"])))
+        if "groups" in want:  # issue 67: N pipelines as one group in one application against N separate drivers
+            loads["groups"] = settle()["load_avg_1m"]
+            out["pipeline_groups"] = pipeline_groups.measure(
+                bootstrap, pipeline_groups.options(["--quick"] if a.quick else []), log)
+            log("\n".join(pipeline_groups.line(run) for run in out["pipeline_groups"]["runs"]))
     loads["end"] = load_avg()
     out["load_avg_1m"] = loads
     return out
