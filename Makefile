@@ -60,7 +60,7 @@ TIMING = --junitxml=build/test-results/$(1).xml --timing-summary=20
 TEST_WORKERS ?= 3
 test: setup engine images
 	$(MAKE) --no-print-directory -j2 lint jvm-archive  # side by side: mypy and the archive builds
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not chaos and not long" --ignore=integration_tests/test_compose.py \
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not chaos and not long" --ignore=integration_tests/containers/test_compose.py \
 		$(call TIMING,test)
 
 # The end-to-end scenarios of minutes each (marked `long`: make test's short case of a kind whose
@@ -85,7 +85,7 @@ check: lint
 # prometheus): ~5 min of image builds when cold, then 137 s (quiet) to 11 min (load 30+) with 5
 # JVMs at once: over make test's 45 min budget, so a target of its own (docker/README.md).
 compose: setup engine
-	$(BIN)/pytest -q integration_tests/test_compose.py
+	$(BIN)/pytest -q integration_tests/containers/test_compose.py
 
 # ruff and mypy on the production packages; mypy reads them as the installed namespace
 # kafka_eos.<folder> through a tree of links under build/lint.

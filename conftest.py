@@ -14,26 +14,22 @@ import pytest
 
 INTEGRATION = Path(__file__).resolve().parent / "integration_tests"
 
-# Kind -> file name patterns under integration_tests/; the first kind (in this order) whose pattern
-# matches wins, so exact names come before the prefixes they would also match (test_sink_crash_matrix
-# is crash, not sink). Each kind is a marker registered in pyproject.toml. A module matched by none
-# is "other"; tests/test_test_timing.py fails on it, so a new module gets its kind here.
+# Kind -> the test modules of that kind, as patterns of their path under integration_tests/: each kind
+# is a folder there (integration_tests/sink/test_*.py are sink), and the chaos runner's tests
+# (chaos/) are crash. Each kind is a marker registered in pyproject.toml. A module matched by none
+# (one at the top level, or in a folder of no kind) is "other"; tests/test_test_timing.py fails on
+# it, so a new module goes in its kind's folder (a new kind: a folder, a pattern here, a marker).
 KINDS: dict[str, tuple[str, ...]] = {
-    "network": ("test_network_faults.py", "test_start_faults.py", "test_driver_partition.py"),
-    "broker": ("test_broker_outage.py", "test_broker_versions.py", "test_txn_v2.py", "test_sink_expired_id.py"),
-    "crash": ("test_sink_crash_matrix.py", "test_secured_crash_matrix.py", "test_distributed.py", "chaos/test_*.py"),
-    "secured": ("test_secured_*.py",),
-    "containers": ("test_containers*.py", "test_compose.py", "test_engine_script.py"),
-    "pipeline": ("test_pipeline_*.py", "test_pass_through_pipeline.py", "test_status.py", "test_verify*.py", "test_metrics.py", "test_alert_rules.py", "test_alert_fires.py",
-                 "test_late_records.py", "test_registry_*.py", "test_console.py", "test_local_binding.py",
-                 "test_validate_live.py", "test_plan_determinism.py", "test_spark_connect.py", "test_supervised_guards.py",
-                 "test_state_backend.py", "test_savepoint_scenarios.py", "test_savepoint_versions.py",
-                 "test_savepoint_refused.py", "test_savepoint_sliding.py", "test_value_refs_pipeline.py"),
-    "sink": ("test_sink_*.py", "test_at_least_once_producer_id.py", "test_log_store_s3.py", "test_prefix_claims.py",
-             "test_store_*.py"),
-    "source": ("test_source_*.py", "test_offset_range_input.py"),
-    "txn": ("test_broker.py", "test_txn_kafka.py", "test_end_txn_round.py"),
-    "other": ("test_dev_environment.py", "test_leak_check.py", "test_spark_harness.py", "test_wheel.py"),
+    "network": ("network/test_*.py",),
+    "broker": ("broker/test_*.py",),
+    "crash": ("crash/test_*.py", "chaos/test_*.py"),
+    "secured": ("secured/test_*.py",),
+    "containers": ("containers/test_*.py",),
+    "pipeline": ("pipeline/test_*.py",),
+    "sink": ("sink/test_*.py",),
+    "source": ("source/test_*.py",),
+    "txn": ("txn/test_*.py",),
+    "other": ("other/test_*.py",),
 }
 
 

@@ -16,7 +16,7 @@
 #   (its pid in <socket>.pid, its log in <socket>.log).
 # Prints one line saying what it did and exits 0 when an engine answers, 1 when none can be had
 # (the suite then runs on the JVM-process broker). The default socket is where
-# integration_tests/containers.py looks when DOCKER_HOST is unset.
+# integration_tests/broker_containers.py looks when DOCKER_HOST is unset.
 set -uo pipefail
 
 DOCKER_SOCK=/var/run/docker.sock

@@ -1,7 +1,7 @@
 """Where the integration suite gets its Kafka broker (and schema registry): one fixture each, three providers.
 
 1. ``KAFKA_BOOTSTRAP_SERVERS`` set -> that external cluster, used as is.
-2. ``KAFKA_EOS_BROKER=docker``       -> a broker container (``integration_tests.containers``: the image
+2. ``KAFKA_EOS_BROKER=docker``       -> a broker container (``integration_tests.broker_containers``: the image
    built here by ``docker/images/build.py``, or ``KAFKA_EOS_KAFKA_IMAGE``) on the engine
    ``docker/engine.sh`` provides (Docker, or podman's Docker API).
 3. otherwise                         -> the local Maven-jar KRaft broker (kafka_eos.connectors.dev.local_kafka).
@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
-from integration_tests.containers import BrokerContainer, broker_container, engine_unavailable_reason
+from integration_tests.broker_containers import BrokerContainer, broker_container, engine_unavailable_reason
 from kafka_eos.connectors.dev.local_kafka import ClusterSettings, LocalKafkaCluster
 from kafka_eos.connectors.dev.registry import LocalRegistry
 
@@ -121,7 +121,7 @@ def image_present(image: str) -> bool:
     """The engine holds ``image`` already (no registry needs to answer)."""
     try:
         import docker
-        from integration_tests.containers import engine_url
+        from integration_tests.broker_containers import engine_url
         docker.DockerClient(base_url=engine_url(), timeout=5).images.get(image)
         return True
     except Exception:  # noqa: BLE001 - absent, or no engine
@@ -135,7 +135,7 @@ def _session_user() -> tuple[str, str]:
 
 @contextmanager
 def docker_registry(user: tuple[str, str]) -> Iterator[SchemaRegistry]:
-    from integration_tests.containers import use_engine
+    from integration_tests.broker_containers import use_engine
     use_engine()
     from testcontainers.core.container import DockerContainer
     from kafka_eos.connectors.dev.registry import CCOMPAT

@@ -18,7 +18,7 @@ import yaml
 from integration_tests.kafka_tools import unique
 from integration_tests.pipeline_cli import kafka_eos, orders_pipeline, start_kafka_eos
 from integration_tests.pipeline_runs import kill_group, tail, wait_for
-from integration_tests.test_verify_recompute import verify
+from integration_tests.pipeline.test_verify_recompute import verify
 from kafka_eos.connectors.demo_data import create_topics, order_report, produce_orders
 from kafka_eos.config.loader import load_file
 from kafka_eos.config.records import register_records, sink_log_location

@@ -1,8 +1,8 @@
 """The shipped alert rules and dashboard speak the endpoint's metric names (``METRICS``), link
 runbook sections that exist, take whichever exporter answers (driver or monitor), and are wired
 into the compose file's Prometheus with the monitor beside the job. (promtool's own checks and
-rule tests run in integration_tests/test_alert_rules.py; the alerts fire on real faults in
-integration_tests/test_alert_fires.py.)"""
+rule tests run in integration_tests/pipeline/test_alert_rules.py; the alerts fire on real faults in
+integration_tests/pipeline/test_alert_fires.py.)"""
 from __future__ import annotations
 
 import json

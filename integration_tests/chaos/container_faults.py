@@ -14,7 +14,7 @@ import uuid
 from contextlib import contextmanager
 from typing import Iterator
 
-from integration_tests.containers import ContainerUnavailable, engine_unavailable_reason, use_engine
+from integration_tests.broker_containers import ContainerUnavailable, engine_unavailable_reason, use_engine
 from integration_tests.providers import Broker, docker_broker_on
 
 KINDS = ("pause", "disconnect")

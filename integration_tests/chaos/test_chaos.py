@@ -6,7 +6,7 @@ import os
 import pytest
 
 from integration_tests.chaos.runner import ChaosSettings, run
-from integration_tests.containers import engine_unavailable_reason
+from integration_tests.broker_containers import engine_unavailable_reason
 from integration_tests.kafka_tools import assert_exactly_once
 
 SEED = int(os.environ.get("CHAOS_SEED", "11"))

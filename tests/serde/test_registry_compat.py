@@ -1,5 +1,5 @@
 """The sink's writer schema against a registry (a fake client: the registry's answers are given;
-the real registry's are in integration_tests/test_registry_controls.py)."""
+the real registry's are in integration_tests/pipeline/test_registry_controls.py)."""
 from __future__ import annotations
 
 import json

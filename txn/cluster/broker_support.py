@@ -2,7 +2,7 @@
 
 Invariants:
 - Supported: Kafka ``MIN_BROKER`` (3.7) and later, the oldest version the exactly-once proofs ran
-  on (``integration_tests/test_broker_versions.py``: 3.7, 3.9 and the pinned 4.x, with
+  on (``integration_tests/broker/test_broker_versions.py``: 3.7, 3.9 and the pinned 4.x, with
   ``transaction.version`` 0 and 2). A broker's version is what its ApiVersions answer tells
   (kafka-python's inference: the newest release whose request versions it offers).
 - Every request the driver sends outside librdkafka must be offered: EndTxn (the commit),
@@ -10,7 +10,7 @@ Invariants:
   query start's lingering-transaction abort). A broker lacking one is refused naming it.
 - The driver's EndTxn stays at v4 (``END_TXN_MAX_VERSION``, transactions v1) on every broker:
   on a ``transaction.version=2`` broker it commits and aborts v2 transactions as well
-  (``integration_tests/test_txn_v2.py``), so the feature is read for the message only.
+  (``integration_tests/broker/test_txn_v2.py``), so the feature is read for the message only.
 - Reads only (Metadata for the live brokers, then ApiVersions on each); every broker of the cluster is checked, so a
   rolling upgrade with one old broker left is refused too. A broker that does not answer (hung, cut
   off) does not stop the check: it is returned as silent (``BrokerCheck``), for the caller to ask again.

@@ -21,7 +21,7 @@ Invariants:
 - EndTxn stays at v4 (transactions v1) on a ``transaction.version=2`` broker too: it commits or
   aborts a transaction a v2 (KIP-890) producer opened, and a v1 EndTxn does not bump the epoch, so
   the handle's (producer id, epoch) still matches DescribeTransactions after the commit and a
-  retry answers committed (``integration_tests/test_txn_v2.py``); no epoch rollover happens here.
+  retry answers committed (``integration_tests/broker/test_txn_v2.py``); no epoch rollover happens here.
 - INVALID_PRODUCER_ID_MAPPING / TRANSACTIONAL_ID_NOT_FOUND (the id expired during a long outage)
   on a decided handle is LOST (the batch is re-written), on an abort it is ABORTED.
 """

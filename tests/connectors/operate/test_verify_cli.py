@@ -1,4 +1,4 @@
-"""``kafka-eos verify``'s arguments and report (the reading itself: integration_tests/test_verify.py)."""
+"""``kafka-eos verify``'s arguments and report (the reading itself: integration_tests/pipeline/test_verify.py)."""
 from __future__ import annotations
 
 import json

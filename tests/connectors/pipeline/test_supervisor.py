@@ -1,5 +1,5 @@
 """The run supervisor's decisions, with stand-in child processes (pure logic; the real restart
-after a killed driver is integration_tests/test_supervised_run.py)."""
+after a killed driver is integration_tests/pipeline/test_status.py)."""
 from __future__ import annotations
 
 import signal

@@ -1,5 +1,5 @@
 """Which YAML pipelines may carry value references (emit=valueRefs) and what their options are; the
-plan's own decision is integration_tests/test_value_refs_pipeline.py (it needs Spark's analyzer)."""
+plan's own decision is integration_tests/pipeline/test_value_refs_pipeline.py (it needs Spark's analyzer)."""
 from __future__ import annotations
 
 import pytest

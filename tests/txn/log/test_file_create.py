@@ -1,5 +1,5 @@
 """Create-only files with and without hard links (file_create); the FUSE mount itself is proven in
-integration_tests/test_store_fuse.py."""
+integration_tests/sink/test_store_fuse.py."""
 from __future__ import annotations
 
 import errno

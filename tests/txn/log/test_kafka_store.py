@@ -1,6 +1,6 @@
 """The Kafka record store's own logic, without a broker: keys and folders, the index of live
 records, the writer roles' ids, which settings reach its clients, and the create-only decisions
-of ``KafkaStore`` (its writer and view are stand-ins here; integration_tests/test_store_kafka.py
+of ``KafkaStore`` (its writer and view are stand-ins here; integration_tests/sink/test_store_kafka.py
 runs it on a broker)."""
 from __future__ import annotations
 
