@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -36,6 +37,7 @@ from bench.pipeline_groups_parts import PssSeries, batches, marginal_mb, pipelin
 
 RECORD_BYTES = 100
 SAMPLE_S = 2.0
+FAILED = re.compile(r"^kafka-eos (\S+): failed \(\d+\): (.{0,160})", re.M)
 CLUSTER = {"bootstrap_servers": "${KAFKA_BOOTSTRAP_SERVERS}"}
 Log = Callable[[str], None]
 
@@ -48,6 +50,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--window", type=float, default=90.0, help="steady seconds sampled after every first commit")
     p.add_argument("--settle", type=float, default=20.0, help="seconds after every first commit before the window "
                    "(the backlog of the start is caught up)")
+    p.add_argument("--first-commit-bound", type=float, default=600.0, help="seconds for every first commit")
     p.add_argument("--rounds", type=int, default=1, help="interleaved rounds (group N, separate N, next N)")
     p.add_argument("--quick", action="store_true", help="N = 1 and 3, a 20 s window")
     p.add_argument("--out", help="also write the result (JSON) here")
@@ -149,8 +152,10 @@ def run_arm(bootstrap: str, n: int, separate: bool, a: argparse.Namespace, log: 
         try:
             while len(first) < n:  # every pipeline's first committed batch
                 arm.check_alive()
-                if time.monotonic() - started > 600:
-                    raise RuntimeError(f"not every pipeline committed within 600 s: {sorted(first)}")
+                failed = FAILED.findall(arm.text())
+                if failed or time.monotonic() - started > a.first_commit_bound:
+                    raise ArmFailed(f"{len(first)} of {n} pipelines committed within {time.monotonic() - started:.0f} s; "
+                                    f"{len(failed)} failed: {failed[:3]}", first)
                 for b in batches(arm.text()):
                     first.setdefault(b.name, round(time.monotonic() - started, 1))
                 time.sleep(0.5)
@@ -181,6 +186,12 @@ def run_arm(bootstrap: str, n: int, separate: bool, a: argparse.Namespace, log: 
             "checks": {name: c.line() for name, c in checks.items()}}
 
 
+class ArmFailed(RuntimeError):
+    def __init__(self, message: str, first: dict[str, float]) -> None:
+        super().__init__(message)
+        self.first = first
+
+
 def drain(arm: Arm, expected: dict[str, int], started: float, bound_s: float = 180.0) -> float | None:
     """Wait until every pipeline's ``out`` sum reaches its input count; seconds since the start (None: bound)."""
     deadline = time.monotonic() + bound_s
@@ -197,17 +208,24 @@ def drain(arm: Arm, expected: dict[str, int], started: float, bound_s: float = 1
 def measure(bootstrap: str, a: argparse.Namespace, log: Log) -> dict:
     counts = [int(c) for c in a.counts.split(",")]
     separate = {int(c) for c in a.separate.split(",") if c}
-    runs = []
+    runs: list[dict] = []
+    failed: list[dict] = []
     for r in range(a.rounds):
         for n in counts:
             arms = [False, True] if n in separate else [False]
             for sep in arms if r % 2 == 0 else arms[::-1]:
-                run = {**run_arm(bootstrap, n, sep, a, log), "round": r}
+                try:
+                    run = {**run_arm(bootstrap, n, sep, a, log), "round": r}
+                except ArmFailed as exc:  # kept as a result: the arm did not start every pipeline
+                    failed.append({"n": n, "arm": "separate" if sep else "group", "round": r, "failed": str(exc),
+                                   "first_commit_s": exc.first, "load_avg_1m": load_avg()})
+                    log(f"{failed[-1]['arm']} N={n} FAILED: {exc}")
+                    continue
                 runs.append(run)
                 log(line(run))
     return {"counts": counts, "separate": sorted(separate), "not_run": not_run(runs, counts, separate),
             "rounds": a.rounds, "window_s": a.window, "settle_s": a.settle, "rate_total_per_s": a.rate,
-            "record_bytes": RECORD_BYTES, "runs": runs, "summary": summary(runs)}
+            "record_bytes": RECORD_BYTES, "runs": runs, "failed": failed, "summary": summary(runs)}
 
 
 def not_run(runs: list[dict], counts: list[int], separate: set[int], machine_mb: float = 24 * 1024) -> dict:
