@@ -9,6 +9,9 @@ Invariants:
   pipelines, at least 1: ``slot_share``), so a pipeline whose tasks wait (its broker hung) holds
   its share, not every slot: FAIR pools order waiting tasks but cannot take a running one back.
   A stateful pipeline writes from its shuffle partitions' tasks, which this share does not bound.
+- Pipelines start one at a time: the next once the last reported its first batch (or ended, or
+  after ``START_WAIT_S``): twenty queries started at once on 2 cores had their driver-side Python
+  processes miss Spark's 10 s connect-back (19 of 20 failed to start).
 - A pipeline's failure ends its own query only (``Member.serve``): with ``restarts``, a transient
   failure starts its query again in this application after the supervisor's pause (1 s doubling
   to 60 s, the count reset after ``STEADY_S``), a permanent one never; the others go on.
@@ -37,6 +40,7 @@ from kafka_eos.connectors.pipeline.supervisor import STEADY_S, pause_s
 
 SUMMARY_CHARS = 240  # a line of the closing summary
 JOIN_S = 0.5  # how often the main thread wakes to serve signals while the group runs
+START_WAIT_S = 60.0  # at most this long for a started pipeline's first batch before the next starts
 FAIR_CONF = {"spark.scheduler.mode": "FAIR"}
 
 
@@ -83,6 +87,7 @@ class Member:
         self.failures = 0
         self.control: StopControl | None = None  # the running query's
         self.leaving: str | None = None  # why the group stops this pipeline alone (``stop``)
+        self.planned = threading.Event()  # its query's first batch was reported (``Group.start`` waits for it)
 
     def _controlled(self, control: StopControl) -> None:
         self.control = control
@@ -103,7 +108,8 @@ class Member:
         while True:
             began = time.monotonic()
             try:
-                result = run(spark, self.cfg, emit=self.emit, on_stop_control=self._controlled)
+                result = run(spark, self.cfg, emit=self.emit, on_stop_control=self._controlled,
+                             listeners=[lambda report: self.planned.set()])
                 self.outcome = Outcome(result.exit_code, result.summary())  # type: ignore[attr-defined]
                 self.emit(self.outcome.line)
                 return
@@ -163,6 +169,7 @@ class Group:
         """Start ``cfg``'s query for its share of the slots among ``pipelines`` (default: those running, and it)."""
         from pyspark import InheritableThread
         from kafka_eos.connectors.datasource import SHARE_SETTING, cluster_cores
+        began = time.monotonic()
         session = self.spark.newSession()
         share = slot_share(cluster_cores(self.spark), pipelines or len(self.running()) + 1)
         if share is not None:
@@ -173,6 +180,8 @@ class Group:
                                    name=f"kafka-eos {member.name}", daemon=True)
         self.members.append((member, thread))
         thread.start()
+        while not member.planned.wait(JOIN_S) and thread.is_alive() and time.monotonic() - began < START_WAIT_S:
+            pass  # one start at a time: each query's driver-side Python processes connect back within Spark's 10 s
         return member
 
     def running(self) -> dict[str, Member]:
@@ -218,8 +227,9 @@ def held_then_run(spark, cfg: PipelineConfig, **kwargs):
     from kafka_eos.connectors.pipeline.runner import run_query
     check_held(cfg)
     metrics = serve(cfg, None, kwargs.get("emit", print))
+    listeners = [*(kwargs.pop("listeners", None) or []), *([metrics] if metrics else [])]
     try:
-        return run_query(spark, cfg, listeners=[metrics] if metrics else None, **kwargs)
+        return run_query(spark, cfg, listeners=listeners, **kwargs)
     finally:
         if metrics is not None:
             metrics.close()
