@@ -50,6 +50,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--window", type=float, default=90.0, help="steady seconds sampled after every first commit")
     p.add_argument("--settle", type=float, default=20.0, help="seconds after every first commit before the window "
                    "(the backlog of the start is caught up)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting of every run")
     p.add_argument("--first-commit-bound", type=float, default=600.0, help="seconds for every first commit")
     p.add_argument("--rounds", type=int, default=1, help="interleaved rounds (group N, separate N, next N)")
     p.add_argument("--quick", action="store_true", help="N = 1 and 3, a 20 s window")
@@ -99,9 +100,10 @@ class PacedInput(threading.Thread):
 class Arm:
     """One arm's processes: ``kafka-eos run`` of all files (group) or one per file (separate)."""
 
-    def __init__(self, files: list[Path], separate: bool, bootstrap: str, checkpoints: Path, logs: Path) -> None:
+    def __init__(self, files: list[Path], separate: bool, bootstrap: str, checkpoints: Path, logs: Path,
+                 more_conf: list[str]) -> None:
         from kafka_eos.connectors.spark_harness import SMALL_CONF, python_env
-        conf = [arg for k, v in SMALL_CONF.items() for arg in ("--conf", f"{k}={v}")]
+        conf = [arg for kv in [f"{k}={v}" for k, v in SMALL_CONF.items()] + more_conf for arg in ("--conf", kv)]
         env = {**python_env(), "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "KAFKA_EOS_CHECKPOINTS": str(checkpoints)}
         runs = [[f] for f in files] if separate else [files]
         self.logs = [logs / f"run-{i}.log" for i in range(len(runs))]
@@ -147,7 +149,7 @@ def run_arm(bootstrap: str, n: int, separate: bool, a: argparse.Namespace, log: 
         feed = PacedInput(bootstrap, inputs, a.rate)
         feed.start()
         load_start, started = load_avg(), time.monotonic()
-        arm, pss = Arm(files, separate, bootstrap, folder / "checkpoints", folder), PssSeries()
+        arm, pss = Arm(files, separate, bootstrap, folder / "checkpoints", folder, a.conf), PssSeries()
         first: dict[str, float] = {}
         try:
             while len(first) < n:  # every pipeline's first committed batch
@@ -224,7 +226,7 @@ def measure(bootstrap: str, a: argparse.Namespace, log: Log) -> dict:
                 runs.append(run)
                 log(line(run))
     return {"counts": counts, "separate": sorted(separate), "not_run": not_run(runs, counts, separate),
-            "rounds": a.rounds, "window_s": a.window, "settle_s": a.settle, "rate_total_per_s": a.rate,
+            "rounds": a.rounds, "conf": a.conf, "window_s": a.window, "settle_s": a.settle, "rate_total_per_s": a.rate,
             "record_bytes": RECORD_BYTES, "runs": runs, "failed": failed, "summary": summary(runs)}
 
 

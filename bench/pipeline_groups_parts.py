@@ -110,14 +110,15 @@ class PssSeries:
 def pipeline_figures(found: list[Batch], window_s: float) -> dict:
     """Per pipeline over the steady window: records/s out and batch p50/p95 (ms); then the medians."""
     names = sorted({b.name for b in found})
-    per = {}
+    per: dict[str, dict] = {}
     for name in names:
         mine = [b for b in found if b.name == name]
         per[name] = {"batches": len(mine), "records_per_s": round(sum(b.written for b in mine) / window_s, 1),
                      "batch_p50_ms": percentile([b.ms for b in mine], 0.5),
                      "batch_p95_ms": percentile([b.ms for b in mine], 0.95), "batch_ms": [b.ms for b in mine]}
+
     def med(key: str) -> float | None:
-        values = [p[key] for p in per.values() if p[key] is not None]
+        values: list[float] = [p[key] for p in per.values() if p[key] is not None]
         return statistics.median(values) if values else None
     return {"per_pipeline": per, "records_per_s": med("records_per_s"), "batch_p50_ms": med("batch_p50_ms"),
             "batch_p95_ms": med("batch_p95_ms")}
