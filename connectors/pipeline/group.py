@@ -9,7 +9,7 @@ Invariants:
   pipelines, at least 1: ``slot_share``), so a pipeline whose tasks wait (its broker hung) holds
   its share, not every slot: FAIR pools order waiting tasks but cannot take a running one back.
   A stateful pipeline writes from its shuffle partitions' tasks, which this share does not bound.
-- Pipelines start one at a time: the next once the last reported its first batch (or ended, or
+- Pipelines start one at a time: the next once the last ran its first trigger (or ended, or
   after ``START_WAIT_S``): twenty queries started at once on 2 cores had their driver-side Python
   processes miss Spark's 10 s connect-back (19 of 20 failed to start).
 - A pipeline's failure ends its own query only (``Member.serve``): with ``restarts``, a transient
@@ -135,6 +135,15 @@ class Member:
         return not self.relay.stopping.wait(pause)
 
 
+def _triggered(session, name: str) -> bool:
+    """The query ``name`` of ``session`` ran its first trigger (its source planned: a batch, or none
+    for want of data, which Spark reports once)."""
+    try:
+        return any(q.name == name and q.lastProgress is not None for q in session.streams.active)
+    except Exception:  # noqa: BLE001 - a session stopping: the thread's own end says what happened
+        return False
+
+
 def slot_share(slots: int | None, pipelines: int) -> int | None:
     """One pipeline's task slots in a group of ``pipelines`` (None: the slots are not known)."""
     return None if slots is None else max(1, slots // max(1, pipelines))
@@ -180,7 +189,8 @@ class Group:
                                    name=f"kafka-eos {member.name}", daemon=True)
         self.members.append((member, thread))
         thread.start()
-        while not member.planned.wait(JOIN_S) and thread.is_alive() and time.monotonic() - began < START_WAIT_S:
+        while (not member.planned.wait(JOIN_S) and not _triggered(session, member.name) and thread.is_alive()
+               and time.monotonic() - began < START_WAIT_S):
             pass  # one start at a time: each query's driver-side Python processes connect back within Spark's 10 s
         return member
 
