@@ -34,10 +34,7 @@ def group_files(paths: list[str]) -> list[str]:
 
 def run_group_command(args: argparse.Namespace, files: list[str]) -> int:
     """A group of ``files``, or with ``--watch DIR`` of the directory's files as they come and go."""
-    from kafka_eos.config.rules_group import group_violations
     from kafka_eos.config.violations import EXIT_INVALID, InvalidPipeline, exit_code
-    from kafka_eos.connectors.cli import _conf
-    from kafka_eos.connectors.pipeline.spark_security import bind_local
     refused = [f"{flag}: {why}" for attr, flag, why in _NOT_FOR_GROUPS if getattr(args, attr, None)]
     if args.restarts < 0:
         refused.append(f"--restarts {args.restarts}: give 0 (no restart) or more")
@@ -54,20 +51,33 @@ def run_group_command(args: argparse.Namespace, files: list[str]) -> int:
         return EXIT_INVALID
     if args.watch:
         return _watch(args)
-    cfgs, violations = _loaded(files, offline=True)  # the group's rule before any broker is asked
-    violations += group_violations(cfgs) if not violations else []
-    if not violations:
-        cfgs, violations = _loaded(files, offline=False, timeout_s=args.timeout)
+    cfgs, violations = valid_group(files, args.timeout)
     if violations:
         print(f"kafka-eos run: a group of {len(files)} pipelines: nothing was started; "
               f"{InvalidPipeline(violations)}", file=sys.stderr)
         return exit_code(violations)
     if args.master:
         return _submit(args, files, cfgs)
+    return _local(args, cfgs)
+
+
+def _local(args: argparse.Namespace, cfgs: list, watch=None) -> int:
+    """The group in this process: ``cfgs``, or the directory ``watch`` follows."""
+    from kafka_eos.connectors.cli import _conf
     from kafka_eos.connectors.pipeline.group import run_group_local
-    conf = {**bind_local(args.master or "local[*]", args.spark_ui), **_conf(args.conf)}
+    from kafka_eos.connectors.pipeline.spark_security import bind_local
+    conf = {**bind_local("local[*]", args.spark_ui), **_conf(args.conf)}
     return run_group_local(cfgs, conf=conf, emit=lambda line: print(line, flush=True), verbose=args.verbose,
-                           restarts=args.restarts, once=args.once)
+                           restarts=args.restarts, once=args.once, watch=watch)
+
+
+def valid_group(files: list[str], timeout_s: float) -> tuple[list, list]:
+    """(every file's config, every violation): the group's rule checked before any broker is asked,
+    then every file with its live checks."""
+    from kafka_eos.config.rules_group import group_violations
+    cfgs, violations = _loaded(files, offline=True)
+    violations += group_violations(cfgs) if not violations else []
+    return _loaded(files, offline=False, timeout_s=timeout_s) if not violations else (cfgs, violations)
 
 
 def _loaded(files: list[str], offline: bool, timeout_s: float = 10.0) -> tuple[list, list]:
@@ -85,11 +95,8 @@ def _loaded(files: list[str], offline: bool, timeout_s: float = 10.0) -> tuple[l
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from kafka_eos.connectors.cli import _conf
     from kafka_eos.connectors.pipeline.checkpoint_compat import against_checkpoint
-    from kafka_eos.connectors.pipeline.group import run_group_local
     from kafka_eos.connectors.pipeline.group_watch import Watch, run_watch
-    from kafka_eos.connectors.pipeline.spark_security import bind_local
 
     def validate(path: str, others: list) -> tuple:
         from kafka_eos.config.rules_group import group_violations
@@ -100,9 +107,7 @@ def _watch(args: argparse.Namespace) -> int:
 
     def watch(group) -> int:
         return run_watch(group, Watch(group, args.watch, lambda: group_files([args.watch]), validate, against_checkpoint))
-    conf = {**bind_local("local[*]", args.spark_ui), **_conf(args.conf)}
-    return run_group_local([], conf=conf, emit=lambda line: print(line, flush=True), verbose=args.verbose,
-                           restarts=args.restarts, watch=watch)
+    return _local(args, [], watch)
 
 
 def _submit(args: argparse.Namespace, files: list[str], cfgs: list) -> int:
@@ -110,9 +115,10 @@ def _submit(args: argparse.Namespace, files: list[str], cfgs: list) -> int:
     from kafka_eos.config.records import records_home
     from kafka_eos.config.redact import install
     from kafka_eos.connectors.cli import _conf
+    from kafka_eos.connectors.pipeline.group import FAIR_CONF
     from kafka_eos.connectors.pipeline.spark_security import bind_local
     from kafka_eos.connectors.pipeline.submit import submit
     redactor = install([s for cfg in cfgs for s in cfg.secrets()])
-    conf = {**bind_local(args.master, args.spark_ui), **_conf(args.conf), "spark.scheduler.mode": "FAIR"}
+    conf = {**bind_local(args.master, args.spark_ui), **_conf(args.conf), **FAIR_CONF}
     return submit(files, args.master, redactor, args.once, conf, name=f"kafka-eos group of {len(files)}",
                   verbose=args.verbose, stop_home=[records_home(cfg) for cfg in cfgs if cfg.checkpoint.location])

@@ -71,19 +71,12 @@ def main(argv: list[str] | None = None) -> int:
         check_held(cfg)
     except KafkaEosError as exc:
         return _failed(exc, redactor)
-    from pyspark.sql import SparkSession
     from kafka_eos.connectors.operate.metrics import serve
-    from kafka_eos.connectors.pipeline.runner import RUN_CONF, run_query
-    from kafka_eos.connectors.worker_daemon import start_early
-    builder = SparkSession.builder.appName(f"kafka-eos {cfg.name}")
-    conf = {**RUN_CONF, "spark.ui.showConsoleProgress": "true" if args.verbose else "false"}
-    for key, value in conf.items():
-        builder = builder.config(key, value)
+    from kafka_eos.connectors.pipeline.runner import run_query
     try:
-        spark = builder.getOrCreate()  # a master that does not answer fails here: transient
-    except Exception as exc:  # noqa: BLE001 - see below
+        spark = _session(f"kafka-eos {cfg.name}", args.verbose)
+    except Exception as exc:  # noqa: BLE001 - a master that does not answer: transient (_failed)
         return _failed(exc, redactor)
-    start_early(spark)
     metrics = None
     try:
         metrics = serve(cfg, args.metrics_port, _emit, args.metrics_host)
@@ -98,34 +91,42 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
 
 
-def _group(args: argparse.Namespace) -> int:
-    """Several ``--config``: the group's rule and every file valid, then ``group.run_group`` in this driver."""
-    from functools import partial
-    from kafka_eos.config.rules_group import group_violations
-    from kafka_eos.config.violations import InvalidPipeline, exit_code
-    from kafka_eos.connectors.pipeline.validation import load_valid
-    try:
-        cfgs = [load_valid(path, timeout_s=args.timeout) for path in args.config]
-        violations = group_violations(cfgs)
-        if violations:
-            raise InvalidPipeline(violations)
-    except InvalidPipeline as exc:
-        print(f"kafka-eos: a group of {len(args.config)} pipelines: nothing was started; {exc}", file=sys.stderr)
-        return exit_code(exc.violations)
+def _session(app: str, verbose: bool, conf: dict[str, str] | None = None):
+    """This driver's SparkSession with the run's settings (a master that does not answer fails
+    here), its task workers started early."""
     from pyspark.sql import SparkSession
-    from kafka_eos.connectors.pipeline.group import FAIR_CONF, held_then_run, run_group
     from kafka_eos.connectors.pipeline.runner import RUN_CONF
     from kafka_eos.connectors.worker_daemon import start_early
-    builder = SparkSession.builder.appName(f"kafka-eos group of {len(cfgs)}")
-    for key, value in {**RUN_CONF, **FAIR_CONF, "spark.ui.showConsoleProgress": "false"}.items():
+    builder = SparkSession.builder.appName(app)
+    for key, value in {**RUN_CONF, **(conf or {}), "spark.ui.showConsoleProgress": str(verbose).lower()}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     start_early(spark)
+    return spark
+
+
+def _group(args: argparse.Namespace) -> int:
+    """Several ``--config``: every file valid and the group's rule (``cli_group.valid_group``), then
+    ``group.run_group`` in this driver."""
+    from functools import partial
+    from kafka_eos.config.redact import install
+    from kafka_eos.config.violations import InvalidPipeline, exit_code
+    from kafka_eos.connectors.cli_group import valid_group
+    from kafka_eos.connectors.pipeline.group import FAIR_CONF, held_then_run, run_group
+    cfgs, violations = valid_group(args.config, args.timeout)
+    if violations:
+        print(f"kafka-eos: a group of {len(args.config)} pipelines: nothing was started; "
+              f"{InvalidPipeline(violations)}", file=sys.stderr)
+        return exit_code(violations)
+    redactor = install([s for cfg in cfgs for s in cfg.secrets()])
+    try:
+        spark = _session(f"kafka-eos group of {len(cfgs)}", args.verbose, FAIR_CONF)
+    except Exception as exc:  # noqa: BLE001 - a master that does not answer: transient (_failed)
+        return _failed(exc, redactor)
     try:
         return run_group(spark, cfgs, partial(held_then_run, once=args.once), _emit)
     finally:
         spark.stop()
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -40,7 +40,7 @@ from kafka_eos.connectors.pipeline.supervisor import STEADY_S, pause_s
 
 SUMMARY_CHARS = 240  # a line of the closing summary
 JOIN_S = 0.5  # how often the main thread wakes to serve signals while the group runs
-START_WAIT_S = 60.0  # at most this long for a started pipeline's first batch before the next starts
+START_WAIT_S = 60.0  # at most this long for a started pipeline's first trigger before the next starts
 FAIR_CONF = {"spark.scheduler.mode": "FAIR"}
 
 
@@ -87,7 +87,6 @@ class Member:
         self.failures = 0
         self.control: StopControl | None = None  # the running query's
         self.leaving: str | None = None  # why the group stops this pipeline alone (``stop``)
-        self.planned = threading.Event()  # its query's first batch was reported (``Group.start`` waits for it)
 
     def _controlled(self, control: StopControl) -> None:
         self.control = control
@@ -108,8 +107,7 @@ class Member:
         while True:
             began = time.monotonic()
             try:
-                result = run(spark, self.cfg, emit=self.emit, on_stop_control=self._controlled,
-                             listeners=[lambda report: self.planned.set()])
+                result = run(spark, self.cfg, emit=self.emit, on_stop_control=self._controlled)
                 self.outcome = Outcome(result.exit_code, result.summary())  # type: ignore[attr-defined]
                 self.emit(self.outcome.line)
                 return
@@ -189,9 +187,8 @@ class Group:
                                    name=f"kafka-eos {member.name}", daemon=True)
         self.members.append((member, thread))
         thread.start()
-        while (not member.planned.wait(JOIN_S) and not _triggered(session, member.name) and thread.is_alive()
-               and time.monotonic() - began < START_WAIT_S):
-            pass  # one start at a time: each query's driver-side Python processes connect back within Spark's 10 s
+        while not _triggered(session, member.name) and thread.is_alive() and time.monotonic() - began < START_WAIT_S:
+            time.sleep(JOIN_S)  # one start at a time: each query's driver-side Python processes connect back in 10 s
         return member
 
     def running(self) -> dict[str, Member]:
@@ -237,9 +234,8 @@ def held_then_run(spark, cfg: PipelineConfig, **kwargs):
     from kafka_eos.connectors.pipeline.runner import run_query
     check_held(cfg)
     metrics = serve(cfg, None, kwargs.get("emit", print))
-    listeners = [*(kwargs.pop("listeners", None) or []), *([metrics] if metrics else [])]
     try:
-        return run_query(spark, cfg, listeners=listeners, **kwargs)
+        return run_query(spark, cfg, listeners=[metrics] if metrics else None, **kwargs)
     finally:
         if metrics is not None:
             metrics.close()
@@ -250,21 +246,7 @@ def run_group_local(cfgs: Sequence[PipelineConfig], master: str = "local[*]", co
                     once: bool = False, watch: Callable[[Group], int] | None = None) -> int:
     """The group in a new local SparkSession of this process (``runner.run_local`` for one pipeline);
     ``watch``: the group follows a directory (``group_watch``) instead of ``cfgs``."""
-    from kafka_eos.connectors.pipeline.compiled_pyspark import set_spark_home
-    from kafka_eos.connectors.pipeline.console import console_conf, quiet_environment
-    from kafka_eos.connectors.pipeline.driver_archive import for_local_driver
-    from kafka_eos.connectors.pipeline.runner import RUN_CONF
-    from kafka_eos.connectors.spark_harness import local_session
-    from kafka_eos.connectors.worker_daemon import start_early
-    quiet_environment(master, verbose)
-    set_spark_home()
-    user = conf or {}
-    with for_local_driver():
-        spark = local_session(master, app=f"kafka-eos group of {len(cfgs)}",
-                              conf={**RUN_CONF, **FAIR_CONF, **user, **console_conf(verbose, user)})
-        start_early(spark)
-        try:
-            run = partial(held_then_run, once=once)
-            return run_group(spark, cfgs, run, emit, restarts) if watch is None else watch(Group(spark, run, emit, restarts))
-        finally:
-            spark.stop()
+    from kafka_eos.connectors.pipeline.runner import local_spark
+    with local_spark(f"kafka-eos group of {len(cfgs)}", master, {**FAIR_CONF, **(conf or {})}, verbose) as spark:
+        run = partial(held_then_run, once=once)
+        return run_group(spark, cfgs, run, emit, restarts) if watch is None else watch(Group(spark, run, emit, restarts))

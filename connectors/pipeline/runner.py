@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, cast
+from typing import Callable, Iterator, cast
 
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import OnDecodeError, PipelineConfig
@@ -212,6 +213,16 @@ def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
     its driver JVM maps or writes the class archive: ``driver_archive``);
     the driver's console is quiet unless ``verbose`` (``console``); with ``metrics_port`` or the
     file's ``metrics:``, a Prometheus endpoint serves the batches' numbers (``metrics.endpoint``)."""
+    with local_spark(f"kafka-eos {cfg.name}", master, conf, verbose) as spark:
+        return _serve_and_run(spark, cfg, once, emit, metrics_port, metrics_host)
+
+
+@contextmanager
+def local_spark(app: str, master: str = "local[*]", conf: dict[str, str] | None = None,
+                verbose: bool = False) -> Iterator:
+    """A new local SparkSession of this process with the run's settings (``RUN_CONF`` under ``conf``),
+    its task workers started early; stopped at the end. Its driver JVM maps or writes the class
+    archive (``driver_archive``); the console is quiet unless ``verbose`` (``console``)."""
     from kafka_eos.connectors.pipeline.compiled_pyspark import set_spark_home
     from kafka_eos.connectors.pipeline.console import console_conf, quiet_environment
     from kafka_eos.connectors.pipeline.driver_archive import for_local_driver
@@ -221,11 +232,10 @@ def run_local(cfg: PipelineConfig, once: bool = False, master: str = "local[*]",
     set_spark_home()
     user = conf or {}
     with for_local_driver():
-        spark = local_session(master, app=f"kafka-eos {cfg.name}",
-                              conf={**RUN_CONF, **user, **console_conf(verbose, user)})
+        spark = local_session(master, app=app, conf={**RUN_CONF, **user, **console_conf(verbose, user)})
         start_early(spark)
         try:
-            return _serve_and_run(spark, cfg, once, emit, metrics_port, metrics_host)
+            yield spark
         finally:
             spark.stop()
 
