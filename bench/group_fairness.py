@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import statistics
 import subprocess
@@ -31,9 +30,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.common import load_avg, produce_bulk, write_result
+from bench.pipeline_groups_parts import batches
 from kafka_eos.connectors.spark_harness import SMALL_CONF, python_env
 
-LINE = re.compile(r"^kafka-eos (f\d+) batch \d+: (\d+) in, .* batch (\d+) ms", re.M)
 SMALL = [f"f{i}" for i in range(1, 10)]
 
 
@@ -70,10 +69,10 @@ def steady(bootstrap: str, sources: list[str], rate: int, stop: threading.Event)
 
 
 def parsed(text: str) -> dict[str, list[tuple[int, int]]]:
-    """Per pipeline, its progress lines' (records read, batch ms)."""
+    """Per pipeline, its progress lines' (records read, batch ms) (``pipeline_groups_parts.batches``)."""
     out: dict[str, list[tuple[int, int]]] = {}
-    for name, read, ms in LINE.findall(text):
-        out.setdefault(name, []).append((int(read), int(ms)))
+    for batch in batches(text):
+        out.setdefault(batch.name, []).append((batch.read, batch.ms))
     return out
 
 

@@ -32,6 +32,11 @@ def role(proc: psutil.Process, script: str) -> str | None:
         cmd = proc.cmdline()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return None
+    return role_of(cmd, script)
+
+
+def role_of(cmd: list[str], script: str) -> str | None:
+    """The role of a command line in a tree whose driver runs ``script`` (None: not counted)."""
     if not cmd:
         return None
     exe = cmd[0].rsplit("/", 1)[-1]

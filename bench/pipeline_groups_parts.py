@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import psutil
 
+from bench.memory import label, role_of
+
 MB = 1024 * 1024
 PROGRESS = re.compile(r"^kafka-eos (\S+) batch (\d+): (\d+) in, (\d+) out, .*?batch (\d+) ms", re.M)
 ROLES = ("driver_jvm", "driver_python", "driver_runners", "workers", "other")
@@ -42,27 +44,8 @@ def marginal_mb(pss_group_n: float, pss_group_1: float, n: int) -> float | None:
 
 
 def role(cmd: list[str]) -> str:
-    """The role of one process of a ``kafka-eos run`` tree, from its command line."""
-    if not cmd:
-        return "other"
-    exe, line = cmd[0].rsplit("/", 1)[-1], " ".join(cmd)
-    if exe == "java":
-        return "driver_jvm"
-    if not exe.startswith("python"):
-        return "other"
-    if "connectors.cli" in line:
-        return "driver_python"
-    if "pyspark.sql." in line:  # the data source API's driver-side runners (plan, write, stream)
-        return "driver_runners"
-    return "workers"
-
-
-def label(cmd: list[str]) -> str:
-    """What a process runs: ``java``, or a Python process's module / script."""
-    exe = cmd[0].rsplit("/", 1)[-1] if cmd else "?"
-    if exe == "java" or not exe.startswith("python"):
-        return exe
-    return " ".join(cmd[cmd.index("-m") + 1:])[:80] if "-m" in cmd else cmd[-1].rsplit("/", 1)[-1]
+    """The role of one process of a ``kafka-eos run`` tree (``bench.memory``'s roles; "other": not counted there)."""
+    return role_of(cmd, "connectors.cli") or "other"
 
 
 def tree_rows(pids: list[int]) -> list[dict]:
@@ -78,7 +61,7 @@ def tree_rows(pids: list[int]) -> list[dict]:
                 cmd, full = proc.cmdline(), proc.memory_full_info()
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
-            rows.append({"pid": proc.pid, "role": role(cmd), "label": label(cmd),
+            rows.append({"pid": proc.pid, "role": role(cmd), "label": label(proc, cmd)[:80],
                          "pss": round(full.pss / MB, 1), "uss": round(full.uss / MB, 1)})
     return rows
 
