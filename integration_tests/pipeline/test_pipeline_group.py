@@ -36,13 +36,19 @@ POISON = 15
 BATCHES_BOUND_S = 240.0
 
 
-def _copy(tmp_path: Path, name: str, source: str, out: str) -> Path:
+def _copy(tmp_path: Path, name: str, source: str, out: str, cluster: dict = CLUSTER) -> Path:
     doc = {"version": 1, "name": name,
-           "source": {"kafka": CLUSTER, "topics": [source], "starting_offsets": "earliest",
+           "source": {"kafka": cluster, "topics": [source], "starting_offsets": "earliest",
                       "max_offsets_per_trigger": 400, "include_headers": True},
-           "sink": {"kafka": CLUSTER, "topic": out, "headers_column": "headers", "transaction_timeout_ms": 300_000},
+           "sink": {"kafka": cluster, "topic": out, "headers_column": "headers", "transaction_timeout_ms": 300_000},
            "checkpoint": {"location": f"${{KAFKA_EOS_CHECKPOINTS}}/{name}", "trigger": "1 second"}}
     return _write(tmp_path, name, doc)
+
+
+def _far_copy(tmp_path: Path, bootstrap: str) -> tuple[Path, str, str]:
+    """g-far: a copy on another cluster (``bootstrap``), its input and output topics."""
+    far_in, far_out = create_topic(bootstrap, unique("far-in"), 2), create_topic(bootstrap, unique("far-out"), 2)
+    return _copy(tmp_path, "g-far", far_in, far_out, {"bootstrap_servers": bootstrap}), far_in, far_out
 
 
 def _orders(tmp_path: Path, name: str, source: str, out: str, dlq: str) -> Path:
@@ -194,11 +200,7 @@ def test_five_pipelines_killed_twice_keep_every_output_exactly_once(bootstrap, t
         files, inputs, outs = _group(tmp_path, bootstrap)
         inputs["avro"] = create_topic(bootstrap, unique("g-avro-in"), 2)
         outs["avro"] = create_topic(bootstrap, unique("g-avro-out"), 2)
-        far_in, far_out = create_topic(far.bootstrap, unique("far-in"), 2), create_topic(far.bootstrap, unique("far-out"), 2)
-        remote = _copy(tmp_path, "g-far", far_in, far_out)
-        doc = yaml.safe_load(remote.read_text())
-        doc["source"]["kafka"] = doc["sink"]["kafka"] = {"bootstrap_servers": far.bootstrap}
-        remote.write_text(yaml.safe_dump(doc))
+        remote, far_in, far_out = _far_copy(tmp_path, far.bootstrap)
         windowed, views, sent = _windows(tmp_path, bootstrap)
         group = [files[0], files[1], _avro(tmp_path, "g-avro", inputs["avro"], outs["avro"]), windowed, remote]
         del inputs["keyed"]
@@ -324,11 +326,8 @@ def test_one_pipelines_hung_broker_holds_back_that_pipeline_alone(bootstrap, tmp
     from integration_tests.providers import local_broker
     with local_broker() as far:
         near_in, near_out = create_topic(bootstrap, unique("near-in"), 2), create_topic(bootstrap, unique("near-out"), 2)
-        far_in, far_out = create_topic(far.bootstrap, unique("far-in"), 2), create_topic(far.bootstrap, unique("far-out"), 2)
-        near, remote = _copy(tmp_path, "g-copy", near_in, near_out), _copy(tmp_path, "g-far", far_in, far_out)
-        doc = yaml.safe_load(remote.read_text())
-        doc["source"]["kafka"] = doc["sink"]["kafka"] = {"bootstrap_servers": far.bootstrap}
-        remote.write_text(yaml.safe_dump(doc))
+        near = _copy(tmp_path, "g-copy", near_in, near_out)
+        remote, far_in, far_out = _far_copy(tmp_path, far.bootstrap)
         log = tmp_path / "hung.log"
         with Input(bootstrap, {"near": near_in}) as feed, Input(far.bootstrap, {"far": far_in}) as far_feed:
             feed.write(300), far_feed.write(300)
