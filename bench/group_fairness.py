@@ -3,8 +3,8 @@
 Arms, in a rotating order each round:
   alone   one small copy pipeline in an application of its own (`kafka-eos run f1.yaml`);
   quiet   ten copy pipelines in one application, f0 on an empty topic: what the group costs by itself;
-  backlog the same ten, f0 on a backlog of ``--backlog`` records (``max_offsets_per_trigger`` 20,000).
-Every small pipeline reads a steady ``--rate`` records/s (100 B, 2 partitions, trigger 1 s). Once
+  backlog the same ten, f0 on a backlog of ``--backlog`` records (``max_offsets_per_trigger`` 20,000 a second of trigger).
+Every small pipeline reads a steady ``--rate`` records/s (100 B, 2 partitions, ``--trigger``: 1 s). Once
 every pipeline has committed a batch, the progress lines of ``--window`` seconds are kept: the
 small pipelines' batch durations (median, p95), and f0's records read (it must still be catching
 up, or the window measured no contention). Goal: backlog's median <= 2 x alone's; backlog / quiet
@@ -36,12 +36,12 @@ from kafka_eos.connectors.spark_harness import SMALL_CONF, python_env
 SMALL = [f"f{i}" for i in range(1, 10)]
 
 
-def pipeline(folder: Path, name: str, bootstrap: str, source: str, cap: int) -> Path:
+def pipeline(folder: Path, name: str, bootstrap: str, source: str, cap: int, trigger: str = "1 second") -> Path:
     cluster = {"bootstrap_servers": bootstrap}
     doc = {"version": 1, "name": name,
            "source": {"kafka": cluster, "topics": [source], "starting_offsets": "earliest", "max_offsets_per_trigger": cap},
            "sink": {"kafka": cluster, "topic": f"{source}-out", "transaction_timeout_ms": 300_000},
-           "checkpoint": {"location": str(folder / "checkpoints" / name), "trigger": "1 second"}}
+           "checkpoint": {"location": str(folder / "checkpoints" / name), "trigger": trigger}}
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc))
@@ -115,10 +115,12 @@ def ratios(arms: dict) -> dict[str, float]:
             "quiet/alone": round(p50["quiet"] / p50["alone"], 2)}
 
 
-def one_round(bootstrap: str, folder: Path, r: int, backlog: int, rate: int, window_s: float) -> dict:
+def one_round(bootstrap: str, folder: Path, r: int, backlog: int, rate: int, window_s: float,
+              trigger: str = "1 second") -> dict:
     names = topics(bootstrap, f"{r}-{os.getpid()}")
     produce_bulk(bootstrap, names["f0"], backlog)
-    files = {n: pipeline(folder / f"r{r}", n, bootstrap, t, 20_000 if n.startswith("f0") else 2_000)
+    seconds = max(1, int(trigger.split()[0]))
+    files = {n: pipeline(folder / f"r{r}", n, bootstrap, t, (20_000 if n.startswith("f0") else 2_000) * seconds, trigger)
              for n, t in names.items()}
     stop = threading.Event()
     feeder = threading.Thread(target=steady, args=(bootstrap, [names[n] for n in SMALL], rate, stop), daemon=True)
@@ -130,7 +132,7 @@ def one_round(bootstrap: str, folder: Path, r: int, backlog: int, rate: int, win
             first = {"alone": [], "quiet": ["f0q"], "backlog": ["f0"]}[arm]
             chosen = [*first, *(SMALL if arm != "alone" else ["f1"])]
             files_arm = ([files[n] for n in chosen] if arm != "alone" else
-                         [pipeline(folder / f"r{r}a", "f1", bootstrap, names["f1"], 2_000)])
+                         [pipeline(folder / f"r{r}a", "f1", bootstrap, names["f1"], 2_000, trigger)])
             lines = measure(files_arm, chosen, folder / f"r{r}-{arm}.log", window_s)
             small = [b for n in chosen if n not in ("f0", "f0q") for b in lines[n]]
             result[arm] = {"small": summary(small), **({"f0": summary(lines["f0"])} if arm == "backlog" else {})}
@@ -147,10 +149,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--backlog", type=int, default=1_000_000)
     p.add_argument("--rate", type=int, default=20, help="records/s into each small pipeline")
     p.add_argument("--window", type=float, default=60.0)
+    p.add_argument("--trigger", default="1 second", help="every pipeline's checkpoint.trigger")
     a = p.parse_args(argv)
     loads = [load_avg()]
     with LocalKafkaCluster() as cluster, tempfile.TemporaryDirectory(prefix="kafka-eos-fair-") as tmp:
-        rounds = [one_round(cluster.bootstrap, Path(tmp), r, a.backlog, a.rate, a.window) for r in range(a.rounds)]
+        rounds = [one_round(cluster.bootstrap, Path(tmp), r, a.backlog, a.rate, a.window, a.trigger) for r in range(a.rounds)]
     loads.append(load_avg())
     result = {"rounds": rounds, "ratios_p50": [ratios(x) for x in rounds], "load_avg_1m": loads, "args": vars(a)}
     path = write_result("group-fairness", result)
