@@ -102,8 +102,9 @@ class SourceSpec:
     starting_offsets: str = "latest"          # earliest | latest | Spark's JSON offsets
     max_offsets_per_trigger: int | None = None
     format: DataFormat = DataFormat.BYTES
-    key_format: DataFormat = DataFormat.BYTES   # bytes | string
+    key_format: DataFormat = DataFormat.BYTES   # like format: json, avro and protobuf decode with key_schema
     schema: SchemaRef | None = None
+    key_schema: SchemaRef | None = None         # the key's schema (registry subject <topic>-key)
     include_headers: bool = False
     align: Align | None = None                 # event-time alignment; None: off
     options: Props = ()                        # other Spark source options, passed as given
@@ -145,6 +146,8 @@ class SinkSpec:
     timestamp_column: str | None = "timestamp"  # each record's CreateTime (timestamp/long); None: the producer's
     format: DataFormat = DataFormat.BYTES
     schema: SchemaRef | None = None
+    key_format: DataFormat = DataFormat.BYTES   # bytes/string: the key column as given; json, avro, protobuf: encoded
+    key_schema: SchemaRef | None = None         # the key's schema (registry subject <topic>-key)
     transactional_id_prefix: str | None = None
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
     batch_margin_ms: int = DEFAULT_BATCH_MARGIN_MS
@@ -218,7 +221,7 @@ class PipelineConfig:
         found += [v for cluster in (self.source.kafka, self.sink.kafka) for _, v in cluster.properties
                  if isinstance(v, Secret)]
         found += [v for _, v in self.source.options + self.sink.options if isinstance(v, Secret)]
-        for schema in (self.source.schema, self.sink.schema):
+        for schema in (self.source.schema, self.source.key_schema, self.sink.schema, self.sink.key_schema):
             if schema and schema.registry and schema.registry.basic_auth_user_info:
                 found.append(schema.registry.basic_auth_user_info)
         if self.metrics and self.metrics.basic_auth_user_info:

@@ -1,4 +1,5 @@
-"""The schema registry's settings (``source.schema.registry``, ``sink.schema.registry``): the rule of the
+"""The schema registry's settings (``source.schema.registry``, ``sink.schema.registry``, and the keys'
+``key_schema.registry``): the rule of the
 file (``registry_settings``, in the rule list) and the live check ``validate`` and every start run
 (``registry_problems``, skipped with ``--offline``).
 
@@ -48,18 +49,26 @@ def _record(schema: SchemaRef, fmt: DataFormat) -> str | None:
         return None
 
 
-def subject_of(schema: SchemaRef, fmt: DataFormat, topics: tuple[str, ...], side: str) -> str:
-    """The subject of ``side``'s schema (``SubjectError`` when it cannot be named)."""
+def subject_of(schema: SchemaRef, fmt: DataFormat, topics: tuple[str, ...], side: str, field: str = "value") -> str:
+    """The subject of ``side``'s schema of its values or keys (``SubjectError`` when it cannot be named)."""
     assert schema.registry is not None
     topic = topics[0] if len(topics) == 1 else None
-    return subject_name(schema.registry, topic, _record(schema, fmt), side)
+    return subject_name(schema.registry, topic, _record(schema, fmt), side, field)
 
 
-def _sides(cfg: PipelineConfig) -> list[tuple[str, SchemaRef, DataFormat, tuple[str, ...]]]:
-    sides = [("source", cfg.source.schema, cfg.source.format, cfg.source.topics),
-             ("sink", cfg.sink.schema, cfg.sink.format, (cfg.sink.topic,) if cfg.sink.topic else ())]
-    return [(side, schema, fmt, topics) for side, schema, fmt, topics in sides
-            if schema is not None and schema.registry is not None]
+def schema_at(side: str, field: str) -> str:
+    """The YAML key of ``side``'s schema of its values or keys."""
+    return f"{side}.schema" if field == "value" else f"{side}.key_schema"
+
+
+def _sides(cfg: PipelineConfig) -> list[tuple[str, str, SchemaRef, DataFormat, tuple[str, ...]]]:
+    """(side, field, schema, format, topics) of each schema with a registry: values, then keys."""
+    source_topics, sink_topics = cfg.source.topics, (cfg.sink.topic,) if cfg.sink.topic else ()
+    sides = [("source", "value", cfg.source.schema, cfg.source.format, source_topics),
+             ("source", "key", cfg.source.key_schema, cfg.source.key_format, source_topics),
+             ("sink", "value", cfg.sink.schema, cfg.sink.format, sink_topics),
+             ("sink", "key", cfg.sink.key_schema, cfg.sink.key_format, sink_topics)]
+    return [side for side in sides if side[2] is not None and side[2].registry is not None]
 
 
 def _needs_subject(side: str, schema: SchemaRef) -> bool:
@@ -67,8 +76,8 @@ def _needs_subject(side: str, schema: SchemaRef) -> bool:
     return side == "sink" or (schema.text is None and not schema.file)
 
 
-def _settings(side: str, registry: Registry) -> list[Violation]:
-    at, pins = f"{side}.schema.registry", _pins(registry)
+def _settings(side: str, field: str, registry: Registry) -> list[Violation]:
+    at, pins = f"{schema_at(side, field)}.registry", _pins(registry)
     if registry.subject and registry.subject_strategy is not SubjectStrategy.TOPIC:
         return [Violation(f"{at}.subject_strategy", f"subject {registry.subject!r} is set, so the "
                           f"{registry.subject_strategy.value} strategy would not be used", "keep one of them")]
@@ -89,45 +98,46 @@ def _settings(side: str, registry: Registry) -> list[Violation]:
 
 def registry_settings(cfg: PipelineConfig, ctx: Context) -> list[Violation]:
     found: list[Violation] = []
-    for side, schema, fmt, topics in _sides(cfg):
+    for side, field, schema, fmt, topics in _sides(cfg):
         assert schema.registry is not None
-        found += _settings(side, schema.registry)
+        found += _settings(side, field, schema.registry)
         if _needs_subject(side, schema):
             try:
-                subject_of(schema, fmt, topics, side)
+                subject_of(schema, fmt, topics, side, field)
             except SubjectError as exc:
                 message, _, fix = str(exc).partition(" (fix: ")
-                found.append(Violation(f"{side}.schema.registry.subject", message.split(": ", 1)[-1],
-                                       fix.rstrip(")") or f"set {side}.schema.registry.subject"))
+                at = f"{schema_at(side, field)}.registry.subject"
+                found.append(Violation(at, message.split(": ", 1)[-1], fix.rstrip(")") or f"set {at}"))
     return found
 
 
 # ---- live ----
 
-def _violation(exc: Exception, side: str, registry: Registry) -> Violation:
+def _violation(exc: Exception, at: str, registry: Registry) -> Violation:
+    """``exc`` of the schema at ``at`` (``source.schema``, ``sink.key_schema``, ...) as a violation."""
     from kafka_eos.serde.registry import MISSING, REFUSED, fault, masked
     from kafka_eos.serde.registry_compat import SchemaIncompatible
     text = masked(str(exc))
     if isinstance(exc, (SchemaIncompatible, SubjectError)):
         message, _, fix = text.partition("\n    fix: ")
-        return Violation(f"{side}.schema", message, fix or f"fix {side}.schema")
+        return Violation(at, message, fix or f"fix {at}")
     kind = fault(exc)
     where = f"the schema registry at {masked(registry.url)}"
     if kind == MISSING:
-        return Violation(f"{side}.schema.registry", f"{where} has no such subject, version or id: {text}",
+        return Violation(f"{at}.registry", f"{where} has no such subject, version or id: {text}",
                          "register the schema first, or name the subject / version / id it has", INVALID)
     if kind == REFUSED:
-        return Violation(f"{side}.schema.registry.basic_auth_user_info", f"{where} refused the credentials: {text}",
+        return Violation(f"{at}.registry.basic_auth_user_info", f"{where} refused the credentials: {text}",
                          "give the registry's user:password (basic_auth_user_info)", UNAUTHORIZED)
-    return Violation(f"{side}.schema.registry.url", f"{where} did not answer: {type(exc).__name__}: {text}",
+    return Violation(f"{at}.registry.url", f"{where} did not answer: {type(exc).__name__}: {text}",
                      "start the registry or fix its URL; or validate with --offline", UNREACHABLE)
 
 
-def _check_side(side: str, schema: SchemaRef, fmt: DataFormat, topics: tuple[str, ...]) -> None:
+def _check_side(side: str, field: str, schema: SchemaRef, fmt: DataFormat, topics: tuple[str, ...]) -> None:
     from kafka_eos.serde.registry import version_text
     registry = schema.registry
     assert registry is not None
-    subject = subject_of(schema, fmt, topics, side)
+    subject = subject_of(schema, fmt, topics, side, field)
     if side == "source":
         version_text(registry, subject, "latest")
         return
@@ -142,12 +152,12 @@ def _check_side(side: str, schema: SchemaRef, fmt: DataFormat, topics: tuple[str
 def registry_problems(cfg: PipelineConfig) -> list[Violation]:
     """What the registry answers about the pipeline's schemas (``validate`` and the start; not offline)."""
     found: list[Violation] = []
-    for side, schema, fmt, topics in _sides(cfg):
+    for side, field, schema, fmt, topics in _sides(cfg):
         if not _needs_subject(side, schema):
             continue
         assert schema.registry is not None
         try:
-            _check_side(side, schema, fmt, topics)
+            _check_side(side, field, schema, fmt, topics)
         except Exception as exc:  # noqa: BLE001 - sorted into a violation by what the registry said
-            found.append(_violation(exc, side, schema.registry))
+            found.append(_violation(exc, schema_at(side, field), schema.registry))
     return found

@@ -5,7 +5,8 @@ Invariants (pure logic over Arrow; no Kafka client here):
   first failing row; the query fails and restarts from its checkpoint without committing.
 - ``skip`` drops failing rows and reports how many.
 - ``dlq`` keeps failing rows, marked by ``ERROR_COLUMN`` (the error text) and carrying the
-  original bytes in ``RAW_VALUE_COLUMN``; ``dlq_batch`` turns them into sink rows for the DLQ
+  original bytes in ``RAW_VALUE_COLUMN`` (and ``RAW_KEY_COLUMN`` where the key was decoded too);
+  ``dlq_batch`` turns them into sink rows for the DLQ
   topic: the original key and value, and headers ``kafka-eos.error``,
   ``kafka-eos.source.topic``, ``kafka-eos.source.partition``, ``kafka-eos.source.offset``
   (values UTF-8). They go through the same sink, hence the same transaction, as the output.
@@ -28,6 +29,7 @@ PARTITION_HEADER = "kafka-eos.source.partition"
 OFFSET_HEADER = "kafka-eos.source.offset"
 ERROR_COLUMN = "_eos_error"
 RAW_VALUE_COLUMN = "_eos_raw_value"
+RAW_KEY_COLUMN = "_eos_raw_key"
 
 HEADER_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 DLQ_SCHEMA = pa.schema([pa.field("key", pa.binary()), pa.field("value", pa.binary()),
@@ -44,9 +46,10 @@ def where(batch: pa.RecordBatch, row: int) -> str:
 
 
 def apply_policy(batch: pa.RecordBatch, errors: list[str | None], raw_values: pa.Array,
-                 policy: OnDecodeError) -> tuple[pa.RecordBatch, int]:
+                 policy: OnDecodeError, raw_keys: pa.Array | None = None) -> tuple[pa.RecordBatch, int]:
     """(the batch to pass on, rows skipped). ``batch`` already holds the decoded columns;
-    ``errors[i]`` is the error of row i (None when it decoded), ``raw_values`` the original bytes."""
+    ``errors[i]`` is the error of row i (None when it decoded), ``raw_values`` the original bytes
+    (``raw_keys`` the original keys, where the key was decoded)."""
     failed = [i for i, e in enumerate(errors) if e is not None]
     if policy is OnDecodeError.FAIL and failed:
         first = failed[0]
@@ -62,8 +65,11 @@ def apply_policy(batch: pa.RecordBatch, errors: list[str | None], raw_values: pa
                         ", ..." if len(failed) > 3 else "")
         keep = pc.is_null(error_array)
         return batch.filter(keep), len(failed)
-    raw_for_failed = pc.if_else(pc.is_valid(error_array), raw_values.cast(pa.binary()), pa.scalar(None, pa.binary()))
-    marked = batch.append_column(ERROR_COLUMN, error_array).append_column(RAW_VALUE_COLUMN, raw_for_failed)
+    def for_failed(raw: pa.Array) -> pa.Array:
+        return pc.if_else(pc.is_valid(error_array), raw.cast(pa.binary()), pa.scalar(None, pa.binary()))
+    marked = batch.append_column(ERROR_COLUMN, error_array).append_column(RAW_VALUE_COLUMN, for_failed(raw_values))
+    if raw_keys is not None:
+        marked = marked.append_column(RAW_KEY_COLUMN, for_failed(raw_keys))
     return marked, 0
 
 
@@ -78,7 +84,8 @@ def dlq_batch(marked: pa.RecordBatch, dlq_topic: str) -> pa.RecordBatch:
     failed = marked.filter(pc.is_valid(marked.column(ERROR_COLUMN)))
     columns = {name: failed.column(name).to_pylist() for name in (ERROR_COLUMN, "topic", "partition", "offset")}
     headers = [_headers(e, t, p, o) for e, t, p, o in zip(*columns.values(), strict=True)]
+    key = failed.column(RAW_KEY_COLUMN if RAW_KEY_COLUMN in failed.schema.names else "key")
     return pa.RecordBatch.from_arrays(
-        [failed.column("key").cast(pa.binary()), failed.column(RAW_VALUE_COLUMN),
+        [key.cast(pa.binary()), failed.column(RAW_VALUE_COLUMN),
          pa.array([dlq_topic] * failed.num_rows, pa.string()), pa.array(headers, HEADER_TYPE)],
         schema=DLQ_SCHEMA)

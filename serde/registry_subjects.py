@@ -67,15 +67,15 @@ def subject_name(registry: Registry, topic: str | None, record: str | None, wher
     """The subject of a schema of ``record`` (its name) on ``topic`` under ``registry``'s strategy."""
     if registry.subject:
         return registry.subject
-    strategy = registry.subject_strategy
+    strategy, at = registry.subject_strategy, f"{where}.{'schema' if field == 'value' else 'key_schema'}"
     if strategy is not SubjectStrategy.RECORD and not topic:
-        raise SubjectError(f"{where}.schema.registry: the {strategy.value} strategy names the subject after "
-                           f"the topic, and there is no single topic (fix: set {where}.schema.registry.subject)")
+        raise SubjectError(f"{at}.registry: the {strategy.value} strategy names the subject after "
+                           f"the topic, and there is no single topic (fix: set {at}.registry.subject)")
     if strategy is SubjectStrategy.TOPIC:
         return f"{topic}-{field}"
     if not record:
-        raise SubjectError(f"{where}.schema.registry: the {strategy.value} strategy names the subject after "
+        raise SubjectError(f"{at}.registry: the {strategy.value} strategy names the subject after "
                            "the record, and the schema names none (fix: give the schema as file or inline "
                            "(a JSON Schema with a title; for protobuf, or the message), or set "
-                           f"{where}.schema.registry.subject)")
+                           f"{at}.registry.subject)")
     return record if strategy is SubjectStrategy.RECORD else f"{topic}-{record}"

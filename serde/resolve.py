@@ -35,11 +35,11 @@ def _protobuf(text: str | None, file: str | None, registry: Registry | None, sub
 
 
 def _subject(registry: Registry, subject: str | None, topic: str | None, where: str, fmt: DataFormat,
-             text: str | None, file_set: bytes | None = None, message: str | None = None) -> str:
+             text: str | None, file_set: bytes | None = None, message: str | None = None, field: str = "value") -> str:
     if subject:
         return subject
     record = record_name(fmt, text, file_set, message) if needs_record_name(registry) else None
-    return subject_name(registry, topic, record, where)
+    return subject_name(registry, topic, record, where, field)
 
 
 def _proto_configured(text: str | None, file: str | None) -> bytes | None:
@@ -48,15 +48,17 @@ def _proto_configured(text: str | None, file: str | None) -> bytes | None:
 
 
 def reader_serde(fmt: DataFormat, text: str | None, file: str | None, registry: Registry | None,
-                 subject: str | None, message: str | None = None, topic: str | None = None) -> ValueSerde:
+                 subject: str | None, message: str | None = None, topic: str | None = None,
+                 field: str = "value") -> ValueSerde:
+    """The source's serde of its values (``field`` value) or keys (``key``: subject ``<topic>-key``)."""
     if fmt is DataFormat.PROTOBUF:
         if registry is not None and not (text or file):
-            subject = _subject(registry, subject, topic, "source", fmt, None, None, message)
+            subject = _subject(registry, subject, topic, "source", fmt, None, None, message, field)
         descriptors, _, _ = _protobuf(text, file, registry, subject or "")
         return ValueSerde(fmt, registry=registry, descriptors=descriptors, message=message)
     if text is None and registry is not None:
         from kafka_eos.serde.registry import RegistrySchemas
-        text = RegistrySchemas(registry).latest_text(_subject(registry, subject, topic, "source", fmt, None))
+        text = RegistrySchemas(registry).latest_text(_subject(registry, subject, topic, "source", fmt, None, field=field))
     return ValueSerde(fmt, text, registry)
 
 
@@ -97,12 +99,14 @@ def _pinned_writer(fmt: DataFormat, registry: Registry, subject: str, candidate,
 
 
 def writer_serde(fmt: DataFormat, text: str | None, file: str | None, registry: Registry | None,
-                 subject: str | None, message: str | None = None, topic: str | None = None) -> ValueSerde:
+                 subject: str | None, message: str | None = None, topic: str | None = None,
+                 field: str = "value") -> ValueSerde:
+    """The sink's serde of its values (``field`` value) or keys (``key``: subject ``<topic>-key``)."""
     from kafka_eos.serde.registry import RegistrySchemas
     from kafka_eos.serde.registry_compat import check_writer
     configured = _proto_configured(text, file) if fmt is DataFormat.PROTOBUF else None
     if registry is not None:
-        subject = _subject(registry, subject, topic, "sink", fmt, text, configured, message)
+        subject = _subject(registry, subject, topic, "sink", fmt, text, configured, message, field)
         candidate = sink_candidate(fmt, text, file, message, configured)
         if registry.pinned:
             return _pinned_writer(fmt, registry, subject, candidate, message)

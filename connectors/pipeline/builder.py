@@ -54,7 +54,8 @@ from kafka_eos.connectors.pipeline.transform_stage import (PipelineBuildError, c
                                                            check_replayable, transform, transform_input)
 from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema, dlq_spark_schema
 from kafka_eos.connectors.pipeline.savepoint_floor import floor_dlq
-from kafka_eos.connectors.pipeline.serde_resolve import sink_serde, source_serde
+from kafka_eos.connectors.pipeline.serde_resolve import (SCHEMA_FORMATS, sink_key_serde, sink_serde, source_key_serde,
+                                                          source_serde)
 from kafka_eos.connectors.pipeline.spark_options import (sink_options, sink_select_exprs, source_options,
                                                          late_topic, routes_by_topic, trigger_kwargs,
                                                          uses_dlq)
@@ -85,6 +86,7 @@ def passes_through(cfg: PipelineConfig) -> bool:
     (``emit=offsetRanges``), unless ``source.options`` sets ``emit`` itself."""
     s, t, k = cfg.source, cfg.transform, cfg.sink
     return (s.format is DataFormat.BYTES and s.key_format is DataFormat.BYTES and k.format is DataFormat.BYTES
+            and k.key_format is DataFormat.BYTES
             and not t.sql and not t.steps and t.watermark is None and scans_per_batch(cfg) == 1
             and bool(k.topic) and not k.topic_column and k.key_column == "key" and k.value_column == "value"
             and k.headers_column == ("headers" if s.include_headers else None) and not k.partition_column
@@ -106,6 +108,7 @@ def may_carry_value_refs(cfg: PipelineConfig) -> bool:
     s, t, k = cfg.source, cfg.transform, cfg.sink
     asked = _emit_asked(cfg)
     return (s.format is DataFormat.BYTES and k.format is DataFormat.BYTES and scans_per_batch(cfg) == 1
+            and s.key_format not in SCHEMA_FORMATS and k.key_format not in SCHEMA_FORMATS
             and t.watermark is None and not passes_through(cfg)
             and (asked == "valuerefs" or (asked is None and VALUE_REFS_BY_DEFAULT)))
 
@@ -137,24 +140,28 @@ def read_source(spark: SparkSession, options: dict[str, str], scan: str | None =
 
 
 def decode(raw: DataFrame, cfg: PipelineConfig, serde: ValueSerde,
-           on_skipped: Callable[[int], None] | None = None) -> DataFrame:
-    """The source rows with ``value`` decoded (plus the error columns under ``dlq``)."""
+           on_skipped: Callable[[int], None] | None = None, key_serde: ValueSerde | None = None) -> DataFrame:
+    """The source rows with ``value`` (and with ``key_serde`` ``key``) decoded (plus the error
+    columns under ``dlq``)."""
     policy = cfg.errors.on_decode_error
-    schema = decoded_spark_schema(serde, policy, cfg.source.include_headers)
-    return raw.mapInArrow(batch.decode_fn(serde, policy, on_skipped), schema)
+    schema = decoded_spark_schema(serde, policy, cfg.source.include_headers, key_serde=key_serde)
+    return raw.mapInArrow(batch.decode_fn(serde, policy, on_skipped, key_serde), schema)
 
 
-def encode(df: DataFrame, cfg: PipelineConfig, serde: ValueSerde | None) -> DataFrame:
-    """The sink columns (key, value[, topic][, headers][, partition][, timestamp]) with ``value`` encoded to binary."""
+def encode(df: DataFrame, cfg: PipelineConfig, serde: ValueSerde | None, key_serde: ValueSerde | None = None) -> DataFrame:
+    """The sink columns (key, value[, topic][, headers][, partition][, timestamp]) with ``value`` (and
+    with ``key_serde`` ``key``) encoded to binary."""
     check_columns(df, cfg)
     try:  # sink.timestamp_column: the records' CreateTime
         timestamp = record_timestamp.select_exprs(df.schema, cfg.sink.timestamp_column)
     except ValueError as exc:
         raise PipelineBuildError(str(exc)) from None
     selected = df.selectExpr(*sink_select_exprs(cfg), *timestamp)
-    schema = StructType([StructField(f.name, BinaryType(), True) if f.name == "value" else f
+    key_serde = key_serde if "key" in selected.columns else None
+    binary = {"value"} | ({"key"} if key_serde is not None else set())
+    schema = StructType([StructField(f.name, BinaryType(), True) if f.name in binary else f
                          for f in selected.schema.fields])
-    encoded = selected if serde is None else selected.mapInArrow(batch.encode_fn(serde), schema)
+    encoded = selected if serde is None else selected.mapInArrow(batch.encode_fn(serde, key_serde=key_serde), schema)
     if routes_by_topic(cfg) and "key" in encoded.columns:
         encoded = encoded.withColumn("key", col("key").cast(BinaryType()))  # DLQ and late keys are binary
     return encoded
@@ -186,12 +193,14 @@ def build_frame(spark: SparkSession, cfg: PipelineConfig, on_skipped: Callable[[
     if value_refs:  # bytes in and out: decode and encode would copy the references as they are
         return encode(transform(spark, transform_input(raw, cfg), cfg), cfg, None)
     in_serde, out_serde = source_serde(cfg.source), sink_serde(cfg.sink)
-    result = encode(transform(spark, transform_input(decode(raw, cfg, in_serde, on_skipped), cfg), cfg), cfg, out_serde)
+    in_keys, out_keys = source_key_serde(cfg.source), sink_key_serde(cfg.sink)
+    decoded = decode(raw, cfg, in_serde, on_skipped, in_keys)
+    result = encode(transform(spark, transform_input(decoded, cfg), cfg), cfg, out_serde, out_keys)
     if uses_dlq(cfg):
-        dlq_scan = decode(read_source(spark, options, "dlq"), cfg, in_serde)
+        dlq_scan = decode(read_source(spark, options, "dlq"), cfg, in_serde, key_serde=in_keys)
         result = result.unionByName(dlq_rows(floor_dlq(dlq_scan, cfg), cfg), allowMissingColumns=True)
     if late_topic(cfg) is not None:
-        result = result.unionByName(late_frame(read_source(spark, options, "late"), cfg, in_serde),
+        result = result.unionByName(late_frame(read_source(spark, options, "late"), cfg, in_serde, in_keys),
                                     allowMissingColumns=True)
     return result
 

@@ -53,7 +53,7 @@ def plan(cfg: PipelineConfig) -> dict[str, Any]:
         "guarantee": cfg.guarantee.value,
         "source": {"cluster": s.kafka.redacted(), **_topics(cfg), "starting_offsets": s.starting_offsets,
                    "max_offsets_per_trigger": s.max_offsets_per_trigger, "format": s.format.value,
-                   "key_format": s.key_format.value, "schema": _schema(s.schema),
+                   "key_format": s.key_format.value, "schema": _schema(s.schema), "key_schema": _schema(s.key_schema),
                    "align": None if s.align is None else {"max_drift_ms": s.align.max_drift_ms,
                                                           "idle_timeout_ms": s.align.idle_timeout_ms}},
         "transform": {"watermark": None if t.watermark is None else
@@ -62,6 +62,7 @@ def plan(cfg: PipelineConfig) -> dict[str, Any]:
                       "sql": t.sql, "steps": [{st.kind: list(st.exprs)} for st in t.steps]},
         "sink": {"cluster": k.kafka.redacted(), "topic": k.topic, "topic_column": k.topic_column,
                  "columns": sink_select_exprs(cfg), "format": k.format.value, "schema": _schema(k.schema),
+                 "key_format": k.key_format.value, "key_schema": _schema(k.key_schema),
                  # cast: the factory itself refuses a missing prefix (SinkConfigError)
                  "transactional_ids": TransactionalIdFactory(cast(str, k.transactional_id_prefix), slots).describe()
                  if cfg.exactly_once else None,

@@ -45,10 +45,11 @@ from kafka_eos.connectors.pipeline.savepoint_floor import floor_late, restored
 from kafka_eos.serde import batch as serde_batch
 from kafka_eos.serde.codecs import ValueSerde
 from kafka_eos.serde.decode_errors import (DLQ_SCHEMA, ERROR_COLUMN, HEADER_TYPE, OFFSET_HEADER, PARTITION_HEADER,
-                                           RAW_VALUE_COLUMN, TOPIC_HEADER)
+                                           RAW_KEY_COLUMN, RAW_VALUE_COLUMN, TOPIC_HEADER)
 from kafka_eos.serde.formats import OnDecodeError
 
 ORIGINAL_VALUE = "_eos_late_original"
+ORIGINAL_KEY = "_eos_late_original_key"
 BOUND = "_eos_late_bound"
 EVENT_TIME_HEADER = "kafka-eos.event-time"
 WATERMARK_HEADER = "kafka-eos.watermark"
@@ -153,22 +154,25 @@ def late_fn(checkpoint: str, previous: bool, topic: str, time_column: str, drops
     return run
 
 
-def late_frame(raw: DataFrame, cfg: PipelineConfig, serde: ValueSerde) -> DataFrame:
-    """The late-topic rows of a scan of the source (``raw``), for ``unionByName`` into the query."""
+def late_frame(raw: DataFrame, cfg: PipelineConfig, serde: ValueSerde, key_serde: ValueSerde | None = None) -> DataFrame:
+    """The late-topic rows of a scan of the source (``raw``), for ``unionByName`` into the query;
+    decoded as the main branch decodes (``key_serde``: keys too), written as they were read."""
     w = cfg.transform.watermark
     assert w is not None and w.late_topic and cfg.checkpoint.location
     spec = late_spec(cfg.transform.sql, w.column)
     include_headers = cfg.source.include_headers
-    kept = raw.withColumn(ORIGINAL_VALUE, col("value"))
-    schema = decoded_spark_schema(serde, OnDecodeError.DLQ, include_headers, extra=((ORIGINAL_VALUE, pa.binary()),))
-    decoded = kept.mapInArrow(serde_batch.decode_fn(serde, OnDecodeError.DLQ), schema)
-    decoded = decoded.where(f"{ERROR_COLUMN} IS NULL").drop(ERROR_COLUMN, RAW_VALUE_COLUMN)  # left to the main branch
+    kept = raw.withColumn(ORIGINAL_VALUE, col("value")).withColumn(ORIGINAL_KEY, col("key"))
+    schema = decoded_spark_schema(serde, OnDecodeError.DLQ, include_headers,
+                                  extra=((ORIGINAL_VALUE, pa.binary()), (ORIGINAL_KEY, pa.binary())), key_serde=key_serde)
+    decoded = kept.mapInArrow(serde_batch.decode_fn(serde, OnDecodeError.DLQ, key_serde=key_serde), schema)
+    raw_columns = [RAW_VALUE_COLUMN] + ([RAW_KEY_COLUMN] if key_serde is not None else [])
+    decoded = decoded.where(f"{ERROR_COLUMN} IS NULL").drop(ERROR_COLUMN, *raw_columns)  # left to the main branch
     if w.expression:
         decoded = decoded.withColumn(w.column, expr(w.expression))
     start = restored(cfg)
     decoded = floor_late(decoded, w.column, start)
     bounded = decoded.withColumn(BOUND, expr(bound_expr(spec, w.column)))
-    columns = ["key", ORIGINAL_VALUE, "topic", "partition", "offset", w.column, BOUND]
+    columns = [col(ORIGINAL_KEY).alias("key"), ORIGINAL_VALUE, "topic", "partition", "offset", w.column, BOUND]
     columns += ["headers"] if include_headers else []
     # cast: given a default, conf.get returns a str (pyspark types it Optional)
     previous = cast(str, raw.sparkSession.conf.get(ALLOW_MULTIPLE, "true")).lower() != "false"

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from kafka_eos import KafkaEosError
-from kafka_eos.config.model import PipelineConfig, SchemaRef
+from kafka_eos.config.model import DataFormat, PipelineConfig, SchemaRef, SinkSpec
 from kafka_eos.config.records import kafka_records, register_records
 from kafka_eos.config.redact import Redactor
 from kafka_eos.config.rules import stateful
@@ -101,12 +101,19 @@ def _transform_parts(cfg: PipelineConfig) -> Any:
     return {"sql": sql, "steps": [[s.kind, list(s.exprs)] for s in t.steps], "watermark": watermark}
 
 
+def _key_parts(k: SinkSpec) -> dict[str, Any]:
+    """The sink's key format and schema, where set (a sink shape recorded before keys had them is unchanged)."""
+    if k.key_format is DataFormat.BYTES and k.key_schema is None:
+        return {}
+    return {"key_format": k.key_format.value, "key_schema": _schema(k.key_schema)}
+
+
 def _sink_parts(cfg: PipelineConfig) -> Any:
     k = cfg.sink
     return {"cluster": k.kafka.redacted(), "topic": k.topic, "topic_column": k.topic_column,
             "columns": [k.key_column, k.value_column, k.headers_column] + ([k.partition_column] if k.partition_column
                                                                            else []), "format": k.format.value,
-            "schema": _schema(k.schema), "options": redacted(dict(k.options)),
+            "schema": _schema(k.schema), **_key_parts(k), "options": redacted(dict(k.options)),
             "timeouts": [k.transaction_timeout_ms, k.batch_margin_ms],
             "guarantee": cfg.guarantee.value, "trigger": str(cfg.checkpoint.trigger)}
 
@@ -119,7 +126,8 @@ def shape_of(cfg: PipelineConfig) -> PipelineShape:
         scans=scans_per_batch(cfg), stateful=stateful(cfg.transform), min_partitions=options.get("minPartitions"),
         max_tasks_per_batch=options.get("maxTasksPerBatch"),
         transform=_fingerprint(_transform_parts(cfg), redact),
-        decode=_fingerprint([s.format.value, s.key_format.value, _schema(s.schema), s.include_headers], redact),
+        decode=_fingerprint([s.format.value, s.key_format.value, _schema(s.schema), s.include_headers]
+                            + ([_schema(s.key_schema)] if s.key_schema else []), redact),
         subscription=_fingerprint([list(s.topics), s.pattern, [[t, list(p)] for t, p in s.assign]], redact),
         sink=_fingerprint(_sink_parts(cfg), redact),
         dlq_topic=cfg.errors.dlq_topic if scans_per_batch(cfg) > 1 else None)

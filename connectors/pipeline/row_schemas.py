@@ -18,13 +18,15 @@ from kafka_eos.serde.formats import OnDecodeError
 
 
 def decoded_spark_schema(serde: ValueSerde, policy: OnDecodeError, include_headers: bool = False,
-                         extra: tuple[tuple[str, pa.DataType], ...] = ()) -> StructType:
+                         extra: tuple[tuple[str, pa.DataType], ...] = (),
+                         key_serde: ValueSerde | None = None) -> StructType:
     """The Spark schema ``decode_fn`` produces from the kafka-eos source's rows (plus ``extra``
-    columns appended to them before decoding, which decoding keeps)."""
+    columns appended to them before decoding, which decoding keeps; ``key_serde``: keys decoded too)."""
     source = arrow_schema(source_schema(include_headers))
     for name, arrow_type in extra:
         source = source.append(pa.field(name, arrow_type))
-    return from_arrow_schema(decoded_schema(source, decoder(serde).arrow_type, policy))
+    key_type = decoder(key_serde).arrow_type if key_serde is not None else None
+    return from_arrow_schema(decoded_schema(source, decoder(serde).arrow_type, policy, key_type))
 
 
 def dlq_spark_schema() -> StructType:

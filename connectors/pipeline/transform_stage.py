@@ -18,6 +18,7 @@ from pyspark.sql.types import BinaryType, ByteType, IntegerType, LongType, Short
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import DataFormat, PipelineConfig, Step
 from kafka_eos.connectors.pipeline.savepoint_floor import floor_main
+from kafka_eos.connectors.pipeline.serde_resolve import SCHEMA_FORMATS
 from kafka_eos.connectors.pipeline.spark_options import uses_dlq
 from kafka_eos.connectors.plan_check import NonDeterministicPlanError, check_deterministic
 from kafka_eos.serde import batch
@@ -33,7 +34,8 @@ def transform_input(decoded: DataFrame, cfg: PipelineConfig) -> DataFrame:
     """What the transform sees as ``source``: decoded rows, key as string when asked, watermark."""
     df = decoded
     if uses_dlq(cfg):
-        df = df.where(f"{batch.ERROR_COLUMN} IS NULL").drop(batch.ERROR_COLUMN, batch.RAW_VALUE_COLUMN)
+        df = df.where(f"{batch.ERROR_COLUMN} IS NULL").drop(batch.ERROR_COLUMN, batch.RAW_VALUE_COLUMN,
+                                                            batch.RAW_KEY_COLUMN)  # (no such column: a no-op)
     if cfg.source.key_format is DataFormat.STRING:
         df = df.withColumn("key", col("key").cast(StringType()))
     watermark = cfg.transform.watermark
@@ -80,10 +82,11 @@ def check_columns(df: DataFrame, cfg: PipelineConfig) -> None:
             raise PipelineBuildError(
                 f"{key}: the transform gives no column {name!r} (it gives {sorted(fields)}); "
                 f"fix: select an expression AS {name} in transform, or change {key}")
-    if s.key_column and not isinstance(fields[s.key_column], (StringType, BinaryType)):
+    if s.key_column and s.key_format not in SCHEMA_FORMATS and not isinstance(fields[s.key_column], (StringType, BinaryType)):
         raise PipelineBuildError(
             f"sink.key_column: column {s.key_column!r} is {fields[s.key_column].simpleString()}; "
-            f"fix: CAST(... AS STRING) AS {s.key_column} in transform (Kafka keys are string or binary)")
+            f"fix: CAST(... AS STRING) AS {s.key_column} in transform (Kafka keys are string or binary), "
+            "or set sink.key_format (json, avro, protobuf) and sink.key_schema")
     if s.partition_column and not isinstance(fields[s.partition_column], (ByteType, ShortType, IntegerType, LongType)):
         raise PipelineBuildError(
             f"sink.partition_column: column {s.partition_column!r} is {fields[s.partition_column].simpleString()}; "
