@@ -7,7 +7,7 @@ Invariants (pure logic over Arrow; no Kafka client here):
 - ``dlq`` keeps failing rows, marked by ``ERROR_COLUMN`` (the error text) and carrying the
   original bytes in ``RAW_VALUE_COLUMN`` (and ``RAW_KEY_COLUMN`` where the key was decoded too);
   ``dlq_batch`` turns them into sink rows for the DLQ
-  topic: the original key and value, and headers ``kafka-eos.error``,
+  topic: the original key, value and timestamp, and headers ``kafka-eos.error``,
   ``kafka-eos.source.topic``, ``kafka-eos.source.partition``, ``kafka-eos.source.offset``
   (values UTF-8). They go through the same sink, hence the same transaction, as the output.
 """
@@ -32,8 +32,10 @@ RAW_VALUE_COLUMN = "_eos_raw_value"
 RAW_KEY_COLUMN = "_eos_raw_key"
 
 HEADER_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+TIME_TYPE = pa.timestamp("us", tz="UTC")  # the source's ``timestamp`` column
 DLQ_SCHEMA = pa.schema([pa.field("key", pa.binary()), pa.field("value", pa.binary()),
-                        pa.field("topic", pa.string()), pa.field("headers", HEADER_TYPE)])
+                        pa.field("topic", pa.string()), pa.field("headers", HEADER_TYPE),
+                        pa.field("timestamp", TIME_TYPE)])
 
 
 class RecordDecodeError(KafkaEosError, ValueError):
@@ -87,5 +89,5 @@ def dlq_batch(marked: pa.RecordBatch, dlq_topic: str) -> pa.RecordBatch:
     key = failed.column(RAW_KEY_COLUMN if RAW_KEY_COLUMN in failed.schema.names else "key")
     return pa.RecordBatch.from_arrays(
         [key.cast(pa.binary()), failed.column(RAW_VALUE_COLUMN),
-         pa.array([dlq_topic] * failed.num_rows, pa.string()), pa.array(headers, HEADER_TYPE)],
-        schema=DLQ_SCHEMA)
+         pa.array([dlq_topic] * failed.num_rows, pa.string()), pa.array(headers, HEADER_TYPE),
+         failed.column("timestamp").cast(TIME_TYPE)], schema=DLQ_SCHEMA)

@@ -36,7 +36,7 @@ Invariants:
 from __future__ import annotations
 
 import logging
-from typing import Callable, cast
+from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import col
@@ -52,8 +52,9 @@ from kafka_eos.connectors.plan_check import value_refs_refusal
 from kafka_eos.connectors.pipeline.late_records import late_frame
 from kafka_eos.connectors.pipeline.transform_stage import (PipelineBuildError, check_columns,
                                                            check_replayable, transform, transform_input)
-from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema, dlq_spark_schema
+from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema
 from kafka_eos.connectors.pipeline.savepoint_floor import floor_dlq
+from kafka_eos.connectors.pipeline.side_outputs import dlq_rows, side_rows
 from kafka_eos.connectors.pipeline.serde_resolve import (SCHEMA_FORMATS, sink_key_serde, sink_serde, source_key_serde,
                                                           source_serde)
 from kafka_eos.connectors.pipeline.spark_options import (sink_options, sink_select_exprs, source_options,
@@ -167,12 +168,6 @@ def encode(df: DataFrame, cfg: PipelineConfig, serde: ValueSerde | None, key_ser
     return encoded
 
 
-def dlq_rows(decoded: DataFrame, cfg: PipelineConfig) -> DataFrame:
-    failed = decoded.where(f"{batch.ERROR_COLUMN} IS NOT NULL")
-    # cast: a valid pipeline with on_decode_error dlq names its DLQ topic (rule errors.dlq_topic)
-    return failed.mapInArrow(batch.dlq_fn(cast(str, cfg.errors.dlq_topic)), dlq_spark_schema())
-
-
 def build_frame(spark: SparkSession, cfg: PipelineConfig, on_skipped: Callable[[int], None] | None = None,
                 source_extra: dict[str, str] | None = None, available_now: bool = False,
                 value_refs: bool = False) -> DataFrame:
@@ -198,10 +193,11 @@ def build_frame(spark: SparkSession, cfg: PipelineConfig, on_skipped: Callable[[
     result = encode(transform(spark, transform_input(decoded, cfg), cfg), cfg, out_serde, out_keys)
     if uses_dlq(cfg):
         dlq_scan = decode(read_source(spark, options, "dlq"), cfg, in_serde, key_serde=in_keys)
-        result = result.unionByName(dlq_rows(floor_dlq(dlq_scan, cfg), cfg), allowMissingColumns=True)
-    if late_topic(cfg) is not None:
-        result = result.unionByName(late_frame(read_source(spark, options, "late"), cfg, in_serde, in_keys),
+        result = result.unionByName(side_rows(dlq_rows(floor_dlq(dlq_scan, cfg), cfg), result, cfg),
                                     allowMissingColumns=True)
+    if late_topic(cfg) is not None:
+        late = late_frame(read_source(spark, options, "late"), cfg, in_serde, in_keys)
+        result = result.unionByName(side_rows(late, result, cfg), allowMissingColumns=True)
     return result
 
 

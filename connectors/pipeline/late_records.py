@@ -45,11 +45,12 @@ from kafka_eos.connectors.pipeline.savepoint_floor import floor_late, restored
 from kafka_eos.serde import batch as serde_batch
 from kafka_eos.serde.codecs import ValueSerde
 from kafka_eos.serde.decode_errors import (DLQ_SCHEMA, ERROR_COLUMN, HEADER_TYPE, OFFSET_HEADER, PARTITION_HEADER,
-                                           RAW_KEY_COLUMN, RAW_VALUE_COLUMN, TOPIC_HEADER)
+                                           RAW_KEY_COLUMN, RAW_VALUE_COLUMN, TIME_TYPE, TOPIC_HEADER)
 from kafka_eos.serde.formats import OnDecodeError
 
 ORIGINAL_VALUE = "_eos_late_original"
 ORIGINAL_KEY = "_eos_late_original_key"
+ORIGINAL_TIME = "_eos_late_original_time"   # the source record's timestamp (the watermark column may replace it)
 BOUND = "_eos_late_bound"
 EVENT_TIME_HEADER = "kafka-eos.event-time"
 WATERMARK_HEADER = "kafka-eos.watermark"
@@ -138,7 +139,15 @@ def late_batch(batch: pa.RecordBatch, watermark_ms: int, topic: str, time_column
                for original, (t, p, o), time in zip(originals, where, times, strict=True)]
     return pa.RecordBatch.from_arrays(
         [rows.column("key").cast(pa.binary()), rows.column(ORIGINAL_VALUE).cast(pa.binary()),
-         pa.array([topic] * rows.num_rows, pa.string()), pa.array(headers, HEADER_TYPE)], schema=DLQ_SCHEMA)
+         pa.array([topic] * rows.num_rows, pa.string()), pa.array(headers, HEADER_TYPE),
+         _original_times(rows)], schema=DLQ_SCHEMA)
+
+
+def _original_times(rows: pa.RecordBatch) -> pa.Array:
+    """The source records' timestamps (null where the rows do not carry them: the record's own clock)."""
+    if ORIGINAL_TIME not in rows.schema.names:
+        return pa.nulls(rows.num_rows, TIME_TYPE)
+    return rows.column(ORIGINAL_TIME).cast(TIME_TYPE)
 
 
 def late_fn(checkpoint: str, previous: bool, topic: str, time_column: str, drops_null_time: bool,
@@ -161,9 +170,10 @@ def late_frame(raw: DataFrame, cfg: PipelineConfig, serde: ValueSerde, key_serde
     assert w is not None and w.late_topic and cfg.checkpoint.location
     spec = late_spec(cfg.transform.sql, w.column)
     include_headers = cfg.source.include_headers
-    kept = raw.withColumn(ORIGINAL_VALUE, col("value")).withColumn(ORIGINAL_KEY, col("key"))
-    schema = decoded_spark_schema(serde, OnDecodeError.DLQ, include_headers,
-                                  extra=((ORIGINAL_VALUE, pa.binary()), (ORIGINAL_KEY, pa.binary())), key_serde=key_serde)
+    kept = (raw.withColumn(ORIGINAL_VALUE, col("value")).withColumn(ORIGINAL_KEY, col("key"))
+            .withColumn(ORIGINAL_TIME, col("timestamp")))
+    extra = ((ORIGINAL_VALUE, pa.binary()), (ORIGINAL_KEY, pa.binary()), (ORIGINAL_TIME, TIME_TYPE))
+    schema = decoded_spark_schema(serde, OnDecodeError.DLQ, include_headers, extra=extra, key_serde=key_serde)
     decoded = kept.mapInArrow(serde_batch.decode_fn(serde, OnDecodeError.DLQ, key_serde=key_serde), schema)
     raw_columns = [RAW_VALUE_COLUMN] + ([RAW_KEY_COLUMN] if key_serde is not None else [])
     decoded = decoded.where(f"{ERROR_COLUMN} IS NULL").drop(ERROR_COLUMN, *raw_columns)  # left to the main branch
@@ -172,7 +182,8 @@ def late_frame(raw: DataFrame, cfg: PipelineConfig, serde: ValueSerde, key_serde
     start = restored(cfg)
     decoded = floor_late(decoded, w.column, start)
     bounded = decoded.withColumn(BOUND, expr(bound_expr(spec, w.column)))
-    columns = [col(ORIGINAL_KEY).alias("key"), ORIGINAL_VALUE, "topic", "partition", "offset", w.column, BOUND]
+    columns = [col(ORIGINAL_KEY).alias("key"), ORIGINAL_VALUE, ORIGINAL_TIME, "topic", "partition", "offset",
+               w.column, BOUND]
     columns += ["headers"] if include_headers else []
     # cast: given a default, conf.get returns a str (pyspark types it Optional)
     previous = cast(str, raw.sparkSession.conf.get(ALLOW_MULTIPLE, "true")).lower() != "false"

@@ -127,9 +127,13 @@ def iso(ms: int) -> bytes:
 
 
 def assert_late_headers(bootstrap: str, source: str, late: str) -> None:
-    """Every late record names its source topic and partition, its event time, and a watermark past it."""
+    """Every late record names its source topic and partition, its event time, and a watermark past
+    it, and keeps its source record's timestamp."""
+    source_times = {(m.partition(), m.offset()): m.timestamp() for m in read_all(bootstrap, source)}
     for record in read_all(bootstrap, late):
         headers = dict(record.headers())
+        where = (int(headers["kafka-eos.source.partition"]), int(headers["kafka-eos.source.offset"]))
+        assert record.timestamp() == source_times[where], "the source record's timestamp"
         assert headers["kafka-eos.source.topic"] == source.encode()
         assert headers["kafka-eos.source.partition"] == str(PAGES[record.key().decode()]).encode()
         assert headers["kafka-eos.event-time"] == iso(clicked_at(record.value())) < headers["kafka-eos.watermark"]

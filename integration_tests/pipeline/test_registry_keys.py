@@ -8,7 +8,7 @@ Schema and Protobuf, against confluent-kafka's own serializers as the independen
   the registry, a DLQ with poison keys and values, a timestamp column; the driver killed after
   batch 1's commit decision, then run again: every id once in read_committed output (decoded by
   Confluent's deserializers), each record's CreateTime its row's, each poison record once in the
-  DLQ with its original key bytes and the error naming the key.
+  DLQ with its original key bytes, its source record's timestamp and the error naming the key.
 """
 from __future__ import annotations
 
@@ -206,6 +206,8 @@ def test_keys_and_values_through_the_registry_killed_after_a_decision_are_exactl
 
     dlq = read_all(bootstrap, topics["dlq"])
     assert sorted(m.key() for m in dlq) == sorted(k for k, _ in poison), "each poison record once, its key as it was"
+    source_times = {m.key(): m.timestamp() for m in read_all(bootstrap, topics["source"])}
     for message in dlq:
         error = dict(message.headers())["kafka-eos.error"].decode()
         assert error.startswith("key: "), error
+        assert message.timestamp() == source_times[message.key()], "a DLQ record keeps its source record's timestamp"

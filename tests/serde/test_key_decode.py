@@ -82,3 +82,9 @@ def test_keys_are_encoded_beside_the_values():
     out = next(encode_fn(ValueSerde(DataFormat.JSON), key_serde=KEYS)(iter([rows])))
     assert out.column("key").to_pylist() == [key(7), None]
     assert [json.loads(v) for v in out.column("value").to_pylist()] == [{"amount": 1.0}, {"amount": 2.0}]
+
+
+def test_a_dlq_record_keeps_its_source_records_timestamp():
+    marked, _ = decode_batch(BATCH, decoder(VALUES), OnDecodeError.DLQ, decoder(KEYS))
+    rows = dlq_batch(marked, "in-dlq")
+    assert rows.column("timestamp").to_pylist() == [BATCH.column("timestamp")[1].as_py()] * 2

@@ -81,3 +81,11 @@ def test_the_late_watermark_of_batch_n_is_the_one_planned_for_batch_n_minus_1(tm
 ])
 def test_bound_expressions(spec, sql):
     assert bound_expr(spec, "t") == sql
+
+
+def test_a_late_record_keeps_its_source_records_timestamp():
+    from kafka_eos.connectors.pipeline.late_records import ORIGINAL_TIME
+    batch = rows([10 * S, 70 * S], [60 * S, 120 * S])
+    stamped = batch.append_column(ORIGINAL_TIME, pa.array([5 * S, 6 * S], TS))
+    out = late_batch(stamped, 60_000, "late", "event_time", drops_null_time=True)
+    assert out.column("timestamp").cast(pa.int64()).to_pylist() == [5 * S], "the source's, not the event time"
