@@ -68,7 +68,8 @@ def _sides(cfg: PipelineConfig) -> list[tuple[str, str, SchemaRef, DataFormat, t
              ("source", "key", cfg.source.key_schema, cfg.source.key_format, source_topics),
              ("sink", "value", cfg.sink.schema, cfg.sink.format, sink_topics),
              ("sink", "key", cfg.sink.key_schema, cfg.sink.key_format, sink_topics)]
-    return [side for side in sides if side[2] is not None and side[2].registry is not None]
+    return [(side, field, schema, fmt, topics) for side, field, schema, fmt, topics in sides
+            if schema is not None and schema.registry is not None]
 
 
 def _needs_subject(side: str, schema: SchemaRef) -> bool:

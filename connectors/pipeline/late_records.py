@@ -33,7 +33,7 @@ from typing import Callable, Iterator, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql.functions import col, expr
 
 from kafka_eos import KafkaEosError
@@ -182,8 +182,8 @@ def late_frame(raw: DataFrame, cfg: PipelineConfig, serde: ValueSerde, key_serde
     start = restored(cfg)
     decoded = floor_late(decoded, w.column, start)
     bounded = decoded.withColumn(BOUND, expr(bound_expr(spec, w.column)))
-    columns = [col(ORIGINAL_KEY).alias("key"), ORIGINAL_VALUE, ORIGINAL_TIME, "topic", "partition", "offset",
-               w.column, BOUND]
+    columns: list[Column | str] = [col(ORIGINAL_KEY).alias("key"), ORIGINAL_VALUE, ORIGINAL_TIME, "topic",
+                                   "partition", "offset", w.column, BOUND]
     columns += ["headers"] if include_headers else []
     # cast: given a default, conf.get returns a str (pyspark types it Optional)
     previous = cast(str, raw.sparkSession.conf.get(ALLOW_MULTIPLE, "true")).lower() != "false"
