@@ -33,7 +33,7 @@ from bench import throughput
 from bench.common import load_avg, spark_kafka_jars
 from bench.large_state_input import CLOSE, SCHEMA, TAIL, OutputCheck, Query, batch_figures, payload
 from bench.memory import TreeSampler
-from bench.verify_cost import BATCH_LINE, CLI, cpu_total, start
+from bench.verify_cost_parts import BATCH_LINE, CLI, cpu_total, start
 from kafka_eos.config.state_backend import PROVIDERS, StateBackend, StateSpec, state_conf
 from kafka_eos.connectors.pipeline.runner import WORKER_MEMORY_CONF
 from kafka_eos.connectors.spark_harness import SMALL_CONF, python_env, spark_submit_binary

@@ -35,7 +35,7 @@ from confluent_kafka import Producer
 from bench import method
 from bench.common import load_avg, write_result
 from bench.memory import TreeSampler
-from bench.verify_cost import CLI, cpu_total, pipeline_figures, start
+from bench.verify_cost_parts import CLI, cpu_total, pipeline_figures, start
 
 ARMS = ("hdfs", "rocksdb")
 RECORDS, MAX_OFFSETS, KEYS = 200_000, 20_000, 50_000
@@ -111,7 +111,7 @@ def output_exact(bootstrap: str, sink: str, want: dict[tuple[str, int], int]) ->
 
 def batch_quantiles(lines: list[tuple[float, str]]) -> dict:
     """p50 and p95 of the batch durations after the first (ms)."""
-    from bench.verify_cost import BATCH_LINE
+    from bench.verify_cost_parts import BATCH_LINE
     ms = [int(m[3]) for _, line in lines if (m := BATCH_LINE.search(line))][1:]
     if len(ms) < 2:
         return {"batch_p50_ms": ms[0] if ms else None, "batch_p95_ms": ms[0] if ms else None}
