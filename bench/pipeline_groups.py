@@ -33,7 +33,7 @@ import yaml
 from confluent_kafka import Producer
 
 from bench.common import load_avg
-from bench.pipeline_groups_parts import PssSeries, batches, marginal_mb, pipeline_figures, tree_rows
+from bench.pipeline_groups_parts import PssSeries, batches, line, not_run, pipeline_figures, summary, tree_rows
 
 RECORD_BYTES = 100
 SAMPLE_S = 2.0
@@ -228,46 +228,6 @@ def measure(bootstrap: str, a: argparse.Namespace, log: Log) -> dict:
     return {"counts": counts, "separate": sorted(separate), "not_run": not_run(runs, counts, separate),
             "rounds": a.rounds, "conf": a.conf, "window_s": a.window, "settle_s": a.settle, "rate_total_per_s": a.rate,
             "record_bytes": RECORD_BYTES, "runs": runs, "failed": failed, "summary": summary(runs)}
-
-
-def not_run(runs: list[dict], counts: list[int], separate: set[int], machine_mb: float = 24 * 1024) -> dict:
-    """Why the separate arm of a larger N was not run: N x the measured per-driver PSS."""
-    measured = [r["pss"]["median_mb"] / r["n"] for r in runs if r["arm"] == "separate" and "median_mb" in r["pss"]]
-    if not measured:
-        return {}
-    per = round(max(measured))
-    return {str(n): f"not run: {n} x {per} MB per driver = {n * per:,} MB, " + (
-        f"exceeds the machine's {machine_mb:,.0f} MB" if n * per > 0.8 * machine_mb else "would fit; not run (time)")
-        for n in counts if n not in separate}
-
-
-def summary(runs: list[dict]) -> dict:
-    """Per arm and N: median of the rounds' PSS medians and peaks; the marginal pipeline from group 1."""
-    import statistics
-    out: dict = {}
-    for run in runs:
-        out.setdefault(run["arm"], {}).setdefault(str(run["n"]), []).append(run)
-    table: dict = {}
-    for arm, by_n in out.items():
-        for n, rs in by_n.items():
-            table.setdefault(arm, {})[n] = {
-                "pss_median_mb": statistics.median(r["pss"]["median_mb"] for r in rs),
-                "pss_peak_mb": statistics.median(r["pss"]["peak_mb"] for r in rs),
-                "first_commit_s": statistics.median(r["first_commit_s"]["all"] for r in rs),
-                "exactly_once": all(r["exactly_once"] for r in rs), "rounds": len(rs)}
-    base = table.get("group", {}).get("1")
-    for arm in table.values():
-        for n, row in arm.items():
-            row["marginal_mb"] = marginal_mb(row["pss_median_mb"], base["pss_median_mb"], int(n)) if base else None
-    return table
-
-
-def line(run: dict) -> str:
-    p = run["pss"]
-    return (f"{run['arm']} N={run['n']}: PSS peak {p.get('peak_mb')} MB, median {p.get('median_mb')} MB "
-            f"({p.get('processes_by_role')}), first commit of all {run['first_commit_s']['all']} s, "
-            f"{run['records_per_s']} rec/s per pipeline, batch p50 {run['batch_p50_ms']} / p95 {run['batch_p95_ms']} ms, "
-            f"exactly once {run['exactly_once']}, load {run['load_avg_1m']}")
 
 
 def main(argv: list[str] | None = None) -> None:

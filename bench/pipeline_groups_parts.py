@@ -1,4 +1,4 @@
-"""Pure parts of ``bench.pipeline_groups``: progress lines, process roles, PSS samples, figures."""
+"""Pure parts of ``bench.pipeline_groups``: progress lines, process roles, PSS samples, figures, the summary."""
 from __future__ import annotations
 
 import math
@@ -105,3 +105,43 @@ def pipeline_figures(found: list[Batch], window_s: float) -> dict:
         return statistics.median(values) if values else None
     return {"per_pipeline": per, "records_per_s": med("records_per_s"), "batch_p50_ms": med("batch_p50_ms"),
             "batch_p95_ms": med("batch_p95_ms")}
+
+
+def not_run(runs: list[dict], counts: list[int], separate: set[int], machine_mb: float = 24 * 1024) -> dict:
+    """Why the separate arm of a larger N was not run: N x the measured per-driver PSS."""
+    measured = [r["pss"]["median_mb"] / r["n"] for r in runs if r["arm"] == "separate" and "median_mb" in r["pss"]]
+    if not measured:
+        return {}
+    per = round(max(measured))
+    return {str(n): f"not run: {n} x {per} MB per driver = {n * per:,} MB, " + (
+        f"exceeds the machine's {machine_mb:,.0f} MB" if n * per > 0.8 * machine_mb else "would fit; not run (time)")
+        for n in counts if n not in separate}
+
+
+def summary(runs: list[dict]) -> dict:
+    """Per arm and N: median of the rounds' PSS medians and peaks; the marginal pipeline from group 1."""
+    import statistics
+    out: dict = {}
+    for run in runs:
+        out.setdefault(run["arm"], {}).setdefault(str(run["n"]), []).append(run)
+    table: dict = {}
+    for arm, by_n in out.items():
+        for n, rs in by_n.items():
+            table.setdefault(arm, {})[n] = {
+                "pss_median_mb": statistics.median(r["pss"]["median_mb"] for r in rs),
+                "pss_peak_mb": statistics.median(r["pss"]["peak_mb"] for r in rs),
+                "first_commit_s": statistics.median(r["first_commit_s"]["all"] for r in rs),
+                "exactly_once": all(r["exactly_once"] for r in rs), "rounds": len(rs)}
+    base = table.get("group", {}).get("1")
+    for arm in table.values():
+        for n, row in arm.items():
+            row["marginal_mb"] = marginal_mb(row["pss_median_mb"], base["pss_median_mb"], int(n)) if base else None
+    return table
+
+
+def line(run: dict) -> str:
+    p = run["pss"]
+    return (f"{run['arm']} N={run['n']}: PSS peak {p.get('peak_mb')} MB, median {p.get('median_mb')} MB "
+            f"({p.get('processes_by_role')}), first commit of all {run['first_commit_s']['all']} s, "
+            f"{run['records_per_s']} rec/s per pipeline, batch p50 {run['batch_p50_ms']} / p95 {run['batch_p95_ms']} ms, "
+            f"exactly once {run['exactly_once']}, load {run['load_avg_1m']}")

@@ -1,7 +1,7 @@
 """The pure parts of bench.pipeline_groups: progress lines, roles, PSS series, figures, the marginal pipeline."""
 from __future__ import annotations
 
-from bench.pipeline_groups import not_run, summary
+from bench.pipeline_groups_parts import not_run, summary
 from bench.pipeline_groups_parts import PssSeries, batches, marginal_mb, percentile, pipeline_figures, role
 
 LOG = """\
