@@ -4,7 +4,7 @@ Schema and Protobuf, against confluent-kafka's own serializers as the independen
 - make test (no Spark): for each format, the key bytes kafka-eos writes equal Confluent's
   serializer's for ``MessageField.KEY`` (subject ``<topic>-key``, the same id; Protobuf: the same
   message indexes and body, the id of each one's own registration), and kafka-eos reads Confluent's keys.
-- make chaos: a Protobuf pipeline and a JSON Schema pipeline, keys and values both ways through
+- make chaos: a Protobuf, a JSON Schema and an Avro pipeline, keys and values both ways through
   the registry, a DLQ with poison keys and values, a timestamp column; the driver killed after
   batch 1's commit decision, then run again: every id once in read_committed output (decoded by
   Confluent's deserializers), each record's CreateTime its row's, each poison record once in the
@@ -54,6 +54,12 @@ def value_json_schema(run: str) -> dict:
     return {"$schema": "http://json-schema.org/draft-07/schema#", "title": f"shop.{run}.Order", "type": "object",
             "properties": {"id": {"type": "string"}, "amount": {"type": "integer"}, "created_ms": {"type": "integer"}},
             "required": ["id", "amount", "created_ms"]}
+
+
+def value_avro(run: str) -> dict:
+    return {"type": "record", "name": "Order", "namespace": f"shop.{run}",
+            "fields": [{"name": "id", "type": "string"}, {"name": "amount", "type": "long"},
+                       {"name": "created_ms", "type": "long"}]}
 
 
 def key_avro(run: str) -> dict:
@@ -125,6 +131,9 @@ def keyed_pipeline(tmp_path: Path, registry, fmt: DataFormat, run: str, topics: 
     if fmt is DataFormat.PROTOBUF:
         key_schema = {"inline": key_proto(run), "message": f"keys.{run}.OrderKey", "registry": reg}
         value_schema = {"inline": value_proto(run), "message": f"shop.{run}.Order", "registry": reg}
+    elif fmt is DataFormat.AVRO:
+        key_schema = {"inline": json.dumps(key_avro(run)), "registry": reg}
+        value_schema = {"inline": json.dumps(value_avro(run)), "registry": reg}
     else:
         key_schema = {"inline": json.dumps(key_json_schema(run)), "registry": reg}
         value_schema = {"inline": json.dumps(value_json_schema(run)), "registry": reg}
@@ -147,7 +156,7 @@ def keyed_pipeline(tmp_path: Path, registry, fmt: DataFormat, run: str, topics: 
 
 
 @pytest.mark.chaos  # two Spark runs with a driver killed between them (make chaos KIND=pipeline)
-@pytest.mark.parametrize("fmt", [DataFormat.PROTOBUF, DataFormat.JSON])
+@pytest.mark.parametrize("fmt", [DataFormat.PROTOBUF, DataFormat.JSON, DataFormat.AVRO])
 def test_keys_and_values_through_the_registry_killed_after_a_decision_are_exactly_once(
         bootstrap, schema_registry, tmp_path, fmt):
     from confluent_kafka import TIMESTAMP_CREATE_TIME
@@ -164,6 +173,9 @@ def test_keys_and_values_through_the_registry_killed_after_a_decision_are_exactl
     if fmt is DataFormat.PROTOBUF:
         keys = Confluent(schema_registry, fmt, key_proto(run), f"keys.{run}.OrderKey")
         values = Confluent(schema_registry, fmt, value_proto(run), f"shop.{run}.Order")
+    elif fmt is DataFormat.AVRO:
+        keys = Confluent(schema_registry, fmt, json.dumps(key_avro(run)))
+        values = Confluent(schema_registry, fmt, json.dumps(value_avro(run)))
     else:
         keys = Confluent(schema_registry, fmt, json.dumps(key_json_schema(run)))
         values = Confluent(schema_registry, fmt, json.dumps(value_json_schema(run)))
