@@ -11,8 +11,9 @@ from __future__ import annotations
 from kafka_eos.config.model import DataFormat, PipelineConfig, SchemaRef
 from kafka_eos.config.rules_registry import registry_settings
 from kafka_eos.config.violations import Context, Violation
+from kafka_eos.serde.formats import SCHEMA_FORMATS
+from kafka_eos.serde.registry_subjects import schema_at
 
-TYPED = (DataFormat.JSON, DataFormat.AVRO, DataFormat.PROTOBUF)
 
 
 def _where(schema: SchemaRef, at: str) -> str:
@@ -66,8 +67,8 @@ def schema_violations(schema: SchemaRef | None, fmt: DataFormat, path: str, requ
                       field: str = "value") -> list[Violation]:
     """``path``'s schema of its values (``path.schema``, ``path.format``) or its keys (``path.key_schema``,
     ``path.key_format``)."""
-    typed = fmt in TYPED
-    word, at = ("format", f"{path}.schema") if field == "value" else ("key_format", f"{path}.key_schema")
+    typed, at = fmt in SCHEMA_FORMATS, schema_at(path, field)
+    word = "format" if field == "value" else "key_format"
     fmt_at = f"{path}.{word}"
     if schema is None:
         return [Violation(at, f"{word} {fmt.value} needs a schema",

@@ -18,7 +18,7 @@ from __future__ import annotations
 from kafka_eos.config.model import DataFormat, PipelineConfig, SchemaRef
 from kafka_eos.config.violations import INVALID, UNAUTHORIZED, UNREACHABLE, Context, Violation
 from kafka_eos.serde.formats import Registry, SubjectStrategy
-from kafka_eos.serde.registry_subjects import SubjectError, needs_record_name, record_name, subject_name
+from kafka_eos.serde.registry_subjects import SubjectError, needs_record_name, record_name, schema_at, subject_name
 
 PINS = ("use_latest_version", "version", "id")
 
@@ -54,11 +54,6 @@ def subject_of(schema: SchemaRef, fmt: DataFormat, topics: tuple[str, ...], side
     assert schema.registry is not None
     topic = topics[0] if len(topics) == 1 else None
     return subject_name(schema.registry, topic, _record(schema, fmt), side, field)
-
-
-def schema_at(side: str, field: str) -> str:
-    """The YAML key of ``side``'s schema of its values or keys."""
-    return f"{side}.schema" if field == "value" else f"{side}.key_schema"
 
 
 def _sides(cfg: PipelineConfig) -> list[tuple[str, str, SchemaRef, DataFormat, tuple[str, ...]]]:

@@ -65,5 +65,8 @@ class Registry:
         return conf
 
 
+# The formats read and written with a schema (``schema``, a key's ``key_schema``).
+SCHEMA_FORMATS = (DataFormat.JSON, DataFormat.AVRO, DataFormat.PROTOBUF)
+
 # The registry's name of each format's schema type (Confluent's ``schemaType``).
 REGISTRY_SCHEMA_TYPES = {DataFormat.AVRO: "AVRO", DataFormat.PROTOBUF: "PROTOBUF", DataFormat.JSON: "JSON"}

@@ -62,12 +62,17 @@ def needs_record_name(registry: Registry) -> bool:
     return registry.subject is None and registry.subject_strategy is not SubjectStrategy.TOPIC
 
 
+def schema_at(side: str, field: str = "value") -> str:
+    """The YAML key of ``side``'s (``source``, ``sink``) schema of its values or (``field`` key) keys."""
+    return f"{side}.schema" if field == "value" else f"{side}.key_schema"
+
+
 def subject_name(registry: Registry, topic: str | None, record: str | None, where: str = "sink",
                  field: str = "value") -> str:
     """The subject of a schema of ``record`` (its name) on ``topic`` under ``registry``'s strategy."""
     if registry.subject:
         return registry.subject
-    strategy, at = registry.subject_strategy, f"{where}.{'schema' if field == 'value' else 'key_schema'}"
+    strategy, at = registry.subject_strategy, schema_at(where, field)
     if strategy is not SubjectStrategy.RECORD and not topic:
         raise SubjectError(f"{at}.registry: the {strategy.value} strategy names the subject after "
                            f"the topic, and there is no single topic (fix: set {at}.registry.subject)")

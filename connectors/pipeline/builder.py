@@ -55,8 +55,7 @@ from kafka_eos.connectors.pipeline.transform_stage import (PipelineBuildError, c
 from kafka_eos.connectors.pipeline.row_schemas import decoded_spark_schema
 from kafka_eos.connectors.pipeline.savepoint_floor import floor_dlq
 from kafka_eos.connectors.pipeline.side_outputs import dlq_rows, side_rows
-from kafka_eos.connectors.pipeline.serde_resolve import (SCHEMA_FORMATS, sink_key_serde, sink_serde, source_key_serde,
-                                                          source_serde)
+from kafka_eos.connectors.pipeline.serde_resolve import sink_key_serde, sink_serde, source_key_serde, source_serde
 from kafka_eos.connectors.pipeline.spark_options import (sink_options, sink_select_exprs, source_options,
                                                          late_topic, routes_by_topic, trigger_kwargs,
                                                          uses_dlq)
@@ -65,6 +64,7 @@ from kafka_eos.connectors.source.start import pin_start
 from kafka_eos.option_map import OptionMap
 from kafka_eos.serde import batch
 from kafka_eos.serde.codecs import ValueSerde
+from kafka_eos.serde.formats import SCHEMA_FORMATS
 
 
 # Value references only where source.options asks (emit: valueRefs): measured at 1 KB (bench.size_bytes,

@@ -140,14 +140,7 @@ def late_batch(batch: pa.RecordBatch, watermark_ms: int, topic: str, time_column
     return pa.RecordBatch.from_arrays(
         [rows.column("key").cast(pa.binary()), rows.column(ORIGINAL_VALUE).cast(pa.binary()),
          pa.array([topic] * rows.num_rows, pa.string()), pa.array(headers, HEADER_TYPE),
-         _original_times(rows)], schema=DLQ_SCHEMA)
-
-
-def _original_times(rows: pa.RecordBatch) -> pa.Array:
-    """The source records' timestamps (null where the rows do not carry them: the record's own clock)."""
-    if ORIGINAL_TIME not in rows.schema.names:
-        return pa.nulls(rows.num_rows, TIME_TYPE)
-    return rows.column(ORIGINAL_TIME).cast(TIME_TYPE)
+         rows.column(ORIGINAL_TIME).cast(TIME_TYPE)], schema=DLQ_SCHEMA)
 
 
 def late_fn(checkpoint: str, previous: bool, topic: str, time_column: str, drops_null_time: bool,

@@ -18,7 +18,7 @@ from pyspark.sql.types import BinaryType, ByteType, IntegerType, LongType, Short
 from kafka_eos import KafkaEosError
 from kafka_eos.config.model import DataFormat, PipelineConfig, Step
 from kafka_eos.connectors.pipeline.savepoint_floor import floor_main
-from kafka_eos.connectors.pipeline.serde_resolve import SCHEMA_FORMATS
+from kafka_eos.serde.formats import SCHEMA_FORMATS
 from kafka_eos.connectors.pipeline.spark_options import uses_dlq
 from kafka_eos.connectors.plan_check import NonDeterministicPlanError, check_deterministic
 from kafka_eos.serde import batch

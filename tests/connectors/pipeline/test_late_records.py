@@ -4,17 +4,18 @@ import pyarrow as pa
 import pytest
 
 from kafka_eos.config.late_records import LateSpec
-from kafka_eos.connectors.pipeline.late_records import (BOUND, ORIGINAL_VALUE, LateWatermarkError, bound_expr,
-                                                        late_batch, late_fn, late_watermark_ms)
+from kafka_eos.connectors.pipeline.late_records import (BOUND, ORIGINAL_TIME, ORIGINAL_VALUE, LateWatermarkError,
+                                                        bound_expr, late_batch, late_fn, late_watermark_ms)
 from kafka_eos.serde.decode_errors import DLQ_SCHEMA
 
 TS = pa.timestamp("us", tz="UTC")
 S = 1_000_000  # microseconds per second
 
 
-def rows(times, bounds, headers=None):
+def rows(times, bounds, headers=None, source_times=None):
     columns = {"key": pa.array([b"k%d" % i for i in range(len(times))], pa.binary()),
                ORIGINAL_VALUE: pa.array([b"v%d" % i for i in range(len(times))], pa.binary()),
+               ORIGINAL_TIME: pa.array(source_times or [None] * len(times), TS),
                "topic": pa.array(["in"] * len(times)), "partition": pa.array([2] * len(times), pa.int32()),
                "offset": pa.array(range(10, 10 + len(times)), pa.int64()),
                "event_time": pa.array(times, TS), BOUND: pa.array(bounds, TS)}
@@ -84,8 +85,6 @@ def test_bound_expressions(spec, sql):
 
 
 def test_a_late_record_keeps_its_source_records_timestamp():
-    from kafka_eos.connectors.pipeline.late_records import ORIGINAL_TIME
-    batch = rows([10 * S, 70 * S], [60 * S, 120 * S])
-    stamped = batch.append_column(ORIGINAL_TIME, pa.array([5 * S, 6 * S], TS))
-    out = late_batch(stamped, 60_000, "late", "event_time", drops_null_time=True)
+    batch = rows([10 * S, 70 * S], [60 * S, 120 * S], source_times=[5 * S, 6 * S])
+    out = late_batch(batch, 60_000, "late", "event_time", drops_null_time=True)
     assert out.column("timestamp").cast(pa.int64()).to_pylist() == [5 * S], "the source's, not the event time"
